@@ -1,0 +1,223 @@
+// Command bench compares lockcron's Redis mutex with redsync and redislock
+// on one throwaway redis-server, side by side in one run:
+//
+//  1. uncontended Lock+Unlock pairs from one goroutine (floor: two PINGs);
+//  2. 64 goroutines, each on its own name (floor: 64 goroutines of PINGs);
+//  3. 8 and 32 goroutines on one name, each holding the lock for -hold
+//     (ceiling: 1/(mean hold + two PING round trips)).
+//
+// It measures and prints; it never fails on timing. Run it with
+// `cd bench && go run .` or `make bench` from the repository root.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockcron/lockcron/internal/redistest"
+)
+
+type config struct {
+	duration time.Duration // measured time per scenario and implementation
+	rounds   int           // the duration is split into this many interleaved windows
+	warmup   time.Duration // unmeasured loop before scenarios 1 and 2
+	hold     time.Duration // hold time in the contended scenario
+	wait     time.Duration // timeout of every operation (and lockcron's WithWait)
+	verbose  bool
+	filter   *regexp.Regexp
+
+	srv          *redistest.Server
+	ctl          *redis.Client // INFO and the PING RTT, never measured
+	infoOverhead int64         // INFO calls counted inside one before/after window
+	rtt          time.Duration // mean PING round trip from scenario 1's floor
+	run          atomic.Int64
+}
+
+func (c *config) srvOptions() *redis.Options { return c.srv.Options() }
+func (c *config) nextRun() int64             { return c.run.Add(1) }
+
+var (
+	cleanupMu sync.Mutex
+	cleanup   []func()
+)
+
+// abort runs the registered cleanups (kills redis-server) and exits.
+func abort(code int) {
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	for i := len(cleanup) - 1; i >= 0; i-- {
+		cleanup[i]()
+	}
+	os.Exit(code)
+}
+
+func main() {
+	cfg := &config{}
+	flag.DurationVar(&cfg.duration, "duration", 4*time.Second, "measured time per scenario and implementation (22 of them)")
+	flag.IntVar(&cfg.rounds, "rounds", 4, "split -duration into this many windows, interleaved across implementations")
+	flag.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "unmeasured warm-up before each uncontended/parallel run")
+	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "time each goroutine holds the contended lock")
+	flag.DurationVar(&cfg.wait, "timeout", 5*time.Second, "timeout of every lock and unlock call (lockcron: also its WithWait)")
+	flag.BoolVar(&cfg.verbose, "v", false, "print per-command server counts for each contended run")
+	run := flag.String("run", "", "only run implementations whose name matches this regexp (the floor always runs)")
+	flag.Parse()
+	if cfg.rounds < 1 || cfg.duration <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds must be ≥ 1 and -duration > 0")
+		os.Exit(2)
+	}
+	if *run != "" {
+		re, err := regexp.Compile(*run)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -run:", err)
+			os.Exit(2)
+		}
+		cfg.filter = re
+	}
+	if err := mainErr(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		abort(1)
+	}
+}
+
+func mainErr(cfg *config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	srv, err := redistest.Launch()
+	if err != nil {
+		return err
+	}
+	cfg.srv = srv
+	cleanupMu.Lock()
+	cleanup = append(cleanup, srv.Close)
+	cleanupMu.Unlock()
+	defer srv.Close()
+	cfg.ctl = redis.NewClient(srv.Options())
+	defer cfg.ctl.Close()
+
+	version, err := serverVersion(ctx, cfg.ctl)
+	if err != nil {
+		return err
+	}
+	// Calibrate: how many INFO calls does a before/after pair add to the
+	// difference? (The server counts a command after running it, so the
+	// first INFO shows up in the second: normally 1.)
+	a, err := commandStats(ctx, cfg.ctl)
+	if err != nil {
+		return err
+	}
+	b, err := commandStats(ctx, cfg.ctl)
+	if err != nil {
+		return err
+	}
+	cfg.infoOverhead = sum(statsDelta(a, b))
+
+	fmt.Printf("lockcron bench: %s, Go %s, GOMAXPROCS %d, redis-server %s on %s (loopback TCP)\n",
+		time.Now().Format("2006-01-02 15:04"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), version, srv.Addr())
+	fmt.Printf("%v per implementation and scenario, in %d interleaved windows (+%v warm-up in 1 and 2); hold %v; timeout %v per call\n\n",
+		cfg.duration, cfg.rounds, cfg.warmup, cfg.hold, cfg.wait)
+
+	impls := implementations()
+	var results []*result
+	selected := func(im impl) bool { return im.floor || cfg.filter == nil || cfg.filter.MatchString(im.name) }
+	progress := func(r *result) {
+		fmt.Fprintf(os.Stderr, "  %-28s %-30s %9.0f/s  fails %d errs %d\n", r.scenario, r.impl, r.rate, r.fails, r.errs)
+	}
+
+	// Warm up the process, the server and the loopback path before the
+	// first measured run, which would otherwise pay for them.
+	for _, n := range []int{1, 64} {
+		r, err := newPairsRunner(ctx, cfg, impls[0], "warm-up", n)
+		if err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		_ = r.round(ctx, time.Second)
+		r.finish()
+	}
+
+	// Scenarios 1 and 2: lockcron (variant A: it differs from B only under
+	// contention), the peers and the floor.
+	var pairImpls []impl
+	for _, im := range impls {
+		if im.name != nameLockcronB && selected(im) {
+			pairImpls = append(pairImpls, im)
+		}
+	}
+	for _, sc := range []struct {
+		name string
+		n    int
+	}{{"1: 1 goroutine, 1 name", 1}, {"2: 64 goroutines, 64 names", 64}} {
+		rs, err := runScenario(ctx, cfg, pairImpls, func(im impl) (runner, error) {
+			return newPairsRunner(ctx, cfg, im, sc.name, sc.n)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		floor := rs[0]
+		if sc.n == 1 {
+			cfg.rtt = (append(append(durations{}, floor.lock...), floor.unlock...)).mean()
+		}
+		for _, r := range rs {
+			r.reference = floor.rate
+			if r.impl == nameLockcronA {
+				r.impl = "lockcron"
+			}
+			progress(r)
+		}
+		results = append(results, rs...)
+	}
+
+	// Scenario 3: 8 and 32 goroutines on one name.
+	var contImpls []impl
+	for _, im := range impls {
+		if im.contended && selected(im) {
+			contImpls = append(contImpls, im)
+		}
+	}
+	for _, n := range []int{8, 32} {
+		sc := fmt.Sprintf("3: %d goroutines, 1 name", n)
+		rs, err := runScenario(ctx, cfg, contImpls, func(im impl) (runner, error) {
+			return newContendedRunner(ctx, cfg, im, sc, n)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc, err)
+		}
+		for _, r := range rs {
+			progress(r)
+		}
+		results = append(results, rs...)
+	}
+	fmt.Fprintln(os.Stderr)
+
+	printTable(os.Stdout, cfg, results)
+	printTargets(os.Stdout, results)
+	printNotes(os.Stdout, cfg, results)
+	return nil
+}
+
+func serverVersion(ctx context.Context, rdb *redis.Client) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "", fmt.Errorf("INFO server: %w", err)
+	}
+	for line := range strings.Lines(s) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v, nil
+		}
+	}
+	return "?", nil
+}

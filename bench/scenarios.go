@@ -1,0 +1,426 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errorCounts counts failed attempts (not acquired within the retry
+// budget) and unexpected errors, keeping the first message of each.
+type errorCounts struct {
+	mu                 sync.Mutex
+	fails, errs        int64
+	firstFail, firstEr string
+}
+
+func (e *errorCounts) add(fail bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if fail {
+		e.fails++
+		if e.firstFail == "" {
+			e.firstFail = err.Error()
+		}
+		return
+	}
+	e.errs++
+	if e.firstEr == "" {
+		e.firstEr = err.Error()
+	}
+}
+
+// result is one row of the table.
+type result struct {
+	scenario string
+	impl     string
+	floor    bool
+
+	ops     int64         // pairs (scenarios 1, 2) or acquisitions (3)
+	elapsed time.Duration // sum of the measured windows
+	lock    durations     // lock latency (1, 2) or wait (3), sorted
+	unlock  durations     // sorted
+	rate    float64       // ops per second
+
+	// reference is the floor's pairs/s (1, 2) or the ceiling (3).
+	reference float64
+
+	// contended only
+	goroutines     int
+	hold           time.Duration // mean measured hold
+	prevHolder     float64       // share won by the goroutine that just released
+	jain           float64
+	srvCmds        int64 // INFO commandstats calls, minus the INFO calls
+	luaCmds        int64 // calls made inside Lua scripts (MONITOR)
+	allAcq         int64 // acquisitions including those after the stop
+	violations     int64 // acquisitions while another goroutine held the lock
+	delta, luaDiff map[string]int64
+	monClient      map[string]int64 // non-Lua commands MONITOR saw (it hides admin commands)
+	monErr         error
+
+	// accumulated over rounds
+	counts   []int64 // acquisitions per goroutine
+	prevWins int64
+	holdSum  time.Duration
+	holdN    int64
+
+	errorCounts
+}
+
+func (r *result) clientCmdsPerAcq() float64 {
+	if r.allAcq == 0 {
+		return 0
+	}
+	return float64(r.srvCmds-r.luaCmds) / float64(r.allAcq)
+}
+
+func (r *result) srvCmdsPerAcq() float64 {
+	if r.allAcq == 0 {
+		return 0
+	}
+	return float64(r.srvCmds) / float64(r.allAcq)
+}
+
+// waitGroup waits for wg, and gives up after grace: a library that ignores
+// its ctx would otherwise hang the benchmark forever.
+func waitGroup(wg *sync.WaitGroup, what string, grace time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		fmt.Fprintf(os.Stderr, "bench: %s: goroutines still running %v after the stop; every operation has a timeout, so a library is hanging; giving up\n", what, grace)
+		abort(3)
+	}
+}
+
+// A runner is one implementation in one scenario: its clients stay open
+// over all rounds; each round adds one measured window to its result.
+// The scenario interleaves the runners round by round, so that a load
+// spike on the machine hits every implementation alike.
+type runner interface {
+	round(ctx context.Context, window time.Duration) error
+	finish() *result // closes the clients and computes the row
+}
+
+// pairsRunner: n goroutines, goroutine i on its own name, each looping
+// lock+unlock until the window ends. With n == 1 this is scenario 1.
+type pairsRunner struct {
+	cfg *config
+	im  impl
+	g   *group
+	res *result
+}
+
+func newPairsRunner(ctx context.Context, cfg *config, im impl, scenario string, n int) (*pairsRunner, error) {
+	run := cfg.nextRun()
+	g, err := im.setup(cfg, n, func(i int) string { return fmt.Sprintf("bench:%d:%d", run, i) })
+	if err != nil {
+		return nil, err
+	}
+	p := &pairsRunner{cfg: cfg, im: im, g: g, res: &result{scenario: scenario, impl: im.name, floor: im.floor, goroutines: n}}
+	if cfg.warmup > 0 {
+		p.loop(ctx, cfg.warmup, false)
+	}
+	return p, nil
+}
+
+func (p *pairsRunner) round(ctx context.Context, window time.Duration) error {
+	p.loop(ctx, window, true)
+	return nil
+}
+
+func (p *pairsRunner) loop(ctx context.Context, window time.Duration, record bool) {
+	res, cfg, im := p.res, p.cfg, p.im
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	start := time.Now()
+	for _, w := range p.g.workers {
+		wg.Go(func() {
+			var lk, ul durations
+			var pairs int64
+			for !stop.Load() && ctx.Err() == nil {
+				t0 := time.Now()
+				octx, cancel := context.WithTimeout(context.Background(), cfg.wait)
+				unlock, err := w(octx)
+				cancel()
+				t1 := time.Now()
+				if err != nil {
+					if record {
+						res.add(im.failure(err), err)
+					}
+					continue
+				}
+				octx, cancel = context.WithTimeout(context.Background(), cfg.wait)
+				err = unlock(octx)
+				cancel()
+				t2 := time.Now()
+				if err != nil {
+					if record {
+						res.add(false, fmt.Errorf("unlock: %w", err))
+					}
+					continue
+				}
+				pairs++
+				if record {
+					lk = append(lk, t1.Sub(t0))
+					ul = append(ul, t2.Sub(t1))
+				}
+			}
+			if record {
+				mu.Lock()
+				res.lock = append(res.lock, lk...)
+				res.unlock = append(res.unlock, ul...)
+				res.ops += pairs
+				mu.Unlock()
+			}
+		})
+	}
+	timer := time.AfterFunc(window, func() { stop.Store(true) })
+	waitGroup(&wg, res.scenario+" / "+im.name, 30*time.Second)
+	timer.Stop()
+	if record {
+		res.elapsed += time.Since(start)
+	}
+}
+
+func (p *pairsRunner) finish() *result {
+	res := p.res
+	if err := p.g.close(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s / %s: close: %v\n", res.scenario, res.impl, err)
+	}
+	slices.Sort(res.lock)
+	slices.Sort(res.unlock)
+	if res.elapsed > 0 {
+		res.rate = float64(res.ops) / res.elapsed.Seconds()
+	}
+	return res
+}
+
+// contendedRunner: n goroutines on ONE name. Each takes the lock, holds it
+// for cfg.hold (time.Sleep; the actual hold is measured), unlocks and at
+// once asks for it again. The server counts the commands.
+type contendedRunner struct {
+	cfg *config
+	im  impl
+	g   *group
+	res *result
+}
+
+func newContendedRunner(ctx context.Context, cfg *config, im impl, scenario string, n int) (*contendedRunner, error) {
+	run := cfg.nextRun()
+	name := fmt.Sprintf("bench:%d:contended", run)
+	g, err := im.setup(cfg, n, func(int) string { return name })
+	if err != nil {
+		return nil, err
+	}
+	c := &contendedRunner{cfg: cfg, im: im, g: g, res: &result{
+		scenario: scenario, impl: im.name, goroutines: n, counts: make([]int64, n),
+		delta: map[string]int64{}, luaDiff: map[string]int64{}, monClient: map[string]int64{},
+	}}
+	// Warm up: each goroutine's locker takes and releases the lock once,
+	// one after the other (scripts loaded, connections open).
+	for _, w := range g.workers {
+		octx, cancel := context.WithTimeout(ctx, cfg.wait)
+		unlock, err := w(octx)
+		cancel()
+		if err == nil {
+			octx, cancel = context.WithTimeout(context.Background(), cfg.wait)
+			err = unlock(octx)
+			cancel()
+		}
+		if err != nil {
+			_ = g.close()
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func (c *contendedRunner) round(ctx context.Context, window time.Duration) error {
+	res, cfg, im, n := c.res, c.cfg, c.im, c.res.goroutines
+	mon, err := startMonitor(ctx, cfg.srv.Addr())
+	if err != nil {
+		return err
+	}
+	before, err := commandStats(ctx, cfg.ctl)
+	if err != nil {
+		_, _, _ = mon.finish()
+		return err
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var (
+		stopped    atomic.Bool
+		held       atomic.Int32
+		lastHolder atomic.Int64
+		prevWins   atomic.Int64
+		violations atomic.Int64
+		allAcq     atomic.Int64
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		counts     = make([]int64, n)
+	)
+	lastHolder.Store(-1)
+	start := time.Now()
+	for id, w := range c.g.workers {
+		wg.Go(func() {
+			var wt, ul durations
+			var mine int64
+			var holdSum time.Duration
+			for runCtx.Err() == nil {
+				t0 := time.Now()
+				var unlock unlockFunc
+				var err error
+				for {
+					octx, cancel := context.WithTimeout(runCtx, cfg.wait)
+					unlock, err = w(octx)
+					cancel()
+					if err == nil || runCtx.Err() != nil {
+						break
+					}
+					res.add(im.failure(err), err) // a failed attempt: ask again
+				}
+				if err != nil {
+					break // stopped while waiting
+				}
+				t1 := time.Now()
+				counted := !stopped.Load()
+				if !held.CompareAndSwap(0, 1) {
+					violations.Add(1)
+				}
+				if lastHolder.Swap(int64(id)) == int64(id) && counted {
+					prevWins.Add(1)
+				}
+				allAcq.Add(1)
+				time.Sleep(cfg.hold)
+				t2 := time.Now()
+				held.Store(0)
+				octx, cancel := context.WithTimeout(context.Background(), cfg.wait)
+				err = unlock(octx)
+				cancel()
+				t3 := time.Now()
+				if err != nil {
+					res.add(false, fmt.Errorf("unlock: %w", err))
+				}
+				if counted {
+					mine++
+					wt = append(wt, t1.Sub(t0))
+					holdSum += t2.Sub(t1)
+					ul = append(ul, t3.Sub(t2))
+				}
+			}
+			mu.Lock()
+			res.lock = append(res.lock, wt...)
+			res.unlock = append(res.unlock, ul...)
+			res.holdSum += holdSum
+			res.holdN += mine
+			counts[id] = mine
+			mu.Unlock()
+		})
+	}
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+	}
+	stopped.Store(true)
+	elapsed := time.Since(start)
+	stopRun()
+	waitGroup(&wg, res.scenario+" / "+im.name, 30*time.Second)
+
+	after, err := commandStats(context.Background(), cfg.ctl)
+	lua, client, monErr := mon.finish()
+	if err != nil {
+		return err
+	}
+	delta := statsDelta(before, after)
+	res.srvCmds += sum(delta) - cfg.infoOverhead
+	for k, v := range delta {
+		res.delta[k] += v
+	}
+	for k, v := range lua {
+		res.luaDiff[k] += v
+		res.luaCmds += v
+	}
+	for k, v := range client {
+		res.monClient[k] += v
+	}
+	if monErr != nil && res.monErr == nil {
+		res.monErr = monErr
+	}
+	res.elapsed += elapsed
+	for i, v := range counts {
+		res.counts[i] += v
+		res.ops += v
+	}
+	res.prevWins += prevWins.Load()
+	res.allAcq += allAcq.Load()
+	res.violations += violations.Load()
+	return nil
+}
+
+func (c *contendedRunner) finish() *result {
+	res, cfg := c.res, c.cfg
+	if err := c.g.close(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s / %s: close: %v\n", res.scenario, res.impl, err)
+	}
+	slices.Sort(res.lock)
+	slices.Sort(res.unlock)
+	if res.holdN > 0 {
+		res.hold = res.holdSum / time.Duration(res.holdN)
+	}
+	if res.elapsed > 0 {
+		res.rate = float64(res.ops) / res.elapsed.Seconds()
+	}
+	if res.ops > 0 {
+		res.prevHolder = float64(res.prevWins) / float64(res.ops)
+	}
+	res.jain = jain(res.counts)
+	if cfg.rtt > 0 && res.hold > 0 {
+		res.reference = 1 / (res.hold + 2*cfg.rtt).Seconds()
+	}
+	return res
+}
+
+// runScenario sets up one runner per implementation, interleaves them for
+// cfg.rounds rounds of cfg.duration/cfg.rounds each (rotating who goes
+// first), and returns their rows in the order of impls.
+func runScenario(ctx context.Context, cfg *config, impls []impl, newRunner func(impl) (runner, error)) ([]*result, error) {
+	runners := make([]runner, 0, len(impls))
+	finishAll := func() []*result {
+		var rs []*result
+		for _, r := range runners {
+			rs = append(rs, r.finish())
+		}
+		return rs
+	}
+	for _, im := range impls {
+		r, err := newRunner(im)
+		if err != nil {
+			finishAll()
+			return nil, fmt.Errorf("%s: %w", im.name, err)
+		}
+		runners = append(runners, r)
+	}
+	window := cfg.duration / time.Duration(cfg.rounds)
+	for round := range cfg.rounds {
+		for i := range runners {
+			if ctx.Err() != nil {
+				finishAll()
+				return nil, ctx.Err()
+			}
+			k := (i + round) % len(runners)
+			if err := runners[k].round(ctx, window); err != nil {
+				finishAll()
+				return nil, fmt.Errorf("%s: %w", impls[k].name, err)
+			}
+		}
+	}
+	return finishAll(), nil
+}

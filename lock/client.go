@@ -1,0 +1,371 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
+)
+
+// closeTimeout bounds how long Close spends releasing the leases still held.
+const closeTimeout = 5 * time.Second
+
+// backend is where locks live: Redis, or this process's memory. Its replies
+// follow the Lua scripts in scripts/; the Client does everything else.
+type backend interface {
+	// acquire runs acquire.lua: holds is 0 for a new lease.
+	acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error)
+	// renew runs renew.lua: false when owner no longer holds the lock.
+	renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error)
+	// release runs release.lua.
+	release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error)
+	// forceUnlock runs forceunlock.lua.
+	forceUnlock(ctx context.Context, k *keys) (int64, error)
+	// subscribe adds a reference to k's unlock channel. The channel it
+	// returns is closed once the subscription is in place, so that an
+	// attempt made after it cannot miss the next unlock.
+	subscribe(k *keys) <-chan struct{}
+	// unsubscribe drops a reference taken by subscribe.
+	unsubscribe(k *keys)
+	close() error
+}
+
+type acquireReply struct {
+	status int64 // see acquire.lua
+	value  int64 // token, pttl or holds, by status
+}
+
+const (
+	acqAcquired  = 1
+	acqHeld      = 0
+	acqGone      = -1
+	acqWrongType = -2
+	acqNoTTL     = -3
+	acqTokenType = -4
+	acqMismatch  = -5
+
+	relReleased = 1
+	relDropped  = 2
+	relNotHeld  = 0
+	relMismatch = -5
+)
+
+// Client hands out locks kept in one backend. Create it with New (Redis) or
+// NewMemory (this process only), and Close it to release every lease it
+// still holds. A Client is safe for concurrent use; one per process is the
+// usual shape, shared by all its goroutines.
+type Client struct {
+	be    backend
+	opt   options
+	log   hclog.Logger
+	tel   *telemetry
+	owner string // clientID:instance, the prefix of every owner id
+	seq   atomic.Uint64
+
+	done chan struct{} // closed by Close
+
+	mu     sync.Mutex
+	closed bool
+	queues map[string]*queue // waiters by lock name
+	leases map[*Lease]struct{}
+
+	wg sync.WaitGroup // watchdogs and clean-ups
+}
+
+// New returns a Client that keeps locks in Redis. rdb may be a standalone,
+// Sentinel (failover) or Cluster client; the Client does not close it.
+//
+// Give rdb ContextTimeoutEnabled: true so that a ctx deadline also bounds a
+// command to a server that has stopped answering; without it go-redis waits
+// for its ReadTimeout. Renewal deadlines are kept either way.
+//
+// New sends nothing to Redis. It returns ErrInvalid for bad options.
+func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("lock: New: nil redis client: %w", ErrInvalid)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(o)
+	c.be = newRedisBackend(rdb, c.wake, c.log)
+	return c, nil
+}
+
+func newClient(o options) *Client {
+	c := &Client{
+		opt:    o,
+		log:    o.logger.Named("lock"),
+		owner:  o.clientID + ":" + uuid.NewString()[:13],
+		done:   make(chan struct{}),
+		queues: make(map[string]*queue),
+		leases: make(map[*Lease]struct{}),
+	}
+	c.tel = newTelemetry(o, c.log)
+	return c
+}
+
+// Waiting is how many goroutines of this Client wait in Lock for the named
+// lock now.
+func (c *Client) Waiting(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.queues[name]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
+
+// ID is the Client's id, as set by WithClientID.
+func (c *Client) ID() string { return c.opt.clientID }
+
+// Mutex returns the reentrant lock with the given name, in the manner of
+// Redisson's RLock. A bad name (empty, or with { or }) gives a Locker whose
+// every call returns ErrInvalid and sends nothing.
+func (c *Client) Mutex(name string) Locker {
+	if err := validName(name); err != nil {
+		return invalidLocker{name: name, err: err}
+	}
+	return newMutex(c, name)
+}
+
+// ForceUnlock deletes the lock with the given name whoever holds it, and
+// wakes its waiters; the holder learns it lost the lock at its next renewal.
+// It reports whether there was a lock. It is for operators (Redisson's
+// forceUnlock); it returns ErrBadKey if the key is not a lock, and leaves
+// such a key as it is.
+func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	if err := validName(name); err != nil {
+		return false, err
+	}
+	if c.isClosed() {
+		return false, fmt.Errorf("lock %q: %w", name, ErrClosed)
+	}
+	k := newKeys(c.opt.prefix, name)
+	n, err := c.be.forceUnlock(ctx, k)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("lock %q: force unlock: %w", name, err)
+	case n == acqWrongType:
+		return false, fmt.Errorf("lock %q: key %q holds another type: %w", name, k.lock, ErrBadKey)
+	}
+	if n == 1 {
+		c.log.Info("lock force-unlocked", "lock", name)
+	}
+	return n == 1, nil
+}
+
+// Close releases every lease the Client still holds (each lease's context
+// is cancelled with ErrReleased and ErrClosed), makes waiting Lock calls
+// return ErrClosed, stops every watchdog and closes the Pub/Sub connection.
+// It returns once all of that is done, or the first error from releasing.
+// It does not close the redis client given to New. A second Close returns
+// nil.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	leases := make([]*Lease, 0, len(c.leases))
+	for l := range c.leases {
+		leases = append(leases, l)
+	}
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	var errs []error
+	for _, l := range leases {
+		if err := l.releaseAll(ctx, fmt.Errorf("%w: %w", ErrReleased, ErrClosed)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.wg.Wait()
+	errs = append(errs, c.be.close())
+	return errors.Join(errs...)
+}
+
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *Client) newOwner() string {
+	return c.owner + ":" + strconv.FormatUint(c.seq.Add(1), 10)
+}
+
+// track registers a new lease so that Close can release it. It reports
+// false when the Client was closed meanwhile.
+func (c *Client) track(l *Lease) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.leases[l] = struct{}{}
+	if l.fixed == 0 {
+		c.wg.Add(1)
+	}
+	return true
+}
+
+func (c *Client) untrack(l *Lease) {
+	c.mu.Lock()
+	delete(c.leases, l)
+	c.mu.Unlock()
+}
+
+// cleanup releases, in the background, a lease that an attempt may have
+// taken although the caller saw an error (a lost reply, a ctx that ended
+// mid-call). The owner id is unique to that attempt, so this touches no
+// one else's lock.
+func (c *Client) cleanup(k *keys, owner string, within time.Duration) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		if _, err := c.be.release(ctx, k, owner, 1, 1); err != nil && c.log.IsDebug() {
+			c.log.Debug("clean-up after failed attempt", "lock", k.name, "owner", owner, "error", err)
+		}
+	}()
+}
+
+// A queue holds the goroutines of this Client that wait for one lock name,
+// first come first served. Only its head talks to Redis: one unlock wakes
+// one attempt, and a goroutine that has just unlocked cannot barge ahead of
+// those already waiting here. Across Clients there is no order (see
+// FairMutex for that).
+type queue struct {
+	k         *keys
+	waiters   []*waiter
+	ready     <-chan struct{} // the subscription is in place
+	readySeen bool            // a head has already attempted after ready
+}
+
+type waiter struct {
+	turn chan struct{} // closed when the waiter becomes the head
+	wake chan struct{} // an unlock message (buffer of one)
+
+	// Set before turn is closed, by the waiter that left the head.
+	attemptNow bool          // the previous head gave up: try at once
+	sleep      time.Duration // the previous head acquired: the lock's TTL
+}
+
+// enqueue adds a waiter for k, subscribing to its channel if it is the
+// first. It returns the waiter and the queue's ready channel, nil when a
+// previous head already saw it.
+func (c *Client) enqueue(k *keys) (*waiter, *queue, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, nil, ErrClosed
+	}
+	q := c.queues[k.name]
+	if q == nil {
+		q = &queue{k: k}
+		q.ready = c.be.subscribe(k)
+		c.queues[k.name] = q
+	}
+	w := &waiter{turn: make(chan struct{}), wake: make(chan struct{}, 1)}
+	q.waiters = append(q.waiters, w)
+	if len(q.waiters) == 1 {
+		close(w.turn)
+	}
+	return w, q, nil
+}
+
+// dequeue removes w. If w was the head, the next waiter gets its turn:
+// acquired tells it whether w took the lock (then it sleeps for sleep, the
+// lock's TTL, or until an unlock) or gave up (then it tries at once, in
+// case w swallowed a wake-up).
+func (c *Client) dequeue(q *queue, w *waiter, acquired bool, sleep time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range q.waiters {
+		if x != w {
+			continue
+		}
+		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+		if i == 0 && len(q.waiters) > 0 {
+			next := q.waiters[0]
+			next.attemptNow = !acquired
+			next.sleep = sleep
+			close(next.turn)
+		}
+		break
+	}
+	if len(q.waiters) == 0 {
+		delete(c.queues, q.k.name)
+		c.be.unsubscribe(q.k)
+	}
+}
+
+// takeReady returns the queue's ready channel for a new head, or nil when an
+// earlier head already attempted after it fired.
+func (c *Client) takeReady(q *queue) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q.readySeen {
+		return nil
+	}
+	return q.ready
+}
+
+func (c *Client) sawReady(q *queue) {
+	c.mu.Lock()
+	q.readySeen = true
+	c.mu.Unlock()
+}
+
+// wake is called by the backend when the lock name's channel says it was
+// unlocked, or the subscription was re-established after a reconnect: the
+// head of the queue tries again.
+func (c *Client) wake(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queues[name]
+	if q == nil || len(q.waiters) == 0 {
+		return
+	}
+	select {
+	case q.waiters[0].wake <- struct{}{}:
+	default:
+	}
+}
+
+// leaseKey finds, in a lease's context, the lease of one lock of one Client:
+// reentrancy goes through the context.
+type leaseKey struct {
+	c    *Client
+	name string
+}
+
+// invalidLocker is the Locker for a bad name: every call fails the same way.
+type invalidLocker struct {
+	name string
+	err  error
+}
+
+func (l invalidLocker) Name() string { return l.name }
+func (l invalidLocker) Lock(context.Context, ...AcquireOption) (*Lease, error) {
+	return nil, l.err
+}
+func (l invalidLocker) TryLock(context.Context, ...AcquireOption) (*Lease, error) {
+	return nil, l.err
+}

@@ -1,0 +1,322 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// A Lease is one owner's hold on a lock. While it holds the lock, a lease
+// taken without WithLease is renewed in the background every lease/3 (the
+// watchdog), until Unlock, Client.Close, or the lock is lost.
+//
+// Lock loss is never silent: when a renewal finds the lock gone or another
+// owner's, or when no renewal has succeeded by the local deadline (the last
+// successful renewal's send time plus 9/10 of the lease, on the monotonic
+// clock), Done is closed and Context is cancelled with cause ErrLockLost —
+// before the lease could have expired in Redis. A fixed lease (WithLease)
+// ends the same way at 9/10 of its time.
+//
+// A Lease is safe for concurrent use.
+type Lease struct {
+	c     *Client
+	k     *keys
+	owner string
+	token int64
+	lease time.Duration // the TTL set in Redis
+	fixed time.Duration // WithLease's time; 0 under the watchdog
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	hold   holdSpan
+	start  time.Time
+
+	// holdMu serialises changes to holds, which go through Redis.
+	holdMu sync.Mutex
+	holds  int
+
+	// mu guards the state below; never held across I/O.
+	mu       sync.Mutex
+	err      error // nil while held
+	deadline time.Time
+	timer    *time.Timer // fires at deadline: the lease is lost
+
+	wdCtx    context.Context // ends when the watchdog must stop
+	wdStop   context.CancelFunc
+	wdExited chan struct{}
+}
+
+func (c *Client) newLease(ctx context.Context, k *keys, owner string, token int64, lease, fixed time.Duration, sent time.Time) (*Lease, error) {
+	l := &Lease{
+		c: c, k: k, owner: owner, token: token, lease: lease, fixed: fixed,
+		done:     make(chan struct{}),
+		holds:    1,
+		start:    time.Now(),
+		wdExited: make(chan struct{}),
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(ctx, leaseKey{c, k.name}, l))
+	l.wdCtx, l.wdStop = context.WithCancel(context.Background())
+	if !c.track(l) {
+		c.cleanup(k, owner, lease)
+		l.cancel(ErrClosed)
+		l.wdStop()
+		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
+	}
+	l.hold = c.tel.startHold(ctx, l)
+	l.mu.Lock()
+	l.deadline = sent.Add(safeTime(lease))
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.mu.Unlock()
+	if fixed == 0 {
+		go l.watchdog()
+	} else {
+		close(l.wdExited)
+	}
+	return l, nil
+}
+
+// safeTime is how long after sending a successful acquire or renewal the
+// lease is still surely held: 9/10 of it, leaving a margin for the rate
+// difference between our clock and the server's.
+func safeTime(lease time.Duration) time.Duration { return lease - lease/10 }
+
+// Name is the lock's name.
+func (l *Lease) Name() string { return l.k.name }
+
+// Owner is the owner id under which the lease holds the lock in Redis.
+func (l *Lease) Owner() string { return l.owner }
+
+// Token is the fencing token: the same for every hold of this lease, and
+// strictly greater than the token of every earlier lease of this lock name,
+// even across a restart of Redis that lost its data (it derives from the
+// server's clock). Pass it along with writes so that a store can refuse a
+// late writer whose lease has ended.
+func (l *Lease) Token() int64 { return l.token }
+
+// Context returns a context that ends when the ctx given to Lock ends, when
+// the lock is lost (cause ErrLockLost), or when the lease is released (cause
+// ErrReleased). Pass it to the work done under the lock, and to Lock calls
+// that should re-enter this lease.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is closed when the lease no longer holds the lock: released or lost.
+// It does not close when the ctx given to Lock ends; the lock stays held
+// until Unlock.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err is nil while the lease holds the lock; then an error that wraps
+// ErrLockLost or ErrReleased.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Unlock drops one hold; the last one stops the watchdog (before anything
+// is sent), deletes the lock and wakes its waiters. Call it on a context
+// that is still live, such as context.WithoutCancel(ctx) with a timeout, so
+// that a lease whose work was cancelled still frees the lock. ctx bounds
+// the call; on a ctx or network error the lease ends here all the same and
+// the lock expires in Redis within one lease time. Unlock of a lease that
+// no longer holds the lock returns an error wrapping ErrNotHeld (and
+// ErrLockLost or ErrReleased) and touches no other owner's lock.
+func (l *Lease) Unlock(ctx context.Context) error {
+	l.holdMu.Lock()
+	defer l.holdMu.Unlock()
+	if err := l.Err(); err != nil {
+		if errors.Is(err, ErrLockLost) && l.holds > 0 {
+			// Lost by deadline, perhaps still ours in Redis: free it if so.
+			l.stopWatchdog()
+			_, _ = l.c.be.release(ctx, l.k, l.owner, l.holds, l.holds)
+			l.holds = 0
+		}
+		return fmt.Errorf("lock %q: unlock: %w: %w", l.k.name, ErrNotHeld, err)
+	}
+	if l.holds > 1 {
+		n, err := l.c.be.release(ctx, l.k, l.owner, l.holds, 1)
+		if err != nil {
+			return fmt.Errorf("lock %q: unlock: %w", l.k.name, err)
+		}
+		if n != relDropped {
+			return l.releaseFailed(n)
+		}
+		l.holds--
+		return nil
+	}
+	return l.releaseLast(ctx, ErrReleased)
+}
+
+// releaseAll drops every hold (Client.Close).
+func (l *Lease) releaseAll(ctx context.Context, cause error) error {
+	l.holdMu.Lock()
+	defer l.holdMu.Unlock()
+	if l.Err() != nil {
+		return nil
+	}
+	return l.releaseLast(ctx, cause)
+}
+
+// releaseLast stops the watchdog, then deletes the lock. holdMu is held.
+func (l *Lease) releaseLast(ctx context.Context, cause error) error {
+	l.stopWatchdog()
+	n, err := l.c.be.release(ctx, l.k, l.owner, l.holds, l.holds)
+	l.holds = 0
+	if err != nil {
+		l.end(fmt.Errorf("%w: unlock failed, the lock expires within its lease: %w", cause, err), outcomeReleased)
+		return fmt.Errorf("lock %q: unlock: %w", l.k.name, err)
+	}
+	if n != relReleased {
+		return l.releaseFailed(n)
+	}
+	l.end(cause, outcomeReleased)
+	if l.c.log.IsDebug() {
+		l.c.log.Debug("lock released", "lock", l.k.name, "owner", l.owner, "token", l.token, "held", time.Since(l.start))
+	}
+	return nil
+}
+
+func (l *Lease) releaseFailed(n int64) error {
+	var reason error
+	if n == relMismatch {
+		reason = fmt.Errorf("%w: hold count in %q differs from this lease's", ErrLockLost, l.k.lock)
+	} else {
+		reason = fmt.Errorf("%w: %q no longer holds this lease", ErrLockLost, l.k.lock)
+	}
+	l.lose(reason)
+	return fmt.Errorf("lock %q: unlock: %w: %w", l.k.name, ErrNotHeld, reason)
+}
+
+// reenter adds a hold to the lease (Lock on a context of this lease).
+func (l *Lease) reenter(ctx context.Context) (*Lease, error) {
+	l.holdMu.Lock()
+	defer l.holdMu.Unlock()
+	if err := l.Err(); err != nil {
+		return nil, fmt.Errorf("lock %q: re-enter: %w", l.k.name, err)
+	}
+	r, err := l.c.be.acquire(ctx, l.k, l.owner, l.lease, l.holds)
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: re-enter: %w", l.k.name, err)
+	}
+	switch r.status {
+	case acqAcquired:
+		l.holds++
+		return l, nil
+	case acqGone, acqHeld:
+		reason := fmt.Errorf("%w: %q no longer holds this lease", ErrLockLost, l.k.lock)
+		l.lose(reason)
+		return nil, fmt.Errorf("lock %q: re-enter: %w", l.k.name, reason)
+	case acqMismatch:
+		reason := fmt.Errorf("%w: hold count in %q differs from this lease's", ErrLockLost, l.k.lock)
+		l.lose(reason)
+		return nil, fmt.Errorf("lock %q: re-enter: %w", l.k.name, reason)
+	}
+	return nil, (&mutex{c: l.c, k: l.k}).badReply(r)
+}
+
+// watchdog renews the lease every lease/3 until stopped or lost. A renewal
+// that fails with an error is retried sooner; the deadline timer, not this
+// loop, declares the lease lost if none succeeds in time, so a renewal
+// stuck on a silent server cannot delay the signal.
+func (l *Lease) watchdog() {
+	defer l.c.wg.Done()
+	defer close(l.wdExited)
+	interval := l.lease / 3
+	retry := max(interval/4, time.Millisecond)
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.wdCtx.Done():
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		deadline := l.deadline
+		l.mu.Unlock()
+		ctx, cancel := context.WithDeadline(l.wdCtx, deadline)
+		sent := time.Now()
+		ok, err := l.c.be.renew(ctx, l.k, l.owner, l.lease)
+		cancel()
+		if l.wdCtx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil:
+			l.c.tel.renewed(l.k.name, "error")
+			l.c.log.Warn("lease renewal failed", "lock", l.k.name, "owner", l.owner, "error", err)
+			t.Reset(retry)
+		case !ok:
+			l.c.tel.renewed(l.k.name, "lost")
+			l.lose(fmt.Errorf("%w: renewal found %q gone or held by another owner", ErrLockLost, l.k.lock))
+			return
+		default:
+			l.c.tel.renewed(l.k.name, "ok")
+			l.extend(sent.Add(safeTime(l.lease)))
+			t.Reset(interval)
+		}
+	}
+}
+
+func (l *Lease) extend(deadline time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || !deadline.After(l.deadline) {
+		return
+	}
+	l.deadline = deadline
+	l.timer.Reset(time.Until(deadline))
+}
+
+// expire runs at the local deadline, unless a renewal moved it meanwhile.
+func (l *Lease) expire() {
+	l.mu.Lock()
+	d := l.deadline
+	l.mu.Unlock()
+	if time.Now().Before(d) {
+		return
+	}
+	if l.fixed > 0 {
+		l.lose(fmt.Errorf("%w: the fixed lease of %v is over", ErrLockLost, l.fixed))
+		return
+	}
+	l.lose(fmt.Errorf("%w: no renewal succeeded within %v", ErrLockLost, safeTime(l.lease)))
+}
+
+// lose ends the lease with cause (wrapping ErrLockLost). The watchdog is
+// told to stop; whoever ends the lease for good waits for it.
+func (l *Lease) lose(cause error) {
+	if l.end(cause, outcomeLost) {
+		l.c.tel.lost(l.k.name)
+		l.c.log.Warn("lock lost", "lock", l.k.name, "owner", l.owner, "token", l.token, "error", cause)
+	}
+}
+
+// end moves the lease out of the held state once: it records cause, stops
+// the deadline timer and the watchdog, cancels the context and closes Done.
+// It reports whether this call ended it.
+func (l *Lease) end(cause error, outcome string) bool {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.err = cause
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.wdStop()
+	l.cancel(cause)
+	close(l.done)
+	l.c.untrack(l)
+	l.c.tel.endHold(l.hold, l, time.Since(l.start), outcome)
+	return true
+}
+
+// stopWatchdog stops renewals and waits until none is in flight, so that
+// nothing renews the lock after the unlock is sent.
+func (l *Lease) stopWatchdog() {
+	l.wdStop()
+	<-l.wdExited
+}

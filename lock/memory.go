@@ -1,0 +1,209 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// MemoryStore keeps locks in this process's memory, with the semantics of
+// the Redis scripts: the same holds, TTLs, fencing tokens and unlock
+// notifications, without a server. Clients made from one store contend with
+// each other as Clients of one Redis server would; nothing crosses the
+// process. A MemoryStore is safe for concurrent use.
+type MemoryStore struct {
+	mu     sync.Mutex
+	locks  map[string]*memLock // by lock key
+	tokens map[string]int64    // high-water marks by token key
+	subs   map[string]map[*memoryBackend]int
+}
+
+type memLock struct {
+	owner   string
+	holds   int
+	token   int64
+	expires time.Time // on the monotonic clock
+}
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{
+		locks:  make(map[string]*memLock),
+		tokens: make(map[string]int64),
+		subs:   make(map[string]map[*memoryBackend]int),
+	}
+}
+
+// NewMemory returns a Client on a new MemoryStore of its own: locks that
+// exclude goroutines of this process only, with every other promise of the
+// Redis backend (reentrancy, watchdog, fixed leases, loss detection, fencing
+// tokens, telemetry). It returns ErrInvalid for bad options.
+func NewMemory(opts ...Option) (*Client, error) {
+	return NewMemoryStore().NewClient(opts...)
+}
+
+// NewClient returns a Client on the store. It returns ErrInvalid for bad
+// options.
+func (s *MemoryStore) NewClient(opts ...Option) (*Client, error) {
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(o)
+	c.be = &memoryBackend{s: s, wake: c.wake}
+	return c, nil
+}
+
+// live returns the lock at key, dropping it if its TTL has passed. s.mu is
+// held.
+func (s *MemoryStore) live(key string, now time.Time) *memLock {
+	l := s.locks[key]
+	if l != nil && !now.Before(l.expires) {
+		delete(s.locks, key)
+		return nil
+	}
+	return l
+}
+
+// publish tells every subscribed Client that k was unlocked. s.mu is held;
+// the wake-ups run after it is released, by the caller.
+func (s *MemoryStore) subscribers(k *keys) []*memoryBackend {
+	var out []*memoryBackend
+	for b := range s.subs[k.channel] {
+		out = append(out, b)
+	}
+	return out
+}
+
+type memoryBackend struct {
+	s    *MemoryStore
+	wake func(name string)
+}
+
+func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
+	if err := ctx.Err(); err != nil {
+		return acquireReply{}, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	l := s.live(k.lock, now)
+	if l == nil {
+		if holds != 0 {
+			return acquireReply{status: acqGone}, nil
+		}
+		token := now.UnixMicro()
+		if last := s.tokens[k.token]; last >= token {
+			token = last + 1
+		}
+		s.tokens[k.token] = token
+		s.locks[k.lock] = &memLock{owner: owner, holds: 1, token: token, expires: now.Add(lease)}
+		return acquireReply{status: acqAcquired, value: token}, nil
+	}
+	if l.owner != owner {
+		if holds != 0 {
+			return acquireReply{status: acqGone}, nil
+		}
+		return acquireReply{status: acqHeld, value: max(l.expires.Sub(now).Milliseconds(), 1)}, nil
+	}
+	if l.holds != holds {
+		return acquireReply{status: acqMismatch, value: int64(l.holds)}, nil
+	}
+	l.holds++
+	return acquireReply{status: acqAcquired, value: l.token}, nil
+}
+
+func (b *memoryBackend) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	l := s.live(k.lock, now)
+	if l == nil || l.owner != owner {
+		return false, nil
+	}
+	l.expires = now.Add(lease)
+	return true, nil
+}
+
+func (b *memoryBackend) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	l := s.live(k.lock, time.Now())
+	switch {
+	case l == nil || l.owner != owner:
+		s.mu.Unlock()
+		return relNotHeld, nil
+	case l.holds != holds:
+		s.mu.Unlock()
+		return relMismatch, nil
+	case l.holds > drop:
+		l.holds -= drop
+		s.mu.Unlock()
+		return relDropped, nil
+	}
+	delete(s.locks, k.lock)
+	subs := s.subscribers(k)
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.wake(k.name)
+	}
+	return relReleased, nil
+}
+
+func (b *memoryBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	if s.live(k.lock, time.Now()) == nil {
+		s.mu.Unlock()
+		return 0, nil
+	}
+	delete(s.locks, k.lock)
+	subs := s.subscribers(k)
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.wake(k.name)
+	}
+	return 1, nil
+}
+
+// subscribe is in place at once: a release after it will wake us.
+func (b *memoryBackend) subscribe(k *keys) <-chan struct{} {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.subs[k.channel]
+	if m == nil {
+		m = make(map[*memoryBackend]int)
+		s.subs[k.channel] = m
+	}
+	m[b]++
+	ready := make(chan struct{})
+	close(ready)
+	return ready
+}
+
+func (b *memoryBackend) unsubscribe(k *keys) {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.subs[k.channel]
+	if m[b]--; m[b] <= 0 {
+		delete(m, b)
+	}
+	if len(m) == 0 {
+		delete(s.subs, k.channel)
+	}
+}
+
+func (b *memoryBackend) close() error { return nil }

@@ -1,0 +1,157 @@
+package lock
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultLeaseTime is the watchdog lease of a Client without WithLeaseTime,
+// as in Redisson.
+const DefaultLeaseTime = 30 * time.Second
+
+// MinLeaseTime is the shortest watchdog lease: the watchdog renews every
+// lease/3 and needs room for a round trip and a retry.
+const MinLeaseTime = 30 * time.Millisecond
+
+// An Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	leaseTime time.Duration
+	prefix    string
+	logger    hclog.Logger
+	tracer    trace.TracerProvider
+	meter     metric.MeterProvider
+	clientID  string
+}
+
+// WithLeaseTime sets the watchdog lease: a lock taken without WithLease
+// expires in Redis after d unless renewed, and is renewed every d/3 while
+// held. Default DefaultLeaseTime (30s); at least MinLeaseTime.
+func WithLeaseTime(d time.Duration) Option { return func(o *options) { o.leaseTime = d } }
+
+// WithKeyPrefix sets the prefix of every key and channel: a lock named n
+// lives at prefix:{n}. Default "lockcron".
+func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// WithLogger sets the logger; the Client logs under its sub-logger "lock".
+// Default hclog.NewNullLogger().
+func WithLogger(l hclog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithTracerProvider sets where spans go. Default otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
+}
+
+// WithMeterProvider sets where metrics go. Default otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meter = mp }
+}
+
+// WithClientID names this Client in owner ids, logs and spans, for example
+// a replica's name. Owner ids stay unique even when two Clients share an id.
+// Default host name and process id ("host-1234").
+func WithClientID(id string) Option { return func(o *options) { o.clientID = id } }
+
+func buildOptions(opts []Option) (options, error) {
+	o := options{leaseTime: DefaultLeaseTime, prefix: "lockcron"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = hclog.NewNullLogger()
+	}
+	if o.tracer == nil {
+		o.tracer = otel.GetTracerProvider()
+	}
+	if o.meter == nil {
+		o.meter = otel.GetMeterProvider()
+	}
+	if o.clientID == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "lockcron"
+		}
+		o.clientID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	switch {
+	case o.leaseTime < MinLeaseTime:
+		return o, fmt.Errorf("lock: WithLeaseTime(%v): the watchdog lease must be at least %v, to renew every lease/3: %w", o.leaseTime, MinLeaseTime, ErrInvalid)
+	case o.prefix == "":
+		return o, fmt.Errorf("lock: WithKeyPrefix: empty prefix: %w", ErrInvalid)
+	case strings.ContainsAny(o.prefix, "{}"):
+		return o, fmt.Errorf("lock: WithKeyPrefix(%q): braces would break the key's hash tag: %w", o.prefix, ErrInvalid)
+	}
+	return o, nil
+}
+
+// An AcquireOption changes one Lock or TryLock call.
+type AcquireOption func(*acquireOptions)
+
+type acquireOptions struct {
+	wait     time.Duration
+	hasWait  bool
+	lease    time.Duration
+	hasLease bool
+}
+
+// WithWait bounds how long Lock waits for the lock; past it, Lock returns
+// ErrLocked. WithWait(0) makes one attempt, like TryLock. Default: Lock
+// waits until its ctx ends. A negative d is ErrInvalid.
+func WithWait(d time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.wait, o.hasWait = d, true }
+}
+
+// WithLease takes the lock for the fixed time d, without a watchdog
+// (Redisson's lock(leaseTime)): the lease ends by itself after d, and its
+// context is cancelled with ErrLockLost shortly before. d must be at least
+// a millisecond (Redis's resolution). It applies to a new lease; a re-entry
+// adds a hold to the lease it enters and leaves its time as it is.
+func WithLease(d time.Duration) AcquireOption {
+	return func(o *acquireOptions) { o.lease, o.hasLease = d, true }
+}
+
+func buildAcquireOptions(name string, opts []AcquireOption) (acquireOptions, error) {
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.hasWait && o.wait < 0 {
+		return o, fmt.Errorf("lock %q: WithWait(%v): negative wait: %w", name, o.wait, ErrInvalid)
+	}
+	if o.hasLease && o.lease < time.Millisecond {
+		return o, fmt.Errorf("lock %q: WithLease(%v): a lease must be at least 1ms: %w", name, o.lease, ErrInvalid)
+	}
+	return o, nil
+}
+
+// keys are the Redis names of one lock. Every one shares the hash tag
+// {name}, so a lock's keys live in one Cluster slot.
+type keys struct {
+	name    string
+	lock    string // hash: owner -> holds, and "token"
+	token   string // fencing token high-water mark
+	channel string // Pub/Sub: unlock messages
+}
+
+func newKeys(prefix, name string) *keys {
+	base := prefix + ":{" + name + "}"
+	return &keys{name: name, lock: base, token: base + ":token", channel: base + ":channel"}
+}
+
+func validName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("lock: empty lock name: %w", ErrInvalid)
+	case strings.ContainsAny(name, "{}"):
+		return fmt.Errorf("lock %q: a name must not contain { or }, which would break the key's hash tag: %w", name, ErrInvalid)
+	}
+	return nil
+}

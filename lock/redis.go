@@ -1,0 +1,211 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/acquire.lua
+	acquireSrc string
+	//go:embed scripts/renew.lua
+	renewSrc string
+	//go:embed scripts/release.lua
+	releaseSrc string
+	//go:embed scripts/forceunlock.lua
+	forceUnlockSrc string
+
+	// Run sends EVALSHA, and EVAL on NOSCRIPT.
+	acquireScript     = redis.NewScript(acquireSrc)
+	renewScript       = redis.NewScript(renewSrc)
+	releaseScript     = redis.NewScript(releaseSrc)
+	forceUnlockScript = redis.NewScript(forceUnlockSrc)
+)
+
+// tokenTTL is how long the fencing high-water mark outlives its last use.
+// Past it, tokens still grow: they derive from the server's clock.
+const tokenTTL = 24 * time.Hour
+
+// subscribeTimeout bounds the write of a SUBSCRIBE or UNSUBSCRIBE command.
+const subscribeTimeout = 5 * time.Second
+
+type redisBackend struct {
+	rdb  redis.UniversalClient
+	wake func(name string)
+	log  hclog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	ps     *redis.PubSub // one per Client, opened by the first waiter
+	subs   map[string]*subscription
+	wg     sync.WaitGroup // the dispatcher
+}
+
+// subscription is one channel of the shared Pub/Sub connection.
+type subscription struct {
+	name    string
+	refs    int           // waiting queues (one per Client, so 0 or 1) that need it
+	pending int           // SUBSCRIBE commands sent and not yet confirmed
+	ready   chan struct{} // closed at the confirmation of the current SUBSCRIBE
+	isReady bool
+}
+
+func newRedisBackend(rdb redis.UniversalClient, wake func(string), log hclog.Logger) *redisBackend {
+	return &redisBackend{rdb: rdb, wake: wake, log: log, subs: make(map[string]*subscription)}
+}
+
+func (b *redisBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
+	v, err := acquireScript.Run(ctx, b.rdb, []string{k.lock, k.token},
+		owner, lease.Milliseconds(), holds, max(tokenTTL, 2*lease).Milliseconds()).Int64Slice()
+	if err != nil {
+		return acquireReply{}, err
+	}
+	if len(v) != 2 {
+		return acquireReply{}, fmt.Errorf("acquire: %d values in reply, want 2", len(v))
+	}
+	return acquireReply{status: v[0], value: v[1]}, nil
+}
+
+func (b *redisBackend) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
+	n, err := renewScript.Run(ctx, b.rdb, []string{k.lock}, owner, lease.Milliseconds()).Int64()
+	return n == 1, err
+}
+
+func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
+	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel}, owner, holds, drop).Int64()
+}
+
+func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
+	return forceUnlockScript.Run(ctx, b.rdb, []string{k.lock, k.channel}).Int64()
+}
+
+func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[k.channel]
+	if s == nil {
+		s = &subscription{name: k.name}
+		b.subs[k.channel] = s
+	}
+	s.refs++
+	if s.refs > 1 {
+		return s.ready
+	}
+	s.ready, s.isReady = make(chan struct{}), false
+	if b.closed {
+		return s.ready
+	}
+	if b.ps == nil {
+		b.ps = b.rdb.Subscribe(context.Background())
+		ch := b.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+		b.wg.Add(1)
+		go b.dispatch(ch)
+	}
+	s.pending++
+	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+	defer cancel()
+	if err := b.ps.Subscribe(ctx, k.channel); err != nil {
+		// go-redis resubscribes on its next connection; the waiter's TTL
+		// timer covers the meantime.
+		b.log.Warn("subscribe failed", "channel", k.channel, "error", err)
+	}
+	return s.ready
+}
+
+func (b *redisBackend) unsubscribe(k *keys) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[k.channel]
+	if s == nil || s.refs == 0 {
+		return
+	}
+	s.refs--
+	if s.refs > 0 || b.closed {
+		return
+	}
+	if s.pending == 0 {
+		delete(b.subs, k.channel)
+	}
+	// Otherwise keep the entry until its SUBSCRIBE is confirmed, so that the
+	// confirmation is not taken for one of a later subscription.
+	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+	defer cancel()
+	if err := b.ps.Unsubscribe(ctx, k.channel); err != nil {
+		b.log.Warn("unsubscribe failed", "channel", k.channel, "error", err)
+	}
+}
+
+// dispatch reads the shared Pub/Sub connection until it is closed. go-redis
+// reconnects it and subscribes again by itself; a confirmation that arrives
+// with no SUBSCRIBE of ours pending is such a resubscription, after which
+// the waiters retry, since unlock messages may have been missed meanwhile.
+func (b *redisBackend) dispatch(ch <-chan any) {
+	defer b.wg.Done()
+	for m := range ch {
+		var wake string
+		switch m := m.(type) {
+		case *redis.Message:
+			b.mu.Lock()
+			if s := b.subs[m.Channel]; s != nil && s.refs > 0 {
+				wake = s.name
+			}
+			b.mu.Unlock()
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				wake = b.confirmed(m.Channel)
+			}
+		}
+		if wake != "" {
+			b.wake(wake)
+		}
+	}
+}
+
+// confirmed counts a subscribe confirmation, and returns the lock name to
+// wake when it was a resubscription.
+func (b *redisBackend) confirmed(channel string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[channel]
+	if s == nil {
+		return ""
+	}
+	if s.pending == 0 {
+		if s.refs > 0 {
+			return s.name // a reconnect
+		}
+		return ""
+	}
+	s.pending--
+	if s.pending > 0 {
+		return ""
+	}
+	if s.refs == 0 {
+		delete(b.subs, channel)
+		return ""
+	}
+	if !s.isReady {
+		s.isReady = true
+		close(s.ready)
+	}
+	return ""
+}
+
+func (b *redisBackend) close() error {
+	b.mu.Lock()
+	b.closed = true
+	ps := b.ps
+	b.mu.Unlock()
+	var err error
+	if ps != nil {
+		err = ps.Close()
+	}
+	b.wg.Wait()
+	return err
+}

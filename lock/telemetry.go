@@ -1,0 +1,130 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// instrumentation is the name of the tracer and the meter.
+const instrumentation = "github.com/lockcron/lockcron/lock"
+
+// Outcomes, as the "outcome" attribute of spans and metrics.
+const (
+	outcomeAcquired = "acquired"
+	outcomeLocked   = "locked"   // ErrLocked: the wait was over
+	outcomeCanceled = "canceled" // the ctx ended
+	outcomeError    = "error"
+	outcomeReleased = "released"
+	outcomeLost     = "lost"
+)
+
+// Metric names.
+const (
+	metricWait     = "lockcron.lock.wait.duration"
+	metricHold     = "lockcron.lock.hold.duration"
+	metricRenewals = "lockcron.lock.renewals"
+	metricLost     = "lockcron.lock.lost"
+)
+
+type telemetry struct {
+	clientID string
+	tracer   trace.Tracer
+	wait     metric.Float64Histogram
+	hold     metric.Float64Histogram
+	renewals metric.Int64Counter
+	lostN    metric.Int64Counter
+}
+
+type waitSpan struct{ span trace.Span }
+type holdSpan struct{ span trace.Span }
+
+func newTelemetry(o options, log hclog.Logger) *telemetry {
+	t := &telemetry{clientID: o.clientID, tracer: o.tracer.Tracer(instrumentation)}
+	m := o.meter.Meter(instrumentation)
+	var errs []error
+	var err error
+	t.wait, err = m.Float64Histogram(metricWait, metric.WithUnit("s"),
+		metric.WithDescription("Time from a Lock or TryLock call to its result, by outcome."))
+	errs = append(errs, err)
+	t.hold, err = m.Float64Histogram(metricHold, metric.WithUnit("s"),
+		metric.WithDescription("Time a lease held its lock, by outcome (released or lost)."))
+	errs = append(errs, err)
+	t.renewals, err = m.Int64Counter(metricRenewals, metric.WithUnit("{renewal}"),
+		metric.WithDescription("Watchdog renewals, by outcome (ok, error, lost)."))
+	errs = append(errs, err)
+	t.lostN, err = m.Int64Counter(metricLost, metric.WithUnit("{lease}"),
+		metric.WithDescription("Leases that lost their lock without Unlock."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		// The instruments returned alongside are no-ops: telemetry is
+		// degraded, locking is not.
+		log.Warn("lock metrics unavailable", "error", err)
+	}
+	return t
+}
+
+func (t *telemetry) startWait(ctx context.Context, name string) waitSpan {
+	_, span := t.tracer.Start(ctx, "lock.wait", trace.WithAttributes(
+		attribute.String("lock", name), attribute.String("client", t.clientID)))
+	return waitSpan{span}
+}
+
+func (t *telemetry) endWait(w waitSpan, name string, d time.Duration, l *Lease, err error) {
+	outcome := outcomeAcquired
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrLocked):
+		outcome = outcomeLocked
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		outcome = outcomeCanceled
+	default:
+		outcome = outcomeError
+	}
+	if w.span.IsRecording() {
+		attrs := []attribute.KeyValue{attribute.String("outcome", outcome)}
+		if l != nil {
+			attrs = append(attrs, attribute.String("owner", l.owner), attribute.Int64("token", l.token))
+		}
+		w.span.SetAttributes(attrs...)
+		if outcome == outcomeError {
+			w.span.RecordError(err)
+			w.span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	w.span.End()
+	t.wait.Record(context.Background(), d.Seconds(), metric.WithAttributes(
+		attribute.String("lock", name), attribute.String("outcome", outcome)))
+}
+
+func (t *telemetry) startHold(ctx context.Context, l *Lease) holdSpan {
+	_, span := t.tracer.Start(ctx, "lock.hold", trace.WithAttributes(
+		attribute.String("lock", l.k.name), attribute.String("client", t.clientID),
+		attribute.String("owner", l.owner), attribute.Int64("token", l.token)))
+	return holdSpan{span}
+}
+
+func (t *telemetry) endHold(h holdSpan, l *Lease, d time.Duration, outcome string) {
+	h.span.SetAttributes(attribute.String("outcome", outcome))
+	if outcome == outcomeLost {
+		h.span.SetStatus(codes.Error, "lock lost")
+	}
+	h.span.End()
+	t.hold.Record(context.Background(), d.Seconds(), metric.WithAttributes(
+		attribute.String("lock", l.k.name), attribute.String("outcome", outcome)))
+}
+
+func (t *telemetry) renewed(name, outcome string) {
+	t.renewals.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("lock", name), attribute.String("outcome", outcome)))
+}
+
+func (t *telemetry) lost(name string) {
+	t.lostN.Add(context.Background(), 1, metric.WithAttributes(attribute.String("lock", name)))
+}
