@@ -17,6 +17,9 @@ import (
 // closeTimeout bounds how long Close spends releasing the leases still held.
 const closeTimeout = 5 * time.Second
 
+// cleanupTimeout bounds a background release after a failed attempt.
+const cleanupTimeout = 5 * time.Second
+
 // backend is where locks live: Redis, or this process's memory. Its replies
 // follow the Lua scripts in scripts/; the Client does everything else.
 type backend interface {
@@ -71,6 +74,10 @@ type Client struct {
 
 	done chan struct{} // closed by Close
 
+	// bg bounds background clean-ups; Close cancels it.
+	bg       context.Context
+	bgCancel context.CancelFunc
+
 	mu     sync.Mutex
 	closed bool
 	queues map[string]*queue // waiters by lock name
@@ -109,6 +116,7 @@ func newClient(o options) *Client {
 		queues: make(map[string]*queue),
 		leases: make(map[*Lease]struct{}),
 	}
+	c.bg, c.bgCancel = context.WithCancel(context.Background())
 	c.tel = newTelemetry(o, c.log)
 	return c
 }
@@ -191,6 +199,7 @@ func (c *Client) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	c.bgCancel()
 	c.wg.Wait()
 	errs = append(errs, c.be.close())
 	return errors.Join(errs...)
@@ -233,12 +242,14 @@ func (c *Client) untrack(l *Lease) {
 // cleanup releases, in the background, a lease that an attempt may have
 // taken although the caller saw an error (a lost reply, a ctx that ended
 // mid-call). The owner id is unique to that attempt, so this touches no
-// one else's lock.
+// one else's lock. It gives up after within, or at Close; the lock, if it
+// was taken, then expires within its lease.
 func (c *Client) cleanup(k *keys, owner string, within time.Duration) {
+	within = min(within, cleanupTimeout)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), within)
+		ctx, cancel := context.WithTimeout(c.bg, within)
 		defer cancel()
 		if _, err := c.be.release(ctx, k, owner, 1, 1); err != nil && c.log.IsDebug() {
 			c.log.Debug("clean-up after failed attempt", "lock", k.name, "owner", owner, "error", err)
@@ -249,8 +260,7 @@ func (c *Client) cleanup(k *keys, owner string, within time.Duration) {
 // A queue holds the goroutines of this Client that wait for one lock name,
 // first come first served. Only its head talks to Redis: one unlock wakes
 // one attempt, and a goroutine that has just unlocked cannot barge ahead of
-// those already waiting here. Across Clients there is no order (see
-// FairMutex for that).
+// those already waiting here. Across Clients there is no order.
 type queue struct {
 	k         *keys
 	waiters   []*waiter

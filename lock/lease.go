@@ -59,17 +59,18 @@ func (c *Client) newLease(ctx context.Context, k *keys, owner string, token int6
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(ctx, leaseKey{c, k.name}, l))
 	l.wdCtx, l.wdStop = context.WithCancel(context.Background())
-	if !c.track(l) {
-		c.cleanup(k, owner, lease)
-		l.cancel(ErrClosed)
-		l.wdStop()
-		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
-	}
 	l.hold = c.tel.startHold(ctx, l)
-	l.mu.Lock()
+	l.mu.Lock() // a short lease's timer may fire before the assignment
 	l.deadline = sent.Add(safeTime(lease))
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	l.mu.Unlock()
+	// Complete before it is published: from here Close may end it.
+	if !c.track(l) {
+		l.end(fmt.Errorf("%w: %w", ErrReleased, ErrClosed), outcomeReleased)
+		close(l.wdExited)
+		c.cleanup(k, owner, lease)
+		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
+	}
 	if fixed == 0 {
 		go l.watchdog()
 	} else {
@@ -285,33 +286,31 @@ func (l *Lease) expire() {
 	l.lose(fmt.Errorf("%w: no renewal succeeded within %v", ErrLockLost, safeTime(l.lease)))
 }
 
-// lose ends the lease with cause (wrapping ErrLockLost). The watchdog is
-// told to stop; whoever ends the lease for good waits for it.
-func (l *Lease) lose(cause error) {
-	if l.end(cause, outcomeLost) {
-		l.c.tel.lost(l.k.name)
-		l.c.log.Warn("lock lost", "lock", l.k.name, "owner", l.owner, "token", l.token, "error", cause)
-	}
-}
+// lose ends the lease with cause (wrapping ErrLockLost).
+func (l *Lease) lose(cause error) { l.end(cause, outcomeLost) }
 
 // end moves the lease out of the held state once: it records cause, stops
-// the deadline timer and the watchdog, cancels the context and closes Done.
-// It reports whether this call ended it.
-func (l *Lease) end(cause error, outcome string) bool {
+// the deadline timer and the watchdog, ends the hold span, cancels the
+// context and closes Done.
+func (l *Lease) end(cause error, outcome string) {
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()
-		return false
+		return
 	}
 	l.err = cause
 	l.timer.Stop()
 	l.mu.Unlock()
-	l.wdStop()
-	l.cancel(cause)
-	close(l.done)
+	l.wdStop() // whoever ends the lease for good waits for the watchdog
 	l.c.untrack(l)
 	l.c.tel.endHold(l.hold, l, time.Since(l.start), outcome)
-	return true
+	if outcome == outcomeLost {
+		l.c.tel.lost(l.k.name)
+		l.c.log.Warn("lock lost", "lock", l.k.name, "owner", l.owner, "token", l.token, "error", cause)
+	}
+	// Telemetry first, so that whoever wakes on Done sees it settled.
+	l.cancel(cause)
+	close(l.done)
 }
 
 // stopWatchdog stops renewals and waits until none is in flight, so that

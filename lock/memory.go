@@ -107,10 +107,13 @@ func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, leas
 		}
 		return acquireReply{status: acqHeld, value: max(l.expires.Sub(now).Milliseconds(), 1)}, nil
 	}
-	if l.holds != holds {
+	switch l.holds {
+	case holds:
+		l.holds++
+	case holds + 1: // as the script: a repeat of a call that was applied
+	default:
 		return acquireReply{status: acqMismatch, value: int64(l.holds)}, nil
 	}
-	l.holds++
 	return acquireReply{status: acqAcquired, value: l.token}, nil
 }
 
@@ -141,6 +144,9 @@ func (b *memoryBackend) release(ctx context.Context, k *keys, owner string, hold
 	case l == nil || l.owner != owner:
 		s.mu.Unlock()
 		return relNotHeld, nil
+	case l.holds == holds-drop: // as the script: a repeat of a call that was applied
+		s.mu.Unlock()
+		return relDropped, nil
 	case l.holds != holds:
 		s.mu.Unlock()
 		return relMismatch, nil

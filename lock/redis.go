@@ -57,6 +57,9 @@ type subscription struct {
 }
 
 func newRedisBackend(rdb redis.UniversalClient, wake func(string), log hclog.Logger) *redisBackend {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
 	return &redisBackend{rdb: rdb, wake: wake, log: log, subs: make(map[string]*subscription)}
 }
 

@@ -1,0 +1,23 @@
+GO ?= go
+
+.PHONY: test bench lint run
+
+## test: vet and race-test everything (needs redis-server in PATH; the tests start their own)
+test:
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+## bench: the benchmark against peer libraries (bench/, a module of its own)
+bench:
+	cd bench && $(GO) run .
+
+## lint: gofmt check and go vet, library and bench
+lint:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+## run: the lock demo on the in-memory backend (Ctrl-C stops it)
+run:
+	$(GO) run ./examples/lockdemo

@@ -1,0 +1,142 @@
+package lock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/lockcron/lockcron/lock"
+)
+
+func TestTelemetry(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	c, err := lock.NewMemory(lock.WithTracerProvider(tp), lock.WithMeterProvider(mp),
+		lock.WithLeaseTime(300*time.Millisecond), lock.WithClientID("replica-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	lease, err := c.Mutex("tel").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the watchdog renew at least once.
+	deadline := time.Now().Add(5 * time.Second)
+	for counterSum(t, reader, "lockcron.lock.renewals") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no renewal counted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mutex("tel").TryLock(lease.Context()); err == nil {
+		t.Fatal("TryLock on a released lease's context succeeded")
+	}
+	lost, err := c.Mutex("tel2").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ForceUnlock(ctx, "tel2"); err != nil {
+		t.Fatal(err)
+	}
+	<-lost.Done()
+
+	want := map[string]string{"lock.wait": "acquired", "lock.hold": "released"}
+	found := map[string]bool{}
+	for _, s := range spans.Ended() {
+		attrs := map[attribute.Key]attribute.Value{}
+		for _, a := range s.Attributes() {
+			attrs[a.Key] = a.Value
+		}
+		if attrs["lock"].AsString() != "tel" || want[s.Name()] == "" {
+			continue
+		}
+		found[s.Name()] = true
+		if got := attrs["outcome"].AsString(); got != want[s.Name()] {
+			t.Errorf("%s outcome %q, want %q", s.Name(), got, want[s.Name()])
+		}
+		if attrs["owner"].AsString() != lease.Owner() || attrs["token"].AsInt64() != lease.Token() {
+			t.Errorf("%s owner/token %v/%v, want %s/%d", s.Name(), attrs["owner"], attrs["token"], lease.Owner(), lease.Token())
+		}
+		if attrs["client"].AsString() != "replica-1" {
+			t.Errorf("%s client %v", s.Name(), attrs["client"])
+		}
+	}
+	for name := range want {
+		if !found[name] {
+			t.Errorf("no %s span for lock tel", name)
+		}
+	}
+	var lostHold bool
+	for _, s := range spans.Ended() {
+		for _, a := range s.Attributes() {
+			if s.Name() == "lock.hold" && a.Key == "outcome" && a.Value.AsString() == "lost" {
+				lostHold = true
+			}
+		}
+	}
+	if !lostHold {
+		t.Error("no lock.hold span with outcome lost")
+	}
+
+	for _, name := range []string{"lockcron.lock.wait.duration", "lockcron.lock.hold.duration"} {
+		if histogramCount(t, reader, name) == 0 {
+			t.Errorf("histogram %s recorded nothing", name)
+		}
+	}
+	if n := counterSum(t, reader, "lockcron.lock.lost"); n != 1 {
+		t.Errorf("lockcron.lock.lost = %d, want 1", n)
+	}
+}
+
+func collect(t *testing.T, r *sdkmetric.ManualReader) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	return rm
+}
+
+func counterSum(t *testing.T, r *sdkmetric.ManualReader, name string) int64 {
+	t.Helper()
+	var n int64
+	for _, sm := range collect(t, r).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, dp := range sum.DataPoints {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+func histogramCount(t *testing.T, r *sdkmetric.ManualReader, name string) uint64 {
+	t.Helper()
+	var n uint64
+	for _, sm := range collect(t, r).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
+				for _, dp := range h.DataPoints {
+					n += dp.Count
+				}
+			}
+		}
+	}
+	return n
+}
