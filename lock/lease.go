@@ -109,11 +109,17 @@ func (l *Lease) Context() context.Context { return l.ctx }
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err is nil while the lease holds the lock; then an error that wraps
-// ErrLockLost or ErrReleased.
+// ErrLockLost or ErrReleased. It checks the local deadline itself, so it
+// never says nil past it even when the deadline's timer fires late.
 func (l *Lease) Err() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
+	err, past := l.err, l.err == nil && !time.Now().Before(l.deadline)
+	l.mu.Unlock()
+	if past {
+		l.expire()
+		return l.Err()
+	}
+	return err
 }
 
 // Unlock drops one hold; the last one stops the watchdog (before anything
