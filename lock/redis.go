@@ -44,7 +44,18 @@ type redisBackend struct {
 	closed bool
 	ps     *redis.PubSub // one per Client, opened by the first waiter
 	subs   map[string]*subscription
-	wg     sync.WaitGroup // the dispatcher
+	ops    []subOp       // SUBSCRIBE and UNSUBSCRIBE to send, in order
+	kick   chan struct{} // ops were added
+	stop   chan struct{} // closed by close
+	wg     sync.WaitGroup // the dispatcher and the sender
+}
+
+// subOp is a SUBSCRIBE (sub) or UNSUBSCRIBE of one channel. They are sent
+// by one goroutine, in the order they were asked for, so that no caller
+// holds a lock across network I/O.
+type subOp struct {
+	sub     bool
+	channel string
 }
 
 // subscription is one channel of the shared Pub/Sub connection.
@@ -60,7 +71,12 @@ func newRedisBackend(rdb redis.UniversalClient, wake func(string), log hclog.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &redisBackend{rdb: rdb, wake: wake, log: log, subs: make(map[string]*subscription)}
+	return &redisBackend{
+		rdb: rdb, wake: wake, log: log,
+		subs: make(map[string]*subscription),
+		kick: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+	}
 }
 
 func (b *redisBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
@@ -105,20 +121,56 @@ func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
 		return s.ready
 	}
 	if b.ps == nil {
-		b.ps = b.rdb.Subscribe(context.Background())
+		b.ps = b.rdb.Subscribe(context.Background()) // connects lazily
 		ch := b.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-		b.wg.Add(1)
+		b.wg.Add(2)
 		go b.dispatch(ch)
+		go b.send(b.ps)
 	}
 	s.pending++
-	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-	defer cancel()
-	if err := b.ps.Subscribe(ctx, k.channel); err != nil {
-		// go-redis resubscribes on its next connection; the waiter's TTL
-		// timer covers the meantime.
-		b.log.Warn("subscribe failed", "channel", k.channel, "error", err)
-	}
+	b.enqueueOp(subOp{sub: true, channel: k.channel})
 	return s.ready
+}
+
+// enqueueOp queues a command for send. b.mu is held.
+func (b *redisBackend) enqueueOp(op subOp) {
+	b.ops = append(b.ops, op)
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send writes queued SUBSCRIBE and UNSUBSCRIBE commands until close.
+func (b *redisBackend) send(ps *redis.PubSub) {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.kick:
+		}
+		b.mu.Lock()
+		ops := b.ops
+		b.ops = nil
+		b.mu.Unlock()
+		for _, op := range ops {
+			ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+			var err error
+			if op.sub {
+				err = ps.Subscribe(ctx, op.channel)
+			} else {
+				err = ps.Unsubscribe(ctx, op.channel)
+			}
+			cancel()
+			if err != nil {
+				// go-redis subscribes again on its next connection to
+				// what it was asked for; a waiter's TTL timer covers the
+				// meantime.
+				b.log.Warn("pubsub command failed", "subscribe", op.sub, "channel", op.channel, "error", err)
+			}
+		}
+	}
 }
 
 func (b *redisBackend) unsubscribe(k *keys) {
@@ -137,11 +189,7 @@ func (b *redisBackend) unsubscribe(k *keys) {
 	}
 	// Otherwise keep the entry until its SUBSCRIBE is confirmed, so that the
 	// confirmation is not taken for one of a later subscription.
-	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-	defer cancel()
-	if err := b.ps.Unsubscribe(ctx, k.channel); err != nil {
-		b.log.Warn("unsubscribe failed", "channel", k.channel, "error", err)
-	}
+	b.enqueueOp(subOp{sub: false, channel: k.channel})
 }
 
 // dispatch reads the shared Pub/Sub connection until it is closed. go-redis
@@ -202,7 +250,12 @@ func (b *redisBackend) confirmed(channel string) string {
 
 func (b *redisBackend) close() error {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
 	b.closed = true
+	close(b.stop)
 	ps := b.ps
 	b.mu.Unlock()
 	var err error
