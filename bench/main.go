@@ -41,7 +41,7 @@ type config struct {
 	srv          *redistest.Server
 	ctl          *redis.Client // INFO and the PING RTT, never measured
 	infoOverhead int64         // INFO calls counted inside one before/after window
-	rtt          time.Duration // mean PING round trip from scenario 1's floor
+	rtt          time.Duration // mean PING round trip of scenario 1's floor (for the record)
 	run          atomic.Int64
 }
 
@@ -65,8 +65,8 @@ func abort(code int) {
 
 func main() {
 	cfg := &config{}
-	flag.DurationVar(&cfg.duration, "duration", 4*time.Second, "measured time per scenario and implementation (22 of them)")
-	flag.IntVar(&cfg.rounds, "rounds", 4, "split -duration into this many windows, interleaved across implementations")
+	flag.DurationVar(&cfg.duration, "duration", 4*time.Second, "measured time per implementation and scenario (24 rows; scenario 3 adds one accounting window per row)")
+	flag.IntVar(&cfg.rounds, "rounds", 8, "split -duration into this many windows, interleaved across implementations")
 	flag.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "unmeasured warm-up before each uncontended/parallel run")
 	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "time each goroutine holds the contended lock")
 	flag.DurationVar(&cfg.wait, "timeout", 5*time.Second, "timeout of every lock and unlock call (lockcron: also its WithWait)")
@@ -122,10 +122,11 @@ func mainErr(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	cfg.infoOverhead = sum(statsDelta(a, b))
+	cfg.infoOverhead = sum(statsDelta(a.calls, b.calls))
 
 	fmt.Printf("lockcron bench: %s, Go %s, GOMAXPROCS %d, redis-server %s on %s (loopback TCP)\n",
 		time.Now().Format("2006-01-02 15:04"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), version, srv.Addr())
+	fmt.Printf("load average at the start: %s (other processes on this machine add noise; the runs are interleaved so that it hits all alike)\n", loadavg())
 	fmt.Printf("%v per implementation and scenario, in %d interleaved windows (+%v warm-up in 1 and 2); hold %v; timeout %v per call\n\n",
 		cfg.duration, cfg.rounds, cfg.warmup, cfg.hold, cfg.wait)
 
@@ -200,10 +201,21 @@ func mainErr(cfg *config) error {
 		results = append(results, rs...)
 	}
 	fmt.Fprintln(os.Stderr)
+	fmt.Printf("load average at the end: %s\n\n", loadavg())
 
 	printTable(os.Stdout, cfg, results)
 	printTargets(os.Stdout, results)
 	printNotes(os.Stdout, cfg, results)
+	if cfg.verbose {
+		// Every runner has closed its clients; what is left besides main
+		// is go-redis's and the runtime's housekeeping, if anything.
+		time.Sleep(100 * time.Millisecond)
+		fmt.Printf("goroutines left before the control client and the server close: %d\n", runtime.NumGoroutine())
+		if os.Getenv("BENCH_STACKS") != "" {
+			buf := make([]byte, 1<<20)
+			os.Stdout.Write(buf[:runtime.Stack(buf, true)])
+		}
+	}
 	return nil
 }
 
@@ -220,4 +232,17 @@ func serverVersion(ctx context.Context, rdb *redis.Client) (string, error) {
 		}
 	}
 	return "?", nil
+}
+
+// loadavg is the first three fields of /proc/loadavg, or "?".
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -11,7 +11,7 @@ import (
 var header = []string{
 	"scenario", "implementation", "ops/s", "× ref",
 	"lock p50", "lock p99", "lock max", "unlock p50", "unlock p99",
-	"hold", "prev holder", "Jain", "cmds/acq", "+Lua/acq", "fails", "errs",
+	"hold", "gap", "prev holder", "Jain", "cmds/acq", "+Lua/acq", "srv µs/op", "fails", "errs",
 }
 
 func printTable(w io.Writer, cfg *config, results []*result) {
@@ -20,14 +20,14 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 	for _, r := range results {
 		contended := strings.HasPrefix(r.scenario, "3:")
 		if contended && r.scenario != lastScenario {
-			rows = append(rows, ceilingRow(cfg, r.scenario, results))
+			rows = append(rows, ceilingRow(r.scenario, results))
 		}
 		lastScenario = r.scenario
 		row := []string{
 			r.scenario, r.impl, fmt.Sprintf("%.0f", r.rate), ratio(r.rate, r.reference),
 			fmtDur(r.lock.pct(50)), fmtDur(r.lock.pct(99)), fmtDur(r.lock.max()),
 			fmtDur(r.unlock.pct(50)), fmtDur(r.unlock.pct(99)),
-			"-", "-", "-", "-", "-",
+			"-", "-", "-", "-", "-", "-", fmtUsec(r.srvUsecPerOp()),
 			fmt.Sprint(r.fails), fmt.Sprint(r.errs),
 		}
 		if r.floor {
@@ -35,29 +35,36 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 		}
 		if contended {
 			row[9] = fmtDur(r.hold)
-			row[10] = fmt.Sprintf("%.1f%%", 100*r.prevHolder)
-			row[11] = fmt.Sprintf("%.3f", r.jain)
-			if r.allAcq > 0 {
-				row[12] = fmt.Sprintf("%.2f", r.clientCmdsPerAcq())
-				row[13] = fmt.Sprintf("%.2f", float64(r.luaCmds)/float64(r.allAcq))
+			if r.gapN > 0 {
+				row[10] = fmtDur(r.gapSum / time.Duration(r.gapN))
+			}
+			row[11] = fmt.Sprintf("%.1f%%", 100*r.prevHolder)
+			row[12] = fmt.Sprintf("%.3f", r.jain)
+			if a := r.acct; a != nil && a.allAcq > 0 {
+				row[13] = fmt.Sprintf("%.2f", a.clientCmdsPerAcq())
+				row[14] = fmt.Sprintf("%.2f", float64(a.luaCmds)/float64(a.allAcq))
 			}
 		}
 		rows = append(rows, row)
 	}
 	writeMarkdown(w, header, rows)
-	fmt.Fprintf(w, "\nops/s: Lock+Unlock pairs/s in 1 and 2 (× ref: ÷ the floor's pairs/s), acquisitions/s in 3 (× ref: ÷ the ceiling 1/(this row's mean hold + 2 × PING RTT), PING RTT %s).\n", fmtDur(cfg.rtt))
-	fmt.Fprintf(w, "lock p50/p99/max: latency of Lock in 1 and 2; in 3, the wait from asking (right after the previous Unlock) to holding, across failed attempts.\n")
-	fmt.Fprintf(w, "prev holder: share of acquisitions won by the goroutine that had just released. cmds/acq: commands the clients sent per acquisition, from the server\n")
-	fmt.Fprintf(w, "(INFO commandstats calls, minus INFO itself, minus the calls made inside Lua scripts, which MONITOR shows as [lua]); +Lua/acq: those Lua-internal calls.\n")
+	fmt.Fprintf(w, "\nops/s: Lock+Unlock pairs/s in 1 and 2 (× ref: ÷ the floor's pairs/s), acquisitions/s in 3 (× ref: ÷ the ceiling 1/(this row's mean hold + 2 × PING RTT),\nwith the RTT sampled by %d PINGs on the idle server before each of the row's windows; the ceiling rows show the means. Scenario 1's floor PING: mean %s).\n", rttSamples, fmtDur(cfg.rtt))
+	fmt.Fprintf(w, "lock p50/p99/max: latency of Lock in 1 and 2; in 3, the wait from asking (right after the previous Unlock) to holding, across failed attempts,\nfor every wait that began within a window (at the end of a window the goroutines stop asking but finish the wait they are in).\n")
+	fmt.Fprintf(w, "hold: mean measured hold (time.Sleep(%v)). gap: mean time the lock sat idle between a holder's Unlock call and the next holder's Lock returning (the ceiling allows 2 × RTT).\n", cfg.hold)
+	fmt.Fprintf(w, "prev holder: share of acquisitions won by the goroutine that had just released. cmds/acq: commands the clients sent per acquisition, counted by the server\n")
+	fmt.Fprintf(w, "in one extra window per row after the measured ones: INFO commandstats calls, minus INFO itself, minus the calls made inside Lua scripts\n")
+	fmt.Fprintf(w, "(INFO counts those too; MONITOR, on only in that window because it slows script-heavy clients, shows them as [lua]); +Lua/acq: those Lua-internal calls.\n")
+	fmt.Fprintf(w, "srv µs/op: server time (INFO commandstats usec, all commands but INFO) per pair or acquisition: what one op costs Redis's single thread.\n")
 	fmt.Fprintf(w, "fails: attempts that ended without the lock within their retry budget (redislock's default makes one try per call); errs: anything else.\n\n")
 }
 
-func ceilingRow(cfg *config, scenario string, results []*result) []string {
-	var sum time.Duration
+func ceilingRow(scenario string, results []*result) []string {
+	var sum, rtt time.Duration
 	var n int
 	for _, r := range results {
-		if r.scenario == scenario && r.hold > 0 {
+		if r.scenario == scenario && r.hold > 0 && r.rtt > 0 {
 			sum += r.hold
+			rtt += r.rtt
 			n++
 		}
 	}
@@ -66,11 +73,13 @@ func ceilingRow(cfg *config, scenario string, results []*result) []string {
 		row[i] = "-"
 	}
 	row[0], row[1] = scenario, "ceiling 1/(hold+2·RTT)"
-	if n > 0 && cfg.rtt > 0 {
-		hold := sum / time.Duration(n)
-		row[2] = fmt.Sprintf("%.0f", 1/(hold+2*cfg.rtt).Seconds())
+	if n > 0 {
+		hold, rtt := sum/time.Duration(n), rtt/time.Duration(n)
+		row[2] = fmt.Sprintf("%.0f", 1/(hold+2*rtt).Seconds())
 		row[3] = "1 (ref)"
 		row[9] = fmtDur(hold)
+		row[10] = fmtDur(2 * rtt)
+		row[1] = fmt.Sprintf("ceiling 1/(hold+2·RTT), RTT %s", fmtDur(rtt))
 	}
 	return row
 }
@@ -145,7 +154,7 @@ func printTargets(w io.Writer, results []*result) {
 			return
 		}
 		got := r.rate / r.reference
-		fmt.Fprintf(w, "- %s ≥ %.2f × floor: %.0f/s vs %.0f/s = %.2f × → %s\n", label, want, r.rate, r.reference, got, verdict(got >= want))
+		fmt.Fprintf(w, "- %s ≥ %.2f × floor: %.0f/s vs %.0f/s = %.3f × → %s\n", label, want, r.rate, r.reference, got, verdict(got >= want))
 	}
 	pairs("lockcron uncontended pairs/s", "1:", 0.9)
 	pairs("lockcron 64-goroutine pairs/s", "2:", 0.85)
@@ -157,11 +166,15 @@ func printTargets(w io.Writer, results []*result) {
 			continue
 		}
 		got := r.rate / r.reference
-		fmt.Fprintf(w, "- lockcron A, %d goroutines: acquisitions/s ≥ 0.85 × ceiling: %.0f/s vs %.0f/s = %.2f × → %s\n",
+		fmt.Fprintf(w, "- lockcron A, %d goroutines: acquisitions/s ≥ 0.85 × ceiling: %.0f/s vs %.0f/s = %.3f × → %s\n",
 			n, r.rate, r.reference, got, verdict(got >= 0.85))
-		c := r.clientCmdsPerAcq()
-		fmt.Fprintf(w, "- lockcron A, %d goroutines: ≤ 3 client commands per acquisition: %.2f (%.2f counting the calls inside Lua scripts) → %s\n",
-			n, c, r.srvCmdsPerAcq(), verdict(r.allAcq > 0 && c <= 3))
+		if a := r.acct; a != nil && a.allAcq > 0 {
+			c := a.clientCmdsPerAcq()
+			fmt.Fprintf(w, "- lockcron A, %d goroutines: ≤ 3 client commands per acquisition: %.2f (INFO commandstats with the calls inside Lua scripts: %.2f) → %s\n",
+				n, c, r.srvCmdsPerAcq(), verdict(c <= 3))
+		} else {
+			fmt.Fprintf(w, "- lockcron A, %d goroutines: ≤ 3 client commands per acquisition: not measured\n", n)
+		}
 		if n == 32 {
 			m := r.lock.max()
 			fmt.Fprintf(w, "- lockcron A, 32 goroutines: wait max ≤ 250ms: %s → %s\n", fmtDur(m), verdict(r.ops > 0 && m <= 250*time.Millisecond))
@@ -182,13 +195,15 @@ func printNotes(w io.Writer, cfg *config, results []*result) {
 		if r.firstFail != "" && cfg.verbose {
 			notes = append(notes, fmt.Sprintf("%s / %s: first failed attempt (of %d): %s", r.scenario, r.impl, r.fails, r.firstFail))
 		}
-		if r.monErr != nil {
-			notes = append(notes, fmt.Sprintf("%s / %s: %v (cmds/acq counts Lua-internal calls as client commands)", r.scenario, r.impl, r.monErr))
+		if a := r.acct; a != nil && a.monErr != nil {
+			notes = append(notes, fmt.Sprintf("%s / %s: %v (cmds/acq counts Lua-internal calls as client commands)", r.scenario, r.impl, a.monErr))
 		}
-		if cfg.verbose && r.delta != nil {
-			per := float64(r.allAcq)
-			notes = append(notes, fmt.Sprintf("%s / %s: %d acquisitions (%d after the stop); server calls (per acq): %s; inside Lua: %s; MONITOR non-Lua: %s",
-				r.scenario, r.impl, r.allAcq, r.allAcq-r.ops, formatCounts(r.delta, per), formatCounts(r.luaDiff, per), formatCounts(r.monClient, per)))
+		if a := r.acct; cfg.verbose && a != nil {
+			notes = append(notes, fmt.Sprintf("%s / %s: measured windows: %d acquisitions (%d after the stops, drained in %s); server calls (per acq): %s",
+				r.scenario, r.impl, r.allAcq, r.allAcq-r.ops, fmtDur(r.drain), formatCounts(r.delta, float64(r.allAcq))))
+			per := float64(a.allAcq)
+			notes = append(notes, fmt.Sprintf("%s / %s: accounting window: %d acquisitions; server calls (per acq): %s; inside Lua: %s; MONITOR non-Lua: %s",
+				r.scenario, r.impl, a.allAcq, formatCounts(a.delta, per), formatCounts(a.luaDiff, per), formatCounts(a.monClient, per)))
 		}
 	}
 	if len(notes) == 0 {
@@ -198,4 +213,14 @@ func printNotes(w io.Writer, cfg *config, results []*result) {
 	for _, n := range notes {
 		fmt.Fprintln(w, "- "+n)
 	}
+}
+
+func fmtUsec(us float64) string {
+	if us <= 0 {
+		return "-"
+	}
+	if us < 10 {
+		return fmt.Sprintf("%.1f", us)
+	}
+	return fmt.Sprintf("%.0f", us)
 }

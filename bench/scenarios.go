@@ -67,6 +67,14 @@ type result struct {
 	prevWins int64
 	holdSum  time.Duration
 	holdN    int64
+	rttSum   time.Duration // PING round trips sampled before each window
+	rttN     int64
+	rtt      time.Duration // their mean
+	drain    time.Duration // time from the stops until every waiter had its lock
+	gapSum   time.Duration // idle time of the lock between a holder's Unlock call and the next acquisition
+	gapN     int64
+	srvUsec  int64   // server time of all commands but INFO (INFO commandstats usec)
+	acct     *result // scenario 3: the accounting window (MONITOR on)
 
 	errorCounts
 }
@@ -76,6 +84,25 @@ func (r *result) clientCmdsPerAcq() float64 {
 		return 0
 	}
 	return float64(r.srvCmds-r.luaCmds) / float64(r.allAcq)
+}
+
+// srvUsecPerOp is the server's time per pair or acquisition, in µs.
+func (r *result) srvUsecPerOp() float64 {
+	n := r.ops
+	if r.allAcq > 0 {
+		n = r.allAcq
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(r.srvUsec) / float64(n)
+}
+
+// serverUsec is the server time spent on all commands but INFO.
+func serverUsec(before, after cmdStats) int64 {
+	d := statsDelta(before.usec, after.usec)
+	delete(d, "info")
+	return sum(d)
 }
 
 func (r *result) srvCmdsPerAcq() float64 {
@@ -107,6 +134,12 @@ type runner interface {
 	finish() *result // closes the clients and computes the row
 }
 
+// An accounter runs one more window, after the measured ones, to count
+// commands with MONITOR on.
+type accounter interface {
+	account(ctx context.Context, window time.Duration) error
+}
+
 // pairsRunner: n goroutines, goroutine i on its own name, each looping
 // lock+unlock until the window ends. With n == 1 this is scenario 1.
 type pairsRunner struct {
@@ -130,7 +163,16 @@ func newPairsRunner(ctx context.Context, cfg *config, im impl, scenario string, 
 }
 
 func (p *pairsRunner) round(ctx context.Context, window time.Duration) error {
+	before, err := commandStats(ctx, p.cfg.ctl)
+	if err != nil {
+		return err
+	}
 	p.loop(ctx, window, true)
+	after, err := commandStats(context.Background(), p.cfg.ctl)
+	if err != nil {
+		return err
+	}
+	p.res.srvUsec += serverUsec(before, after)
 	return nil
 }
 
@@ -206,10 +248,11 @@ func (p *pairsRunner) finish() *result {
 // for cfg.hold (time.Sleep; the actual hold is measured), unlocks and at
 // once asks for it again. The server counts the commands.
 type contendedRunner struct {
-	cfg *config
-	im  impl
-	g   *group
-	res *result
+	cfg  *config
+	im   impl
+	g    *group
+	res  *result // the measured windows
+	acct *result // the accounting window
 }
 
 func newContendedRunner(ctx context.Context, cfg *config, im impl, scenario string, n int) (*contendedRunner, error) {
@@ -219,10 +262,13 @@ func newContendedRunner(ctx context.Context, cfg *config, im impl, scenario stri
 	if err != nil {
 		return nil, err
 	}
-	c := &contendedRunner{cfg: cfg, im: im, g: g, res: &result{
-		scenario: scenario, impl: im.name, goroutines: n, counts: make([]int64, n),
-		delta: map[string]int64{}, luaDiff: map[string]int64{}, monClient: map[string]int64{},
-	}}
+	newResult := func() *result {
+		return &result{
+			scenario: scenario, impl: im.name, goroutines: n, counts: make([]int64, n),
+			delta: map[string]int64{}, luaDiff: map[string]int64{}, monClient: map[string]int64{},
+		}
+	}
+	c := &contendedRunner{cfg: cfg, im: im, g: g, res: newResult(), acct: newResult()}
 	// Warm up: each goroutine's locker takes and releases the lock once,
 	// one after the other (scripts loaded, connections open).
 	for _, w := range g.workers {
@@ -242,20 +288,47 @@ func newContendedRunner(ctx context.Context, cfg *config, im impl, scenario stri
 	return c, nil
 }
 
+// round is one measured window, without MONITOR (it slows the server in
+// proportion to the commands that scripts run).
 func (c *contendedRunner) round(ctx context.Context, window time.Duration) error {
-	res, cfg, im, n := c.res, c.cfg, c.im, c.res.goroutines
-	mon, err := startMonitor(ctx, cfg.srv.Addr())
+	// Sample the PING round trip on the idle server just before the
+	// window, for this row's ceiling.
+	for range rttSamples {
+		t0 := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.wait)
+		err := c.cfg.ctl.Ping(pctx).Err()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("PING: %w", err)
+		}
+		c.res.rttSum += time.Since(t0)
+		c.res.rttN++
+	}
+	return c.window(ctx, window, c.res, nil)
+}
+
+// account is one more window, not measured for time, with MONITOR on, to
+// count the commands that Lua scripts ran.
+func (c *contendedRunner) account(ctx context.Context, window time.Duration) error {
+	mon, err := startMonitor(ctx, c.cfg.srv.Addr())
 	if err != nil {
 		return err
 	}
+	return c.window(ctx, window, c.acct, mon)
+}
+
+// window runs the goroutines for one window and adds what it saw to res.
+// With mon, it counts the Lua-internal commands between the INFO markers.
+func (c *contendedRunner) window(ctx context.Context, window time.Duration, res *result, mon *monitor) error {
+	cfg, im, n := c.cfg, c.im, c.res.goroutines
 	before, err := commandStats(ctx, cfg.ctl)
 	if err != nil {
-		_, _, _ = mon.finish()
+		if mon != nil {
+			_, _, _ = mon.finish()
+		}
 		return err
 	}
 
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
 	var (
 		stopped    atomic.Bool
 		held       atomic.Int32
@@ -263,45 +336,60 @@ func (c *contendedRunner) round(ctx context.Context, window time.Duration) error
 		prevWins   atomic.Int64
 		violations atomic.Int64
 		allAcq     atomic.Int64
+		relStart   atomic.Int64 // when the last holder called Unlock, ns since start; 0: none yet
+		stopAt     atomic.Int64 // when the window ended, ns since start
 		wg         sync.WaitGroup
 		mu         sync.Mutex
 		counts     = make([]int64, n)
 	)
 	lastHolder.Store(-1)
 	start := time.Now()
+	since := func(t time.Time) int64 { return int64(t.Sub(start)) + 1 }
 	for id, w := range c.g.workers {
 		wg.Go(func() {
 			var wt, ul durations
 			var mine int64
-			var holdSum time.Duration
-			for runCtx.Err() == nil {
+			var holdSum, gapSum time.Duration
+			var gapN int64
+			// At the stop, a goroutine asks no more, but finishes the wait
+			// it is in (bounded by cfg.wait), so that a long wait is
+			// recorded instead of being cut off by the end of the window.
+			for !stopped.Load() && ctx.Err() == nil {
 				t0 := time.Now()
 				var unlock unlockFunc
 				var err error
 				for {
-					octx, cancel := context.WithTimeout(runCtx, cfg.wait)
+					octx, cancel := context.WithTimeout(ctx, cfg.wait)
 					unlock, err = w(octx)
 					cancel()
-					if err == nil || runCtx.Err() != nil {
+					if err == nil || ctx.Err() != nil {
 						break
 					}
 					res.add(im.failure(err), err) // a failed attempt: ask again
+					if stopped.Load() && time.Duration(since(time.Now())-stopAt.Load()) > cfg.wait {
+						break // the drain is bounded too
+					}
 				}
 				if err != nil {
-					break // stopped while waiting
+					break // interrupted, or failed after the stop
 				}
 				t1 := time.Now()
-				counted := !stopped.Load()
+				counted := !stopped.Load() // acquired within the window
 				if !held.CompareAndSwap(0, 1) {
 					violations.Add(1)
 				}
 				if lastHolder.Swap(int64(id)) == int64(id) && counted {
 					prevWins.Add(1)
 				}
+				if r := relStart.Load(); r > 0 && counted {
+					gapSum += time.Duration(since(t1) - r)
+					gapN++
+				}
 				allAcq.Add(1)
 				time.Sleep(cfg.hold)
 				t2 := time.Now()
 				held.Store(0)
+				relStart.Store(since(t2))
 				octx, cancel := context.WithTimeout(context.Background(), cfg.wait)
 				err = unlock(octx)
 				cancel()
@@ -309,18 +397,20 @@ func (c *contendedRunner) round(ctx context.Context, window time.Duration) error
 				if err != nil {
 					res.add(false, fmt.Errorf("unlock: %w", err))
 				}
+				wt = append(wt, t1.Sub(t0))
+				ul = append(ul, t3.Sub(t2))
+				holdSum += t2.Sub(t1)
 				if counted {
 					mine++
-					wt = append(wt, t1.Sub(t0))
-					holdSum += t2.Sub(t1)
-					ul = append(ul, t3.Sub(t2))
 				}
 			}
 			mu.Lock()
 			res.lock = append(res.lock, wt...)
 			res.unlock = append(res.unlock, ul...)
 			res.holdSum += holdSum
-			res.holdN += mine
+			res.holdN += int64(len(wt))
+			res.gapSum += gapSum
+			res.gapN += gapN
 			counts[id] = mine
 			mu.Unlock()
 		})
@@ -329,17 +419,23 @@ func (c *contendedRunner) round(ctx context.Context, window time.Duration) error
 	case <-time.After(window):
 	case <-ctx.Done():
 	}
+	stopAt.Store(since(time.Now()))
 	stopped.Store(true)
 	elapsed := time.Since(start)
-	stopRun()
-	waitGroup(&wg, res.scenario+" / "+im.name, 30*time.Second)
+	waitGroup(&wg, res.scenario+" / "+im.name, cfg.wait+30*time.Second)
+	res.drain += time.Since(start) - elapsed
 
 	after, err := commandStats(context.Background(), cfg.ctl)
-	lua, client, monErr := mon.finish()
+	var lua, client map[string]int64
+	var monErr error
+	if mon != nil {
+		lua, client, monErr = mon.finish()
+	}
 	if err != nil {
 		return err
 	}
-	delta := statsDelta(before, after)
+	delta := statsDelta(before.calls, after.calls)
+	res.srvUsec += serverUsec(before, after)
 	res.srvCmds += sum(delta) - cfg.infoOverhead
 	for k, v := range delta {
 		res.delta[k] += v
@@ -365,8 +461,18 @@ func (c *contendedRunner) round(ctx context.Context, window time.Duration) error
 	return nil
 }
 
+// rttSamples is how many PINGs measure the round trip before each
+// contended window.
+const rttSamples = 100
+
 func (c *contendedRunner) finish() *result {
-	res, cfg := c.res, c.cfg
+	res, acct := c.res, c.acct
+	res.fails += acct.fails
+	res.errs += acct.errs
+	if res.firstEr == "" {
+		res.firstEr = acct.firstEr
+	}
+	res.acct = acct
 	if err := c.g.close(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %s / %s: close: %v\n", res.scenario, res.impl, err)
 	}
@@ -382,8 +488,11 @@ func (c *contendedRunner) finish() *result {
 		res.prevHolder = float64(res.prevWins) / float64(res.ops)
 	}
 	res.jain = jain(res.counts)
-	if cfg.rtt > 0 && res.hold > 0 {
-		res.reference = 1 / (res.hold + 2*cfg.rtt).Seconds()
+	if res.rttN > 0 {
+		res.rtt = res.rttSum / time.Duration(res.rttN)
+	}
+	if res.rtt > 0 && res.hold > 0 {
+		res.reference = 1 / (res.hold + 2*res.rtt).Seconds()
 	}
 	return res
 }
@@ -419,6 +528,15 @@ func runScenario(ctx context.Context, cfg *config, impls []impl, newRunner func(
 			if err := runners[k].round(ctx, window); err != nil {
 				finishAll()
 				return nil, fmt.Errorf("%s: %w", impls[k].name, err)
+			}
+		}
+	}
+	// One accounting window each, after the measured ones.
+	for i, r := range runners {
+		if a, ok := r.(accounter); ok && ctx.Err() == nil {
+			if err := a.account(ctx, window); err != nil {
+				finishAll()
+				return nil, fmt.Errorf("%s: accounting: %w", impls[i].name, err)
 			}
 		}
 	}

@@ -61,30 +61,42 @@ func jain(xs []int64) float64 {
 	return sum * sum / (float64(len(xs)) * sq)
 }
 
-// commandStats returns the calls of every command from INFO commandstats,
-// keyed by command name ("evalsha", "config|get", ...).
-func commandStats(ctx context.Context, rdb *redis.Client) (map[string]int64, error) {
+// cmdStats is a snapshot of INFO commandstats: calls and microseconds of
+// server time per command name ("evalsha", "config|get", ...).
+type cmdStats struct{ calls, usec map[string]int64 }
+
+// commandStats takes a snapshot of INFO commandstats.
+func commandStats(ctx context.Context, rdb *redis.Client) (cmdStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	s, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return nil, fmt.Errorf("INFO commandstats: %w", err)
+		return cmdStats{}, fmt.Errorf("INFO commandstats: %w", err)
 	}
-	out := map[string]int64{}
+	out := cmdStats{calls: map[string]int64{}, usec: map[string]int64{}}
 	for line := range strings.Lines(s) {
 		line = strings.TrimSpace(line)
 		name, rest, ok := strings.Cut(line, ":")
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
+		name = strings.TrimPrefix(name, "cmdstat_")
 		for field := range strings.SplitSeq(rest, ",") {
-			if v, ok := strings.CutPrefix(field, "calls="); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("INFO commandstats: %q: %w", line, err)
-				}
-				out[strings.TrimPrefix(name, "cmdstat_")] = n
+			k, v, _ := strings.Cut(field, "=")
+			var m map[string]int64
+			switch k {
+			case "calls":
+				m = out.calls
+			case "usec":
+				m = out.usec
+			default:
+				continue
 			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return cmdStats{}, fmt.Errorf("INFO commandstats: %q: %w", line, err)
+			}
+			m[name] = n
 		}
 	}
 	return out, nil

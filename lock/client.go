@@ -27,7 +27,9 @@ type backend interface {
 	acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error)
 	// renew runs renew.lua: false when owner no longer holds the lock.
 	renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error)
-	// release runs release.lua.
+	// release runs release.lua. The unlock message it publishes (the
+	// owner id) wakes the waiters of every other Client; the releasing
+	// Client wakes its own (Client.release).
 	release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error)
 	// forceUnlock runs forceunlock.lua.
 	forceUnlock(ctx context.Context, k *keys) (int64, error)
@@ -37,6 +39,10 @@ type backend interface {
 	subscribe(k *keys) <-chan struct{}
 	// unsubscribe drops a reference taken by subscribe.
 	unsubscribe(k *keys)
+	// subscribed returns the ready channel of k's subscription if it is in
+	// place and confirmed now (it lingers a while after its last waiter
+	// left), else nil. The channel identifies that subscription.
+	subscribed(k *keys) <-chan struct{}
 	close() error
 }
 
@@ -103,7 +109,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := newClient(o)
-	c.be = newRedisBackend(rdb, c.wake, c.log)
+	c.be = newRedisBackend(rdb, c.wake, c.owner+":", c.log)
 	return c, nil
 }
 
@@ -251,10 +257,22 @@ func (c *Client) cleanup(k *keys, owner string, within time.Duration) {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.bg, within)
 		defer cancel()
-		if _, err := c.be.release(ctx, k, owner, 1, 1); err != nil && c.log.IsDebug() {
+		if _, err := c.release(ctx, k, owner, 1, 1); err != nil && c.log.IsDebug() {
 			c.log.Debug("clean-up after failed attempt", "lock", k.name, "owner", owner, "error", err)
 		}
 	}()
+}
+
+// release runs the release script. When it frees the lock (or may have),
+// it wakes this Client's own waiters at once: the backend does not echo a
+// Client's own unlocks back to it, which spares the Pub/Sub round trip and
+// a second wake-up.
+func (c *Client) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
+	n, err := c.be.release(ctx, k, owner, holds, drop)
+	if err != nil || n == relReleased {
+		c.wake(k.name)
+	}
+	return n, err
 }
 
 // A queue holds the goroutines of this Client that wait for one lock name,

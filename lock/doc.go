@@ -11,7 +11,8 @@
 // # How a lock is kept
 //
 // A lock named n is a hash at prefix:{n} mapping its owner id to a hold
-// count, with a TTL, plus the field "token". Lua scripts (scripts/*.lua,
+// count, with a TTL; prefix:{n}:token holds the fencing token of its
+// current or last lease. Lua scripts (scripts/*.lua,
 // run by EVALSHA with EVAL on NOSCRIPT) take, renew and release it; they are
 // idempotent, so a go-redis retry after a lost reply changes nothing twice.
 // All keys of one lock share the hash tag {n}, so they live in one Cluster
@@ -41,7 +42,9 @@
 //
 // Waiters do not poll. The last Unlock publishes on prefix:{n}:channel;
 // each Client has one Pub/Sub connection for all lock names, subscribed to
-// a name while one of its goroutines waits for it. A waiter tries again
+// a name while one of its goroutines waits for it (and for a second after,
+// in case it waits again). A Client wakes its own waiters when it unlocks,
+// without waiting for its own message to come back. A waiter tries again
 // after its subscription is confirmed (so no unlock is missed), after each
 // reconnect of that connection, at each unlock message, and when the
 // holder's TTL runs out (a crashed holder publishes nothing); it never

@@ -137,13 +137,13 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		if errors.Is(err, ErrLockLost) && l.holds > 0 {
 			// Lost by deadline, perhaps still ours in Redis: free it if so.
 			l.stopWatchdog()
-			_, _ = l.c.be.release(ctx, l.k, l.owner, l.holds, l.holds)
+			_, _ = l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
 			l.holds = 0
 		}
 		return fmt.Errorf("lock %q: unlock: %w: %w", l.k.name, ErrNotHeld, err)
 	}
 	if l.holds > 1 {
-		n, err := l.c.be.release(ctx, l.k, l.owner, l.holds, 1)
+		n, err := l.c.release(ctx, l.k, l.owner, l.holds, 1)
 		if err != nil {
 			return fmt.Errorf("lock %q: unlock: %w", l.k.name, err)
 		}
@@ -169,7 +169,7 @@ func (l *Lease) releaseAll(ctx context.Context, cause error) error {
 // releaseLast stops the watchdog, then deletes the lock. holdMu is held.
 func (l *Lease) releaseLast(ctx context.Context, cause error) error {
 	l.stopWatchdog()
-	n, err := l.c.be.release(ctx, l.k, l.owner, l.holds, l.holds)
+	n, err := l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
 	l.holds = 0
 	if err != nil {
 		l.end(fmt.Errorf("%w: unlock failed, the lock expires within its lease: %w", cause, err), outcomeReleased)

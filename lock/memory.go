@@ -65,12 +65,15 @@ func (s *MemoryStore) live(key string, now time.Time) *memLock {
 	return l
 }
 
-// publish tells every subscribed Client that k was unlocked. s.mu is held;
-// the wake-ups run after it is released, by the caller.
-func (s *MemoryStore) subscribers(k *keys) []*memoryBackend {
+// subscribers are the Clients to tell that k was unlocked, less except
+// (the releasing Client wakes its own waiters). s.mu is held; the wake-ups
+// run after it is released, by the caller.
+func (s *MemoryStore) subscribers(k *keys, except *memoryBackend) []*memoryBackend {
 	var out []*memoryBackend
 	for b := range s.subs[k.channel] {
-		out = append(out, b)
+		if b != except {
+			out = append(out, b)
+		}
 	}
 	return out
 }
@@ -156,7 +159,7 @@ func (b *memoryBackend) release(ctx context.Context, k *keys, owner string, hold
 		return relDropped, nil
 	}
 	delete(s.locks, k.lock)
-	subs := s.subscribers(k)
+	subs := s.subscribers(k, b)
 	s.mu.Unlock()
 	for _, sub := range subs {
 		sub.wake(k.name)
@@ -175,7 +178,7 @@ func (b *memoryBackend) forceUnlock(ctx context.Context, k *keys) (int64, error)
 		return 0, nil
 	}
 	delete(s.locks, k.lock)
-	subs := s.subscribers(k)
+	subs := s.subscribers(k, nil)
 	s.mu.Unlock()
 	for _, sub := range subs {
 		sub.wake(k.name)
@@ -211,5 +214,8 @@ func (b *memoryBackend) unsubscribe(k *keys) {
 		delete(s.subs, k.channel)
 	}
 }
+
+// subscribed is nil: a memory subscription is in place at once anyway.
+func (b *memoryBackend) subscribed(*keys) <-chan struct{} { return nil }
 
 func (b *memoryBackend) close() error { return nil }

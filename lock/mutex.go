@@ -69,9 +69,15 @@ func (m *mutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*L
 	}
 
 	// Try at once unless goroutines of this Client already wait for the
-	// lock; then queue behind them.
+	// lock; then queue behind them. If the lock's channel was subscribed
+	// before this attempt (it lingers after the last wait), no unlock after
+	// it can be missed: the wait needs no second attempt at subscribing.
 	sleep := time.Duration(0)
+	var subscribed <-chan struct{}
 	if try || !c.hasWaiters(m.k.name) {
+		if !try {
+			subscribed = c.be.subscribed(m.k)
+		}
 		l, pttl, err := m.attempt(ctx, owner, lease, o.hasLease)
 		if l != nil || err != nil {
 			return m.finish(w, start, l, err)
@@ -81,7 +87,7 @@ func (m *mutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*L
 		}
 		sleep = pttl
 	}
-	l, err := m.wait(ctx, o, owner, lease, sleep, start)
+	l, err := m.wait(ctx, o, owner, lease, sleep, subscribed, start)
 	return m.finish(w, start, l, err)
 }
 
@@ -134,7 +140,7 @@ func (m *mutex) badReply(r acquireReply) error {
 // wait queues behind this Client's other waiters for the lock, then, as the
 // head, tries again whenever the lock's channel says it was unlocked, the
 // subscription is (re)established, or the holder's TTL runs out.
-func (m *mutex) wait(ctx context.Context, o acquireOptions, owner string, lease time.Duration, sleep time.Duration, start time.Time) (*Lease, error) {
+func (m *mutex) wait(ctx context.Context, o acquireOptions, owner string, lease, sleep time.Duration, subscribed <-chan struct{}, start time.Time) (*Lease, error) {
 	c := m.c
 	w, q, err := c.enqueue(m.k)
 	if err != nil {
@@ -166,6 +172,9 @@ func (m *mutex) wait(ctx context.Context, o acquireOptions, owner string, lease 
 	// The head. A waiter that never attempted and inherits the turn from a
 	// head that acquired sleeps for the lock's TTL or until an unlock.
 	ready := c.takeReady(q)
+	if ready == subscribed { // confirmed before our first attempt
+		ready = nil
+	}
 	now := w.attemptNow
 	if sleep == 0 {
 		sleep = w.sleep

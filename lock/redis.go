@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,9 +36,16 @@ const tokenTTL = 24 * time.Hour
 // subscribeTimeout bounds the write of a SUBSCRIBE or UNSUBSCRIBE command.
 const subscribeTimeout = 5 * time.Second
 
+// linger is how long a channel stays subscribed after its last waiter left,
+// so that a Client that waits for the same lock again soon (a replica that
+// runs the same job every tick) neither resubscribes nor waits for a
+// confirmation.
+const linger = time.Second
+
 type redisBackend struct {
 	rdb  redis.UniversalClient
 	wake func(name string)
+	self string // the prefix of this Client's owner ids: its own unlocks
 	log  hclog.Logger
 
 	mu     sync.Mutex
@@ -62,17 +70,19 @@ type subOp struct {
 type subscription struct {
 	name    string
 	refs    int           // waiting queues (one per Client, so 0 or 1) that need it
+	active  bool          // SUBSCRIBE sent, and no UNSUBSCRIBE since
 	pending int           // SUBSCRIBE commands sent and not yet confirmed
 	ready   chan struct{} // closed at the confirmation of the current SUBSCRIBE
 	isReady bool
+	idle    time.Time // when refs fell to 0
 }
 
-func newRedisBackend(rdb redis.UniversalClient, wake func(string), log hclog.Logger) *redisBackend {
+func newRedisBackend(rdb redis.UniversalClient, wake func(string), self string, log hclog.Logger) *redisBackend {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	return &redisBackend{
-		rdb: rdb, wake: wake, log: log,
+		rdb: rdb, wake: wake, self: self, log: log,
 		subs: make(map[string]*subscription),
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
@@ -97,7 +107,7 @@ func (b *redisBackend) renew(ctx context.Context, k *keys, owner string, lease t
 }
 
 func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel}, owner, holds, drop).Int64()
+	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel}, owner, holds, drop, owner).Int64()
 }
 
 func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
@@ -113,13 +123,11 @@ func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
 		b.subs[k.channel] = s
 	}
 	s.refs++
-	if s.refs > 1 {
-		return s.ready
+	if s.active || b.closed {
+		return s.ready // confirmed already, or soon
 	}
+	s.active = true
 	s.ready, s.isReady = make(chan struct{}), false
-	if b.closed {
-		return s.ready
-	}
 	if b.ps == nil {
 		b.ps = b.rdb.Subscribe(context.Background()) // connects lazily
 		ch := b.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
@@ -141,14 +149,19 @@ func (b *redisBackend) enqueueOp(op subOp) {
 	}
 }
 
-// send writes queued SUBSCRIBE and UNSUBSCRIBE commands until close.
+// send writes queued SUBSCRIBE and UNSUBSCRIBE commands, and unsubscribes
+// channels that have been idle for linger, until close.
 func (b *redisBackend) send(ps *redis.PubSub) {
 	defer b.wg.Done()
+	sweep := time.NewTicker(linger / 2)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-b.kick:
+		case now := <-sweep.C:
+			b.unsubscribeIdle(now)
 		}
 		b.mu.Lock()
 		ops := b.ops
@@ -173,6 +186,34 @@ func (b *redisBackend) send(ps *redis.PubSub) {
 	}
 }
 
+// unsubscribeIdle queues UNSUBSCRIBE for channels without waiters for
+// linger.
+func (b *redisBackend) unsubscribeIdle(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch, s := range b.subs {
+		if s.refs > 0 || !s.active || now.Sub(s.idle) < linger {
+			continue
+		}
+		s.active = false
+		b.enqueueOp(subOp{sub: false, channel: ch})
+		if s.pending == 0 {
+			delete(b.subs, ch)
+		}
+		// Otherwise keep the entry until its SUBSCRIBE is confirmed, so
+		// that the confirmation is not taken for a later subscription's.
+	}
+}
+
+func (b *redisBackend) subscribed(k *keys) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.subs[k.channel]; s != nil && s.active && s.isReady {
+		return s.ready
+	}
+	return nil
+}
+
 func (b *redisBackend) unsubscribe(k *keys) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -180,16 +221,9 @@ func (b *redisBackend) unsubscribe(k *keys) {
 	if s == nil || s.refs == 0 {
 		return
 	}
-	s.refs--
-	if s.refs > 0 || b.closed {
-		return
+	if s.refs--; s.refs == 0 {
+		s.idle = time.Now() // unsubscribeIdle ends it after linger
 	}
-	if s.pending == 0 {
-		delete(b.subs, k.channel)
-	}
-	// Otherwise keep the entry until its SUBSCRIBE is confirmed, so that the
-	// confirmation is not taken for one of a later subscription.
-	b.enqueueOp(subOp{sub: false, channel: k.channel})
 }
 
 // dispatch reads the shared Pub/Sub connection until it is closed. go-redis
@@ -202,6 +236,9 @@ func (b *redisBackend) dispatch(ch <-chan any) {
 		var wake string
 		switch m := m.(type) {
 		case *redis.Message:
+			if strings.HasPrefix(m.Payload, b.self) {
+				continue // our own unlock: Client.release woke our waiters
+			}
 			b.mu.Lock()
 			if s := b.subs[m.Channel]; s != nil && s.refs > 0 {
 				wake = s.name
@@ -237,7 +274,7 @@ func (b *redisBackend) confirmed(channel string) string {
 	if s.pending > 0 {
 		return ""
 	}
-	if s.refs == 0 {
+	if !s.active {
 		delete(b.subs, channel)
 		return ""
 	}

@@ -38,7 +38,7 @@ var inScripts = map[string]bool{
 }
 
 // commandCalls is the number of commands clients sent the server, less the
-// test's own bookkeeping (INFO, CONFIG, HELLO).
+// test's own bookkeeping (INFO, CONFIG, HELLO, PUBSUB).
 func commandCalls(t *testing.T, srv *redistest.Server) int {
 	t.Helper()
 	info := srv.Do("INFO", "commandstats").(string)
@@ -49,7 +49,7 @@ func commandCalls(t *testing.T, srv *redistest.Server) int {
 			continue
 		}
 		name = strings.TrimPrefix(name, "cmdstat_")
-		if inScripts[name] || name == "info" || name == "hello" || strings.HasPrefix(name, "config") {
+		if inScripts[name] || name == "info" || name == "hello" || strings.HasPrefix(name, "config") || strings.HasPrefix(name, "pubsub") {
 			continue
 		}
 		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
@@ -74,8 +74,8 @@ func TestKeyNamesShareHashTag(t *testing.T) {
 	if got := srv.Do("HGET", "app:{billing}", lease.Owner()); got != "1" {
 		t.Fatalf("holds of %s in app:{billing} = %v, want 1", lease.Owner(), got)
 	}
-	if got := srv.Do("HGET", "app:{billing}", "token"); got != strconv.FormatInt(lease.Token(), 10) {
-		t.Fatalf("token field %v, want %d", got, lease.Token())
+	if n := srv.Do("HLEN", "app:{billing}").(int64); n != 1 {
+		t.Fatalf("app:{billing} has %d fields, want the owner's only", n)
 	}
 	if got := srv.Do("GET", "app:{billing}:token"); got != strconv.FormatInt(lease.Token(), 10) {
 		t.Fatalf("token key %v, want %d", got, lease.Token())
@@ -485,5 +485,48 @@ func TestKeyDeletedByHandCancelsLease(t *testing.T) {
 	}
 	if !errors.Is(context.Cause(lease.Context()), lock.ErrLockLost) {
 		t.Fatalf("cause %v, want ErrLockLost", context.Cause(lease.Context()))
+	}
+}
+
+// A Client that waits for the same lock again soon finds its channel still
+// subscribed: no SUBSCRIBE, and no second attempt after its first.
+func TestSubscriptionLingersBetweenWaits(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, waiter := newClient(t, srv), newClient(t, srv)
+	ctx := testCtx(t)
+	round := func() {
+		t.Helper()
+		h, err := holder.Mutex("linger").Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l, err := waiter.Mutex("linger").Lock(ctx)
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		locktest.WaitForWaiter(t, waiter, "linger")
+		waitSubscribers(t, srv, "lockcron:{linger}:channel", 1)
+		if err := h.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+	}
+	round()
+	subs := srv.Do("INFO", "commandstats").(string)
+	before := commandCalls(t, srv)
+	round()
+	if after := srv.Do("INFO", "commandstats").(string); strings.Count(after, "cmdstat_subscribe:calls=1,") != 1 {
+		t.Fatalf("the second wait subscribed again:\n%s\nbefore:\n%s", after, subs)
+	}
+	// Holder: lock, unlock. Waiter: one failed attempt, one after the
+	// unlock message, unlock.
+	if n := commandCalls(t, srv) - before; n != 5 {
+		t.Fatalf("second round sent %d commands, want 5", n)
 	}
 }

@@ -1,6 +1,7 @@
 -- acquire.lua: take a reentrant lock, or add a hold to the caller's lease.
--- KEYS[1] the lock: a hash of owner -> holds, plus the field "token"
--- KEYS[2] the fencing token high-water mark (a string)
+-- KEYS[1] the lock: a hash of owner -> holds
+-- KEYS[2] the fencing token high-water mark (a string): the token of the
+--         lock's current or last lease
 -- ARGV[1] owner id
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] holds the caller's lease has now: 0 for a new lease
@@ -20,18 +21,18 @@ if pttl == -2 then
   if expected ~= 0 then
     return {-1, 0}
   end
-  local last = redis.pcall('GET', KEYS[2])
+  local now = redis.call('TIME')
+  local token = now[1] * 1000000 + now[2]
+  local last = redis.pcall('SET', KEYS[2], token, 'PX', ARGV[4], 'GET')
   if type(last) == 'table' and last.err then
     return {-4, 0}
   end
-  local now = redis.call('TIME')
-  local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
   last = tonumber(last)
   if last and last >= token then
     token = last + 1
+    redis.call('SET', KEYS[2], token, 'PX', ARGV[4])
   end
-  redis.call('SET', KEYS[2], token, 'PX', ARGV[4])
-  redis.call('HSET', KEYS[1], owner, 1, 'token', token)
+  redis.call('HSET', KEYS[1], owner, 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, token}
 end
@@ -53,4 +54,5 @@ if holds == expected then
 elseif holds ~= expected + 1 then
   return {-5, holds}
 end
-return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))}
+-- While the lease holds the lock no other token is issued: KEYS[2] has ours.
+return {1, tonumber(redis.call('GET', KEYS[2])) or 0}

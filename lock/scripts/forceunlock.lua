@@ -11,5 +11,5 @@ if t ~= 'hash' then
   return -2
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], 'unlocked')
+redis.call('PUBLISH', KEYS[2], 'forced')
 return 1

@@ -5,6 +5,7 @@
 -- ARGV[1] owner id
 -- ARGV[2] holds the caller's lease has now
 -- ARGV[3] holds to drop
+-- ARGV[4] the message to publish: the releasing owner id
 -- Returns 1 released (key deleted); 2 holds dropped, still held; 0 the caller
 -- does not hold the lock (nothing touched); -5 the hold count differs.
 --
@@ -23,7 +24,7 @@ local drop = tonumber(ARGV[3])
 if holds == expected then
   if holds <= drop then
     redis.call('DEL', KEYS[1])
-    redis.call('PUBLISH', KEYS[2], 'unlocked')
+    redis.call('PUBLISH', KEYS[2], ARGV[4])
     return 1
   end
   redis.call('HSET', KEYS[1], ARGV[1], holds - drop)
