@@ -52,9 +52,9 @@ type redisBackend struct {
 	closed bool
 	ps     *redis.PubSub // one per Client, opened by the first waiter
 	subs   map[string]*subscription
-	ops    []subOp       // SUBSCRIBE and UNSUBSCRIBE to send, in order
-	kick   chan struct{} // ops were added
-	stop   chan struct{} // closed by close
+	ops    []subOp        // SUBSCRIBE and UNSUBSCRIBE to send, in order
+	kick   chan struct{}  // ops were added
+	stop   chan struct{}  // closed by close
 	wg     sync.WaitGroup // the dispatcher and the sender
 }
 
