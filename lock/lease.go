@@ -126,8 +126,9 @@ func (l *Lease) Err() error {
 // is sent), deletes the lock and wakes its waiters. Call it on a context
 // that is still live, such as context.WithoutCancel(ctx) with a timeout, so
 // that a lease whose work was cancelled still frees the lock. ctx bounds
-// the call; on a ctx or network error the lease ends here all the same and
-// the lock expires in Redis within one lease time. Unlock of a lease that
+// the call. If the last hold's Unlock fails (ctx or network), the lease
+// ends all the same and the lock expires in Redis within one lease time;
+// a failed Unlock of an inner hold changes nothing. Unlock of a lease that
 // no longer holds the lock returns an error wrapping ErrNotHeld (and
 // ErrLockLost or ErrReleased) and touches no other owner's lock.
 func (l *Lease) Unlock(ctx context.Context) error {

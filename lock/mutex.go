@@ -155,47 +155,46 @@ func (m *mutex) wait(ctx context.Context, o acquireOptions, owner string, lease,
 		defer t.Stop()
 		deadline = t.C
 	}
-	locked := func() error {
-		return fmt.Errorf("lock %q: not acquired within %v: %w", m.k.name, o.wait, ErrLocked)
-	}
-
-	select {
-	case <-w.turn:
-	case <-ctx.Done():
-		return nil, ctxErr(ctx, m.k.name)
-	case <-deadline:
-		return nil, locked()
-	case <-c.done:
-		return nil, fmt.Errorf("lock %q: %w", m.k.name, ErrClosed)
-	}
-
-	// The head. A waiter that never attempted and inherits the turn from a
-	// head that acquired sleeps for the lock's TTL or until an unlock.
-	ready := c.takeReady(q)
-	if ready == subscribed { // confirmed before our first attempt
-		ready = nil
-	}
-	now := w.attemptNow
-	if sleep == 0 {
-		sleep = w.sleep
-	}
-	if sleep <= 0 {
-		sleep = lease
-	}
-	timer := time.NewTimer(sleep)
+	// Until its turn the waiter only watches turn; as the head it tries
+	// again at each wake-up. A head that never attempted and inherits the
+	// turn from one that acquired sleeps for the lock's TTL or until an
+	// unlock.
+	var (
+		turn   = w.turn
+		ready  <-chan struct{}
+		wake   <-chan struct{}
+		timerC <-chan time.Time
+		now    bool
+	)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	defer timer.Stop()
 	for {
 		if !now {
 			select {
+			case <-turn:
+				turn, wake, now = nil, w.wake, w.attemptNow
+				if ready = c.takeReady(q); ready == subscribed {
+					ready = nil // confirmed before our first attempt
+				}
+				if sleep == 0 {
+					sleep = w.sleep
+				}
+				if sleep <= 0 {
+					sleep = lease
+				}
+				timer.Reset(sleep)
+				timerC = timer.C
+				continue
 			case <-ready:
 				ready = nil
 				c.sawReady(q)
-			case <-w.wake:
-			case <-timer.C:
+			case <-wake:
+			case <-timerC:
 			case <-ctx.Done():
 				return nil, ctxErr(ctx, m.k.name)
 			case <-deadline:
-				return nil, locked()
+				return nil, fmt.Errorf("lock %q: not acquired within %v: %w", m.k.name, o.wait, ErrLocked)
 			case <-c.done:
 				return nil, fmt.Errorf("lock %q: %w", m.k.name, ErrClosed)
 			}

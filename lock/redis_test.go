@@ -407,30 +407,9 @@ func TestContentionCommandsPerAcquisition(t *testing.T) {
 	mu := c.Mutex("contended")
 	const goroutines, rounds = 8, 40
 	before := commandCalls(t, srv)
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range rounds {
-				l, err := mu.Lock(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				time.Sleep(200 * time.Microsecond) // work under the lock
-				if err := l.Unlock(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	overlaps, err := locktest.Contend(ctx, []lock.Locker{mu}, goroutines, rounds, 200*time.Microsecond)
+	if err != nil || overlaps != 0 {
+		t.Fatalf("Contend: %d overlaps, %v", overlaps, err)
 	}
 	calls := commandCalls(t, srv) - before
 	per := float64(calls) / (goroutines * rounds)

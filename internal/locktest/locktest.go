@@ -114,28 +114,29 @@ func waitDone(t *testing.T, lease *lock.Lease, within time.Duration) time.Durati
 	}
 }
 
-func testMutualExclusion(t *testing.T, b Backend) {
-	clients := []*lock.Client{b.client(t), b.client(t)}
-	ctx := ctxFor(t, 30*time.Second)
-	var inside, overlaps, total atomic.Int64
+// Contend runs goroutines that each take and release the lock rounds
+// times, goroutine g on lockers[g%len(lockers)], holding it for hold. It
+// returns how many holds overlapped another (0 under mutual exclusion) and
+// the first error.
+func Contend(ctx context.Context, lockers []lock.Locker, goroutines, rounds int, hold time.Duration) (overlaps int64, err error) {
+	var inside, overlapped atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for g := range 16 {
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mu := clients[g%2].Mutex("mutex")
-			for range 25 {
+			mu := lockers[g%len(lockers)]
+			for range rounds {
 				lease, err := mu.Lock(ctx)
 				if err != nil {
 					errs <- err
 					return
 				}
 				if inside.Add(1) != 1 {
-					overlaps.Add(1)
+					overlapped.Add(1)
 				}
-				total.Add(1)
-				time.Sleep(50 * time.Microsecond) // work under the lock
+				time.Sleep(hold) // work under the lock
 				inside.Add(-1)
 				if err := lease.Unlock(ctx); err != nil {
 					errs <- err
@@ -146,14 +147,17 @@ func testMutualExclusion(t *testing.T, b Backend) {
 	}
 	wg.Wait()
 	close(errs)
-	for err := range errs {
+	return overlapped.Load(), <-errs
+}
+
+func testMutualExclusion(t *testing.T, b Backend) {
+	lockers := []lock.Locker{b.client(t).Mutex("mutex"), b.client(t).Mutex("mutex")}
+	overlaps, err := Contend(ctxFor(t, 30*time.Second), lockers, 16, 25, 50*time.Microsecond)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if overlaps.Load() != 0 {
-		t.Fatalf("%d of %d holds overlapped another", overlaps.Load(), total.Load())
-	}
-	if total.Load() != 16*25 {
-		t.Fatalf("%d holds, want %d", total.Load(), 16*25)
+	if overlaps != 0 {
+		t.Fatalf("%d of %d holds overlapped another", overlaps, 16*25)
 	}
 }
 
