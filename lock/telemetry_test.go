@@ -1,10 +1,13 @@
 package lock_test
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -19,8 +22,10 @@ func TestTelemetry(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	var logs bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
 	c, err := lock.NewMemory(lock.WithTracerProvider(tp), lock.WithMeterProvider(mp),
-		lock.WithLeaseTime(300*time.Millisecond), lock.WithClientID("replica-1"))
+		lock.WithLeaseTime(300*time.Millisecond), lock.WithClientID("replica-1"), lock.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +38,7 @@ func TestTelemetry(t *testing.T) {
 	}
 	// Let the watchdog renew at least once.
 	deadline := time.Now().Add(5 * time.Second)
-	for counterSum(t, reader, "lockcron.lock.renewals") == 0 {
+	for total(t, reader, "lockcron.lock.renewals") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no renewal counted")
 		}
@@ -93,12 +98,17 @@ func TestTelemetry(t *testing.T) {
 	}
 
 	for _, name := range []string{"lockcron.lock.wait.duration", "lockcron.lock.hold.duration"} {
-		if histogramCount(t, reader, name) == 0 {
+		if total(t, reader, name) == 0 {
 			t.Errorf("histogram %s recorded nothing", name)
 		}
 	}
-	if n := counterSum(t, reader, "lockcron.lock.lost"); n != 1 {
+	if n := total(t, reader, "lockcron.lock.lost"); n != 1 {
 		t.Errorf("lockcron.lock.lost = %d, want 1", n)
+	}
+	for _, want := range []string{"app.lock: lock acquired", "app.lock: lock released", "app.lock: lock lost"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no %q in the logs:\n%s", want, logs.String())
+		}
 	}
 }
 
@@ -111,29 +121,24 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) metricdata.ResourceMetrics
 	return rm
 }
 
-func counterSum(t *testing.T, r *sdkmetric.ManualReader, name string) int64 {
+// total is a metric's sum over its data points: the value of a counter,
+// the number of recordings of a histogram.
+func total(t *testing.T, r *sdkmetric.ManualReader, name string) int64 {
 	t.Helper()
 	var n int64
 	for _, sm := range collect(t, r).ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
-				for _, dp := range sum.DataPoints {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
 					n += dp.Value
 				}
-			}
-		}
-	}
-	return n
-}
-
-func histogramCount(t *testing.T, r *sdkmetric.ManualReader, name string) uint64 {
-	t.Helper()
-	var n uint64
-	for _, sm := range collect(t, r).ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
-				for _, dp := range h.DataPoints {
-					n += dp.Count
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					n += int64(dp.Count)
 				}
 			}
 		}
