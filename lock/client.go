@@ -295,9 +295,8 @@ type waiter struct {
 	sleep      time.Duration // the previous head acquired: the lock's TTL
 }
 
-// enqueue adds a waiter for k, subscribing to its channel if it is the
-// first. It returns the waiter and the queue's ready channel, nil when a
-// previous head already saw it.
+// enqueue adds a waiter for k at the tail of its queue, subscribing to k's
+// channel if the queue is new, and returns the waiter and its queue.
 func (c *Client) enqueue(k *keys) (*waiter, *queue, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

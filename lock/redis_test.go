@@ -283,28 +283,15 @@ func TestWaiterAcquiresAfterPubSubKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		l, err := waiter.Mutex("pubsub").Lock(ctx)
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := locktest.LockAsync(ctx, waiter.Mutex("pubsub"))
 	locktest.WaitForWaiter(t, waiter, "pubsub")
 	waitSubscribers(t, srv, "lockcron:{pubsub}:channel", 1)
 	srv.Do("CLIENT", "KILL", "TYPE", "pubsub")
 	if err := lease.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("waiter did not acquire after its Pub/Sub connection was killed (it would wait for the 30s TTL)")
-	}
+	// Within 5s, well short of the 30s TTL the waiter would otherwise sleep.
+	locktest.AwaitAcquired(t, got, 5*time.Second)
 }
 
 func waitSubscribers(t *testing.T, srv *redistest.Server, channel string, want int64) {
@@ -479,22 +466,13 @@ func TestSubscriptionLingersBetweenWaits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan error, 1)
-		go func() {
-			l, err := waiter.Mutex("linger").Lock(ctx)
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			got <- err
-		}()
+		got := locktest.LockAsync(ctx, waiter.Mutex("linger"))
 		locktest.WaitForWaiter(t, waiter, "linger")
 		waitSubscribers(t, srv, "lockcron:{linger}:channel", 1)
 		if err := h.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-got; err != nil {
-			t.Fatal(err)
-		}
+		locktest.AwaitAcquired(t, got, 5*time.Second)
 	}
 	round()
 	subs := srv.Do("INFO", "commandstats").(string)

@@ -377,29 +377,51 @@ func testWakeOnUnlock(t *testing.T, b Backend) {
 	c1, c2 := b.client(t), b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
 	lease := mustLock(t, ctx, c1.Mutex("wake"))
-	got := make(chan time.Time, 1)
-	errc := make(chan error, 1)
-	go func() {
-		l, err := c2.Mutex("wake").Lock(ctx)
-		if err != nil {
-			errc <- err
-			return
-		}
-		got <- time.Now()
-		_ = l.Unlock(ctx)
-	}()
+	got := LockAsync(ctx, c2.Mutex("wake"))
 	WaitForWaiter(t, c2, "wake")
 	unlocked := time.Now()
 	mustUnlock(t, lease)
-	select {
-	case at := <-got:
-		if d := at.Sub(unlocked); d > 100*time.Millisecond {
-			t.Fatalf("waiter acquired %v after the unlock, want a few ms", d)
+	if d := AwaitAcquired(t, got, 5*time.Second).Sub(unlocked); d > 100*time.Millisecond {
+		t.Fatalf("waiter acquired %v after the unlock, want a few ms", d)
+	}
+}
+
+// Acquired is what LockAsync reports: when Lock returned, and the error of
+// Lock or of the Unlock that followed.
+type Acquired struct {
+	At  time.Time
+	Err error
+}
+
+// LockAsync calls mu.Lock(ctx) in a goroutine, unlocks at once, and reports
+// on the channel it returns. The goroutine ends when Lock does; ctx bounds
+// it.
+func LockAsync(ctx context.Context, mu lock.Locker) <-chan Acquired {
+	out := make(chan Acquired, 1)
+	go func() {
+		l, err := mu.Lock(ctx)
+		at := time.Now()
+		if err == nil {
+			err = l.Unlock(ctx)
 		}
-	case err := <-errc:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("waiter not woken by the unlock")
+		out <- Acquired{At: at, Err: err}
+	}()
+	return out
+}
+
+// AwaitAcquired waits up to within for LockAsync's report, fails the test
+// on an error or a timeout, and returns when Lock returned.
+func AwaitAcquired(t testing.TB, ch <-chan Acquired, within time.Duration) time.Time {
+	t.Helper()
+	select {
+	case a := <-ch:
+		if a.Err != nil {
+			t.Fatal(a.Err)
+		}
+		return a.At
+	case <-time.After(within):
+		t.Fatalf("Lock did not return within %v", within)
+		return time.Time{}
 	}
 }
 
@@ -427,33 +449,15 @@ func testCloseReleases(t *testing.T, b Backend) {
 	c2 := b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
 	lease := mustLock(t, ctx, c1.Mutex("close"))
-	nested := mustLock(t, lease.Context(), c1.Mutex("close")) // two holds
-	_ = nested
-	got := make(chan time.Time, 1)
-	errc := make(chan error, 1)
-	go func() {
-		l, err := c2.Mutex("close").Lock(ctx)
-		if err != nil {
-			errc <- err
-			return
-		}
-		got <- time.Now()
-		_ = l.Unlock(ctx)
-	}()
+	mustLock(t, lease.Context(), c1.Mutex("close")) // a second hold
+	got := LockAsync(ctx, c2.Mutex("close"))
 	WaitForWaiter(t, c2, "close")
 	closed := time.Now()
 	if err := c1.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	select {
-	case at := <-got:
-		if d := at.Sub(closed); d > 200*time.Millisecond {
-			t.Fatalf("other client acquired %v after Close", d)
-		}
-	case err := <-errc:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("other client did not acquire after Close")
+	if d := AwaitAcquired(t, got, 5*time.Second).Sub(closed); d > 200*time.Millisecond {
+		t.Fatalf("other client acquired %v after Close", d)
 	}
 	if err := lease.Err(); !errors.Is(err, lock.ErrReleased) || !errors.Is(err, lock.ErrClosed) {
 		t.Fatalf("lease Err after Close: %v, want ErrReleased and ErrClosed", err)
