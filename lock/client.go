@@ -33,6 +33,14 @@ type backend interface {
 	release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error)
 	// forceUnlock runs forceunlock.lua.
 	forceUnlock(ctx context.Context, k *keys) (int64, error)
+	// claim runs claim.lua with the ledger at key ledger.
+	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error)
+	// finish runs finish.lua. Like release, it does not wake this
+	// Client's own waiters.
+	finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, done bool, outcome string, tries int) (int64, error)
+	// ledger reads a ledger's fields: empty if there is none, an error
+	// wrapping ErrBadKey if the key is not a hash.
+	ledger(ctx context.Context, key string) (map[string]string, error)
 	// subscribe adds a reference to k's unlock channel. The channel it
 	// returns is closed once the subscription is in place, so that an
 	// attempt made after it cannot miss the next unlock.

@@ -169,8 +169,16 @@ func (l *Lease) releaseAll(ctx context.Context, cause error) error {
 
 // releaseLast stops the watchdog, then deletes the lock. holdMu is held.
 func (l *Lease) releaseLast(ctx context.Context, cause error) error {
+	return l.releaseWith(ctx, cause, func(ctx context.Context, holds int) (int64, error) {
+		return l.c.release(ctx, l.k, l.owner, holds, holds)
+	})
+}
+
+// releaseWith stops the watchdog, then deletes the lock by rel, which
+// replies as release.lua does. holdMu is held.
+func (l *Lease) releaseWith(ctx context.Context, cause error, rel func(ctx context.Context, holds int) (int64, error)) error {
 	l.stopWatchdog()
-	n, err := l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
+	n, err := rel(ctx, l.holds)
 	l.holds = 0
 	if err != nil {
 		l.end(fmt.Errorf("%w: unlock failed, the lock expires within its lease: %w", cause, err), outcomeReleased)

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -16,6 +17,14 @@ type MemoryStore struct {
 	locks  map[string]*memLock // by lock key
 	tokens map[string]int64    // high-water marks by token key
 	subs   map[string]map[*memoryBackend]int
+	ledger map[string]*memLedger // by ledger key
+}
+
+// memLedger is a ledger's hash (claim.lua).
+type memLedger struct {
+	done, seen, running, tries int64
+	owner, outcome, finished   string
+	expires                    time.Time
 }
 
 type memLock struct {
@@ -31,6 +40,7 @@ func NewMemoryStore() *MemoryStore {
 		locks:  make(map[string]*memLock),
 		tokens: make(map[string]int64),
 		subs:   make(map[string]map[*memoryBackend]int),
+		ledger: make(map[string]*memLedger),
 	}
 }
 
@@ -184,6 +194,119 @@ func (b *memoryBackend) forceUnlock(ctx context.Context, k *keys) (int64, error)
 		sub.wake(k.name)
 	}
 	return 1, nil
+}
+
+// ledgerAt returns the live ledger at key; with create, a new one if
+// there is none, and its lifetime renewed. s.mu is held.
+func (s *MemoryStore) ledgerAt(key string, now time.Time, create bool) *memLedger {
+	g := s.ledger[key]
+	if g != nil && !now.Before(g.expires) {
+		delete(s.ledger, key)
+		g = nil
+	}
+	if g == nil && create {
+		g = &memLedger{}
+		s.ledger[key] = g
+	}
+	if g != nil && create {
+		g.expires = now.Add(LedgerTTL)
+	}
+	return g
+}
+
+func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error) {
+	if err := ctx.Err(); err != nil {
+		return claimReply{}, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	g := s.ledgerAt(ledger, now, true)
+	running := g.running
+	if running <= g.done {
+		running = 0
+	}
+	g.seen = max(g.seen, tick)
+	switch {
+	case g.done >= tick:
+		return claimReply{status: claimDone, value: g.done}, nil
+	case running > tick:
+		return claimReply{status: claimDone, value: running}, nil
+	}
+	if l := s.live(k.lock, now); l != nil {
+		if l.owner == owner {
+			return claimReply{status: claimAcquired, value: l.token, try: g.tries}, nil
+		}
+		return claimReply{status: claimHeld, value: max(l.expires.Sub(now).Milliseconds(), 1), extra: running}, nil
+	}
+	token := now.UnixMicro()
+	if last := s.tokens[k.token]; last >= token {
+		token = last + 1
+	}
+	s.tokens[k.token] = token
+	s.locks[k.lock] = &memLock{owner: owner, holds: 1, token: token, expires: now.Add(lease)}
+	r := claimReply{status: claimAcquired, value: token}
+	if running == tick {
+		g.tries++
+	} else {
+		r.extra = running
+		g.tries = 1
+	}
+	g.running, g.owner, r.try = tick, owner, g.tries
+	return r, nil
+}
+
+func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, done bool, outcome string, tries int) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	now := time.Now()
+	l := s.live(k.lock, now)
+	switch {
+	case l == nil || l.owner != owner:
+		g := s.ledgerAt(ledger, now, false)
+		s.mu.Unlock()
+		if g != nil && g.finished == owner {
+			return relReleased, nil // as the script: a repeat
+		}
+		return relNotHeld, nil
+	case l.holds != holds:
+		s.mu.Unlock()
+		return relMismatch, nil
+	}
+	g := s.ledgerAt(ledger, now, true)
+	if done && g.done < tick {
+		g.done = tick
+	}
+	g.outcome, g.tries, g.finished = outcome, int64(tries), owner
+	delete(s.locks, k.lock)
+	subs := s.subscribers(k, b)
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.wake(k.name)
+	}
+	return relReleased, nil
+}
+
+func (b *memoryBackend) ledger(ctx context.Context, key string) (map[string]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.ledgerAt(key, time.Now(), false)
+	if g == nil {
+		return map[string]string{}, nil
+	}
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return map[string]string{
+		"done": n(g.done), "seen": n(g.seen), "running": n(g.running), "tries": n(g.tries),
+		"owner": g.owner, "outcome": g.outcome, "finished": g.finished,
+	}, nil
 }
 
 // subscribe is in place at once: a release after it will wake us.

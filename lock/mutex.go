@@ -72,13 +72,14 @@ func (m *mutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*L
 	// lock; then queue behind them. If the lock's channel was subscribed
 	// before this attempt (it lingers after the last wait), no unlock after
 	// it can be missed: the wait needs no second attempt at subscribing.
+	attempt := func() (*Lease, time.Duration, error) { return m.attempt(ctx, owner, lease, o.hasLease) }
 	sleep := time.Duration(0)
 	var subscribed <-chan struct{}
 	if try || !c.hasWaiters(m.k.name) {
 		if !try {
 			subscribed = c.be.subscribed(m.k)
 		}
-		l, pttl, err := m.attempt(ctx, owner, lease, o.hasLease)
+		l, pttl, err := attempt()
 		if l != nil || err != nil {
 			return m.finish(w, start, l, err)
 		}
@@ -87,7 +88,7 @@ func (m *mutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*L
 		}
 		sleep = pttl
 	}
-	l, err := m.wait(ctx, o, owner, lease, sleep, subscribed, start)
+	l, err := m.wait(ctx, o, lease, sleep, subscribed, start, attempt)
 	return m.finish(w, start, l, err)
 }
 
@@ -139,8 +140,10 @@ func (m *mutex) badReply(r acquireReply) error {
 
 // wait queues behind this Client's other waiters for the lock, then, as the
 // head, tries again whenever the lock's channel says it was unlocked, the
-// subscription is (re)established, or the holder's TTL runs out.
-func (m *mutex) wait(ctx context.Context, o acquireOptions, owner string, lease, sleep time.Duration, subscribed <-chan struct{}, start time.Time) (*Lease, error) {
+// subscription is (re)established, or the holder's TTL runs out. attempt
+// returns a lease, or the holder's remaining TTL to wait for, or an error
+// that ends the wait.
+func (m *mutex) wait(ctx context.Context, o acquireOptions, lease, sleep time.Duration, subscribed <-chan struct{}, start time.Time, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
 	c := m.c
 	w, q, err := c.enqueue(m.k)
 	if err != nil {
@@ -200,7 +203,7 @@ func (m *mutex) wait(ctx context.Context, o acquireOptions, owner string, lease,
 			}
 		}
 		now = false
-		l, pttl, err := m.attempt(ctx, owner, lease, o.hasLease)
+		l, pttl, err := attempt()
 		if err != nil {
 			return nil, err
 		}

@@ -21,12 +21,18 @@ var (
 	releaseSrc string
 	//go:embed scripts/forceunlock.lua
 	forceUnlockSrc string
+	//go:embed scripts/claim.lua
+	claimSrc string
+	//go:embed scripts/finish.lua
+	finishSrc string
 
 	// Run sends EVALSHA, and EVAL on NOSCRIPT.
 	acquireScript     = redis.NewScript(acquireSrc)
 	renewScript       = redis.NewScript(renewSrc)
 	releaseScript     = redis.NewScript(releaseSrc)
 	forceUnlockScript = redis.NewScript(forceUnlockSrc)
+	claimScript       = redis.NewScript(claimSrc)
+	finishScript      = redis.NewScript(finishSrc)
 )
 
 // tokenTTL is how long the fencing high-water mark outlives its last use.
@@ -112,6 +118,44 @@ func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds
 
 func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
 	return forceUnlockScript.Run(ctx, b.rdb, []string{k.lock, k.channel}).Int64()
+}
+
+func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error) {
+	v, err := claimScript.Run(ctx, b.rdb, []string{k.lock, k.token, ledger},
+		owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return claimReply{}, err
+	}
+	if len(v) < 2 {
+		return claimReply{}, fmt.Errorf("claim: %d values in reply, want 2 or more", len(v))
+	}
+	r := claimReply{status: v[0], value: v[1]}
+	switch {
+	case r.status == claimAcquired && len(v) == 4:
+		r.try, r.extra = v[2], v[3]
+	case r.status == claimHeld && len(v) == 3:
+		r.extra = v[2]
+	case r.status == claimAcquired, r.status == claimHeld:
+		return claimReply{}, fmt.Errorf("claim: %d values in reply with status %d", len(v), r.status)
+	}
+	return r, nil
+}
+
+func (b *redisBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, done bool, outcome string, tries int) (int64, error) {
+	d := 0
+	if done {
+		d = 1
+	}
+	return finishScript.Run(ctx, b.rdb, []string{k.lock, k.channel, ledger},
+		owner, holds, tick, d, outcome, tries, LedgerTTL.Milliseconds(), owner).Int64()
+}
+
+func (b *redisBackend) ledger(ctx context.Context, key string) (map[string]string, error) {
+	m, err := b.rdb.HGetAll(ctx, key).Result()
+	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
+	}
+	return m, err
 }
 
 func (b *redisBackend) subscribe(k *keys) <-chan struct{} {

@@ -20,6 +20,7 @@ const (
 	outcomeAcquired = "acquired"
 	outcomeLocked   = "locked"   // ErrLocked: the wait was over
 	outcomeCanceled = "canceled" // the ctx ended
+	outcomeDone     = "done"     // ErrDone: a ledger's tick needs no run
 	outcomeError    = "error"
 	outcomeReleased = "released"
 	outcomeLost     = "lost"
@@ -82,6 +83,8 @@ func (t *telemetry) endWait(w waitSpan, name string, d time.Duration, l *Lease, 
 	case err == nil:
 	case errors.Is(err, ErrLocked):
 		outcome = outcomeLocked
+	case errors.Is(err, ErrDone):
+		outcome = outcomeDone
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		outcome = outcomeCanceled
 	default:

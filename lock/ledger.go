@@ -1,0 +1,251 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrDone: Ledger.Claim found the tick done, or a later tick done or under
+// way; there is nothing to run.
+var ErrDone = errors.New("lock: tick already done")
+
+// LedgerTTL is how long a ledger outlives its last claim or finish: long
+// enough to judge a monthly schedule's missed tick after a downtime.
+const LedgerTTL = 35 * 24 * time.Hour
+
+// A Ledger records, beside a lock, the ticks of a recurring task (a cron
+// job): which one was done last, which one is running and by whom, and how
+// it ended. A claim of a tick checks the ledger and takes the lock in one
+// step, so that each tick is done once, by one owner, however skewed the
+// claimants' clocks are: a tick is any int64 that grows from tick to tick,
+// the same on every claimant (the scheduler uses the scheduled time in
+// milliseconds).
+//
+// The ledger of lock n and id j lives at prefix:{n}:ledger:j, in the lock's
+// hash slot. Several ledgers may share one lock (jobs that exclude each
+// other). A Ledger is safe for concurrent use.
+type Ledger struct {
+	c   *Client
+	m   *mutex
+	id  string
+	key string
+}
+
+// Ledger returns the ledger named id beside the lock named lockName. It
+// returns ErrInvalid for a bad lock name or an id that is empty or holds
+// { or }.
+func (c *Client) Ledger(lockName, id string) (*Ledger, error) {
+	if err := validName(lockName); err != nil {
+		return nil, err
+	}
+	if id == "" || strings.ContainsAny(id, "{}") {
+		return nil, fmt.Errorf("lock %q: ledger id %q: empty, or holds { or }: %w", lockName, id, ErrInvalid)
+	}
+	m := newMutex(c, lockName)
+	return &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id}, nil
+}
+
+// Key is the ledger's Redis key.
+func (g *Ledger) Key() string { return g.key }
+
+// A Claim is one owner's hold on a tick: its Lease holds the lock, with its
+// watchdog, until Finish.
+type Claim struct {
+	// Lease holds the lock. Its Context ends when the lock is lost.
+	Lease *Lease
+	// Tick is the tick claimed.
+	Tick int64
+	// Try is the number of this claim's first try at the tick: 1, or more
+	// when earlier claims of the tick gave it back or died with it.
+	Try int
+	// Unfinished is an earlier tick that was claimed and never finished
+	// (its claimant died, or lost the lock), if any; else 0.
+	Unfinished int64
+
+	g *Ledger
+}
+
+// Claim takes the lock for tick, unless the ledger says it is done. While
+// another owner holds the lock for the same tick, Claim waits (no polling:
+// unlock messages and the holder's TTL) and, when the holder finishes,
+// returns ErrDone; if the holder gives the tick back or dies, Claim takes
+// it, with Try counting on. While the lock is held for an earlier tick (or
+// by a plain Lock), Claim waits for it if queue is true, else it returns
+// ErrLocked. It returns ErrDone, without taking the lock, when the tick or a
+// later one is done or was claimed.
+//
+// The first attempt goes out at once, even while other goroutines of this
+// Client wait. When ctx ends, Claim returns its error, wrapped; WithWait
+// bounds the wait (then ErrLocked). WithLease is refused: a claim is
+// renewed by the watchdog until Finish.
+func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...AcquireOption) (*Claim, error) {
+	m, c := g.m, g.c
+	o, err := buildAcquireOptions(m.k.name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.hasLease {
+		return nil, fmt.Errorf("lock %q: Claim: WithLease does not apply: %w", m.k.name, ErrInvalid)
+	}
+	if err := ctxErr(ctx, m.k.name); err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, fmt.Errorf("lock %q: %w", m.k.name, ErrClosed)
+	}
+	start := time.Now()
+	w := c.tel.startWait(ctx, m.k.name)
+	owner := c.newOwner()
+	lease := c.opt.leaseTime
+	var cl *Claim
+	attempt := func() (*Lease, time.Duration, error) {
+		l, pttl, got, err := g.attempt(ctx, owner, tick, queue)
+		if got != nil {
+			cl = got
+		}
+		return l, pttl, err
+	}
+	subscribed := c.be.subscribed(m.k)
+	l, pttl, err := attempt()
+	if l == nil && err == nil {
+		if o.hasWait && o.wait == 0 {
+			err = fmt.Errorf("lock %q: %w", m.k.name, ErrLocked)
+		} else {
+			l, err = m.wait(ctx, o, lease, pttl, subscribed, start, attempt)
+		}
+	}
+	m.finish(w, start, l, err)
+	if err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// attempt claims once. It returns the claim and its lease, or the holder's
+// remaining TTL to wait for, or an error: ErrDone, ErrLocked (held for an
+// earlier tick, and queue is false), or a failure.
+func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bool) (*Lease, time.Duration, *Claim, error) {
+	m, c := g.m, g.c
+	sent := time.Now()
+	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick)
+	if err != nil {
+		// The script may have run although the reply was lost.
+		c.cleanup(m.k, owner, c.opt.leaseTime)
+		return nil, 0, nil, fmt.Errorf("lock %q: claim: %w", m.k.name, err)
+	}
+	switch r.status {
+	case claimAcquired:
+		l, err := c.newLease(ctx, m.k, owner, r.value, c.opt.leaseTime, 0, sent)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return l, 0, &Claim{Lease: l, Tick: tick, Try: int(r.try), Unfinished: r.extra, g: g}, nil
+	case claimDone:
+		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
+	case claimHeld:
+		if r.extra == tick || queue {
+			return nil, time.Duration(r.value) * time.Millisecond, nil, nil
+		}
+		return nil, 0, nil, fmt.Errorf("lock %q: held for an earlier tick than %d: %w", m.k.name, tick, ErrLocked)
+	case claimLedgerType:
+		return nil, 0, nil, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", m.k.name, g.key, ErrBadKey)
+	}
+	return nil, 0, nil, m.badReply(acquireReply{status: r.status, value: r.value})
+}
+
+// Finish records how the claimed tick ended and releases the lock (every
+// hold of the lease) in one step, waking the lock's waiters. done marks the
+// tick done, so that no one claims it again; done false gives it back: the
+// next claim of the same tick takes it over, with Try counting on from
+// tries. outcome is a word kept in the ledger for operators.
+//
+// Call it on a live context (context.WithoutCancel with a timeout), like
+// Unlock. If the lease no longer holds the lock, Finish records nothing and
+// returns an error wrapping ErrNotHeld; the next claim of the tick finds it
+// unfinished. If Finish fails on the network, the lease ends all the same
+// and the lock expires within its lease time.
+func (cl *Claim) Finish(ctx context.Context, done bool, outcome string, tries int) error {
+	l, g := cl.Lease, cl.g
+	l.holdMu.Lock()
+	defer l.holdMu.Unlock()
+	if err := l.Err(); err != nil {
+		if errors.Is(err, ErrLockLost) && l.holds > 0 {
+			// Lost by deadline, perhaps still ours in Redis: free it if
+			// so, and leave the ledger as it is.
+			l.stopWatchdog()
+			_, _ = l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
+			l.holds = 0
+		}
+		return fmt.Errorf("lock %q: finish: %w: %w", l.k.name, ErrNotHeld, err)
+	}
+	var ledgerErr error
+	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
+		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, done, outcome, tries)
+		if n == finishLedgerType {
+			ledgerErr = fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", l.k.name, g.key, ErrBadKey)
+			n = relReleased
+		}
+		if err != nil || n == relReleased {
+			l.c.wake(l.k.name) // as Client.release: our own waiters
+		}
+		return n, err
+	})
+	return errors.Join(err, ledgerErr)
+}
+
+// LedgerState is what a ledger says now.
+type LedgerState struct {
+	Done     int64  // the latest tick done; 0 if none
+	Seen     int64  // the latest tick anyone claimed (done or not)
+	Running  int64  // the tick under way, if any (claimed after Done); else 0
+	Owner    string // the owner id of the claim of Running, or of the last claim
+	Tries    int    // tries of the last tick claimed
+	Outcome  string // the outcome recorded by the last Finish
+	Finished string // the owner id of the last Finish
+}
+
+// State reads the ledger. A ledger that does not exist (never used, or
+// expired after LedgerTTL) reads as the zero LedgerState. It returns
+// ErrBadKey if the key holds another type.
+func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
+	var st LedgerState
+	if g.c.isClosed() {
+		return st, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	f, err := g.c.be.ledger(ctx, g.key)
+	if err != nil {
+		if errors.Is(err, ErrBadKey) {
+			return st, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)
+		}
+		return st, fmt.Errorf("lock %q: ledger %q: %w", g.m.k.name, g.id, err)
+	}
+	num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
+	st = LedgerState{
+		Done: num("done"), Seen: num("seen"), Running: num("running"),
+		Owner: f["owner"], Tries: int(num("tries")), Outcome: f["outcome"], Finished: f["finished"],
+	}
+	if st.Running <= st.Done {
+		st.Running = 0
+	}
+	return st, nil
+}
+
+type claimReply struct {
+	status int64
+	value  int64 // token, done tick or pttl, by status
+	try    int64
+	extra  int64 // unfinished tick when acquired; the holder's tick when held
+}
+
+const (
+	claimAcquired   = 1
+	claimDone       = 2
+	claimHeld       = 0
+	claimLedgerType = -6
+
+	finishLedgerType = -6
+)

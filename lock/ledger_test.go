@@ -1,0 +1,336 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/lock"
+)
+
+// eachBackend runs f with a maker of Clients that share one Redis server,
+// and again with Clients that share one MemoryStore.
+func eachBackend(t *testing.T, f func(t *testing.T, newC func(opts ...lock.Option) *lock.Client)) {
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		f(t, func(opts ...lock.Option) *lock.Client { return newClient(t, srv, opts...) })
+	})
+	t.Run("memory", func(t *testing.T) {
+		store := lock.NewMemoryStore()
+		f(t, func(opts ...lock.Option) *lock.Client {
+			c, err := store.NewClient(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		})
+	})
+}
+
+func ledger(t *testing.T, c *lock.Client, name string) *lock.Ledger {
+	t.Helper()
+	g, err := c.Ledger(name, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func mustClaim(t *testing.T, ctx context.Context, g *lock.Ledger, tick int64) *lock.Claim {
+	t.Helper()
+	cl, err := g.Claim(ctx, tick, false)
+	if err != nil {
+		t.Fatalf("claim of tick %d: %v", tick, err)
+	}
+	return cl
+}
+
+type claimResult struct {
+	cl  *lock.Claim
+	err error
+}
+
+func claimAsync(ctx context.Context, g *lock.Ledger, tick int64, queue bool) <-chan claimResult {
+	ch := make(chan claimResult, 1)
+	go func() {
+		cl, err := g.Claim(ctx, tick, queue)
+		ch <- claimResult{cl, err}
+	}()
+	return ch
+}
+
+func awaitClaim(t *testing.T, ch <-chan claimResult) claimResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("claim did not return within 10s")
+		return claimResult{}
+	}
+}
+
+// waitForWaiter waits until a goroutine of c waits for the named lock.
+func waitForWaiter(t *testing.T, c *lock.Client, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Waiting(name) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no waiter within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestLedgerOncePerTick(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+		ctx := testCtx(t)
+		a, b := ledger(t, newC(), "job"), ledger(t, newC(), "job")
+		cl := mustClaim(t, ctx, a, 100)
+		if cl.Try != 1 || cl.Unfinished != 0 || cl.Lease.Token() <= 0 {
+			t.Fatalf("claim = try %d, unfinished %d, token %d; want 1, 0, > 0", cl.Try, cl.Unfinished, cl.Lease.Token())
+		}
+		if _, err := b.Claim(ctx, 100, false, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
+			t.Fatalf("one attempt while held for the same tick: %v, want ErrLocked", err)
+		}
+		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(cl.Lease.Err(), lock.ErrReleased) {
+			t.Fatalf("lease after Finish: %v, want ErrReleased", cl.Lease.Err())
+		}
+		for _, tick := range []int64{100, 99} {
+			if _, err := b.Claim(ctx, tick, true); !errors.Is(err, lock.ErrDone) {
+				t.Fatalf("claim of tick %d after 100 was done: %v, want ErrDone", tick, err)
+			}
+		}
+		st, err := b.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done != 100 || st.Seen != 100 || st.Running != 0 || st.Outcome != "ran" || st.Tries != 1 || st.Finished != cl.Lease.Owner() {
+			t.Fatalf("state = %+v", st)
+		}
+		next := mustClaim(t, ctx, b, 101)
+		if next.Lease.Token() <= cl.Lease.Token() {
+			t.Fatalf("token of tick 101 = %d, not above %d", next.Lease.Token(), cl.Lease.Token())
+		}
+		if err := next.Finish(ctx, true, "ran", 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLedgerWaiterStopsWhenTickIsDone(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+		ctx := testCtx(t)
+		a := ledger(t, newC(), "job")
+		cb := newC()
+		b := ledger(t, cb, "job")
+		cl := mustClaim(t, ctx, a, 7)
+		ch := claimAsync(ctx, b, 7, false)
+		waitForWaiter(t, cb, "job")
+		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+			t.Fatal(err)
+		}
+		if r := awaitClaim(t, ch); !errors.Is(r.err, lock.ErrDone) {
+			t.Fatalf("waiter after the tick was done: %v, want ErrDone", r.err)
+		}
+	})
+}
+
+func TestLedgerGiveBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+		ctx := testCtx(t)
+		a := ledger(t, newC(), "job")
+		cb := newC()
+		b := ledger(t, cb, "job")
+		cl := mustClaim(t, ctx, a, 7)
+		ch := claimAsync(ctx, b, 7, false)
+		waitForWaiter(t, cb, "job")
+		if err := cl.Finish(ctx, false, "handed_off", 3); err != nil {
+			t.Fatal(err)
+		}
+		r := awaitClaim(t, ch)
+		if r.err != nil {
+			t.Fatalf("waiter after the tick was given back: %v", r.err)
+		}
+		if r.cl.Try != 4 || r.cl.Tick != 7 || r.cl.Lease.Token() <= cl.Lease.Token() {
+			t.Fatalf("taken over: try %d tick %d token %d; want 4, 7, above %d", r.cl.Try, r.cl.Tick, r.cl.Lease.Token(), cl.Lease.Token())
+		}
+		if err := r.cl.Finish(ctx, true, "ran", 4); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLedgerDeadHolder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+		ctx := testCtx(t)
+		ca := newC()
+		a, b := ledger(t, ca, "job"), ledger(t, newC(), "job")
+		cl := mustClaim(t, ctx, a, 7)
+		// The holder dies: its lock goes, its ledger entry stays.
+		if ok, err := ca.ForceUnlock(ctx, "job"); err != nil || !ok {
+			t.Fatalf("ForceUnlock = %v, %v", ok, err)
+		}
+		again, err := b.Claim(ctx, 7, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Try != 2 || again.Unfinished != 0 {
+			t.Fatalf("claim after the holder died: try %d unfinished %d, want 2, 0", again.Try, again.Unfinished)
+		}
+		// The dead holder's Finish records nothing.
+		if err := cl.Finish(ctx, true, "ran", 1); !errors.Is(err, lock.ErrNotHeld) {
+			t.Fatalf("Finish of a lost claim: %v, want ErrNotHeld", err)
+		}
+		st, err := b.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done != 0 || st.Running != 7 || st.Owner != again.Lease.Owner() {
+			t.Fatalf("state after a lost claim's Finish = %+v", st)
+		}
+		// A later tick taken after another death reports the one left.
+		if _, err := ca.ForceUnlock(ctx, "job"); err != nil {
+			t.Fatal(err)
+		}
+		later := mustClaim(t, ctx, a, 8)
+		if later.Try != 1 || later.Unfinished != 7 {
+			t.Fatalf("claim of tick 8: try %d unfinished %d, want 1, 7", later.Try, later.Unfinished)
+		}
+		if err := later.Finish(ctx, true, "ran", 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLedgerOverlap(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+		ctx := testCtx(t)
+		a := ledger(t, newC(), "job")
+		cb := newC()
+		b := ledger(t, cb, "job")
+		cl := mustClaim(t, ctx, a, 7)
+		if _, err := b.Claim(ctx, 8, false); !errors.Is(err, lock.ErrLocked) {
+			t.Fatalf("claim of tick 8 while 7 runs, no queue: %v, want ErrLocked", err)
+		}
+		if _, err := a.Claim(ctx, 6, true); !errors.Is(err, lock.ErrDone) {
+			t.Fatalf("claim of tick 6 while 7 runs: %v, want ErrDone", err)
+		}
+		ch := claimAsync(ctx, b, 8, true)
+		waitForWaiter(t, cb, "job")
+		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+			t.Fatal(err)
+		}
+		r := awaitClaim(t, ch)
+		if r.err != nil || r.cl.Tick != 8 || r.cl.Unfinished != 0 {
+			t.Fatalf("queued claim of tick 8: %+v, %v", r.cl, r.err)
+		}
+		if err := r.cl.Finish(ctx, true, "ran", 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLedgerReentryAndFinishDropsAllHolds(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+		ctx := testCtx(t)
+		c := newC()
+		cl := mustClaim(t, ctx, ledger(t, c, "job"), 1)
+		inner, err := c.Mutex("job").Lock(cl.Lease.Context())
+		if err != nil || inner != cl.Lease {
+			t.Fatalf("re-entry under a claim: %v, %v; want the claim's lease", inner, err)
+		}
+		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+			t.Fatal(err)
+		}
+		l, err := newC().Mutex("job").TryLock(ctx)
+		if err != nil {
+			t.Fatalf("the lock after Finish with two holds: %v", err)
+		}
+		_ = l.Unlock(ctx)
+	})
+}
+
+func TestLedgerWaitEndsWithCtx(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+		ctx := testCtx(t)
+		cl := mustClaim(t, ctx, ledger(t, newC(), "job"), 1)
+		defer cl.Finish(ctx, true, "ran", 1)
+		cb := newC()
+		wctx, cancel := context.WithCancel(ctx)
+		ch := claimAsync(wctx, ledger(t, cb, "job"), 1, false)
+		waitForWaiter(t, cb, "job")
+		cancel()
+		if r := awaitClaim(t, ch); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("claim after its ctx ended: %v, want context.Canceled", r.err)
+		}
+	})
+}
+
+func TestLedgerBadInput(t *testing.T) {
+	c, err := lock.NewMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct{ name, lock, id string }{
+		{"empty lock", "", "j"},
+		{"brace in lock", "a{b", "j"},
+		{"empty id", "a", ""},
+		{"brace in id", "a", "j}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := c.Ledger(tc.lock, tc.id); !errors.Is(err, lock.ErrInvalid) {
+				t.Fatalf("Ledger(%q, %q) = %v, want ErrInvalid", tc.lock, tc.id, err)
+			}
+		})
+	}
+	g := ledger(t, c, "a")
+	if _, err := g.Claim(context.Background(), 1, false, lock.WithLease(time.Second)); !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("Claim with WithLease: %v, want ErrInvalid", err)
+	}
+}
+
+func TestLedgerWrongTypeKey(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	ctx := testCtx(t)
+	g := ledger(t, c, "job")
+	srv.Do("SET", g.Key(), "not a ledger")
+	if _, err := g.Claim(ctx, 1, false); !errors.Is(err, lock.ErrBadKey) {
+		t.Fatalf("claim with a string at the ledger's key: %v, want ErrBadKey", err)
+	}
+	if _, err := g.State(ctx); !errors.Is(err, lock.ErrBadKey) {
+		t.Fatalf("State with a string at the ledger's key: %v, want ErrBadKey", err)
+	}
+	if got := srv.Do("GET", g.Key()); got != "not a ledger" {
+		t.Fatalf("the foreign key now holds %v", got)
+	}
+	if n := srv.Do("EXISTS", "lockcron:{job}").(int64); n != 0 {
+		t.Fatal("a refused claim left the lock taken")
+	}
+}
+
+func TestLedgerKeyAndTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	ctx := testCtx(t)
+	g := ledger(t, c, "nightly")
+	if g.Key() != "lockcron:{nightly}:ledger:job" {
+		t.Fatalf("key = %q", g.Key())
+	}
+	cl := mustClaim(t, ctx, g, 1)
+	if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+		t.Fatal(err)
+	}
+	ttl := srv.Do("PTTL", g.Key()).(int64)
+	if ttl <= 0 || time.Duration(ttl)*time.Millisecond > lock.LedgerTTL {
+		t.Fatalf("ledger PTTL = %dms, want (0, %v]", ttl, lock.LedgerTTL)
+	}
+}

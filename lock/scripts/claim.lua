@@ -1,0 +1,82 @@
+-- claim.lua: take a lock to do one tick of a recurring task, unless the
+-- task's ledger says that tick is done or a later one was started.
+-- KEYS[1] the lock: a hash of owner -> holds
+-- KEYS[2] the fencing token high-water mark (see acquire.lua)
+-- KEYS[3] the ledger: a hash with the fields done (the latest tick done),
+--         seen (the latest tick anyone claimed), running (the tick last
+--         claimed), owner (its claimant), tries (tries of running so far),
+--         outcome and finished (written by finish.lua)
+-- ARGV[1] owner id, unique to this claim
+-- ARGV[2] lease in milliseconds
+-- ARGV[3] lifetime of KEYS[2] in milliseconds
+-- ARGV[4] the tick: an integer that grows from tick to tick
+-- ARGV[5] lifetime of KEYS[3] in milliseconds
+-- Returns {1, token, try, unfinished} acquired: try is the number of this
+-- claim's first try at the tick (1 + the tries before it), unfinished an
+-- earlier tick that was claimed and never finished, else 0;
+-- {2, tick} the tick, or the later one returned, is done or under way;
+-- {0, pttl, running} held by another owner, who claimed the tick running
+-- (0: a tick already done, or a plain lock);
+-- {-2, 0} KEYS[1] is not a hash; {-3, 0} KEYS[1] has no TTL; {-4, 0} KEYS[2]
+-- is not a string; {-6, 0} KEYS[3] is not a hash.
+--
+-- Idempotent: the owner id is unique, so a client retry after a lost reply
+-- finds the lock its own and returns the same claim.
+local owner = ARGV[1]
+local tick = tonumber(ARGV[4])
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen')
+if f.err then
+  return {-6, 0}
+end
+local done = tonumber(f[1]) or 0
+local running = tonumber(f[2]) or 0
+local tries = tonumber(f[3]) or 0
+if running <= done then
+  running = 0
+end
+if tick > (tonumber(f[4]) or 0) then
+  redis.call('HSET', KEYS[3], 'seen', tick)
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+end
+if done >= tick then
+  return {2, done}
+end
+if running > tick then
+  return {2, running}
+end
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl ~= -2 then
+  if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then
+    return {-2, 0}
+  end
+  if pttl == -1 then
+    return {-3, 0}
+  end
+  if redis.call('HEXISTS', KEYS[1], owner) == 1 then
+    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, 0}
+  end
+  return {0, pttl, running}
+end
+local now = redis.call('TIME')
+local token = now[1] * 1000000 + now[2]
+local last = redis.pcall('SET', KEYS[2], token, 'PX', ARGV[3], 'GET')
+if type(last) == 'table' and last.err then
+  return {-4, 0}
+end
+last = tonumber(last)
+if last and last >= token then
+  token = last + 1
+  redis.call('SET', KEYS[2], token, 'PX', ARGV[3])
+end
+redis.call('HSET', KEYS[1], owner, 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local unfinished = 0
+if running == tick then
+  tries = tries + 1
+else
+  unfinished = running
+  tries = 1
+end
+redis.call('HSET', KEYS[3], 'running', tick, 'owner', owner, 'tries', tries)
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
+return {1, token, tries, unfinished}

@@ -1,0 +1,52 @@
+-- finish.lua: record how a claimed tick ended, then release the lock and
+-- wake its waiters (see claim.lua for the ledger's fields).
+-- KEYS[1] the lock hash
+-- KEYS[2] the lock's Pub/Sub channel
+-- KEYS[3] the ledger hash
+-- ARGV[1] owner id of the claim
+-- ARGV[2] holds the claim's lease has now (all are dropped)
+-- ARGV[3] the tick
+-- ARGV[4] 1: the tick is done; 0: it is given back, to be claimed again
+-- ARGV[5] the outcome, a word
+-- ARGV[6] tries of the tick so far
+-- ARGV[7] lifetime of KEYS[3] in milliseconds
+-- ARGV[8] the message to publish: the releasing owner id
+-- Returns 1 finished; 0 the caller does not hold the lock (nothing
+-- touched); -5 the hold count differs; -6 KEYS[3] is not a hash (the lock
+-- was released all the same).
+--
+-- Idempotent: a client retry after a lost reply finds the ledger finished
+-- by this owner and returns 1 again.
+local holds = redis.pcall('HGET', KEYS[1], ARGV[1])
+if type(holds) == 'table' then
+  holds = nil
+end
+holds = tonumber(holds)
+if not holds then
+  local by = redis.pcall('HGET', KEYS[3], 'finished')
+  if by == ARGV[1] then
+    return 1
+  end
+  return 0
+end
+if holds ~= tonumber(ARGV[2]) then
+  return -5
+end
+local t = redis.call('TYPE', KEYS[3])['ok']
+local ok = t == 'hash' or t == 'none'
+if ok then
+  if ARGV[4] == '1' then
+    local done = tonumber(redis.call('HGET', KEYS[3], 'done')) or 0
+    if done < tonumber(ARGV[3]) then
+      redis.call('HSET', KEYS[3], 'done', ARGV[3])
+    end
+  end
+  redis.call('HSET', KEYS[3], 'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[2], ARGV[8])
+if ok then
+  return 1
+end
+return -6

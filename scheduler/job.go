@@ -1,0 +1,240 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/lockcron/lockcron/jobs"
+)
+
+// A Job is a name, a schedule and the work to run at each of its ticks,
+// with the policies that say how its runs share the fleet. The zero value
+// of every policy is its default.
+type Job struct {
+	// Name is unique within a Scheduler; it names the job in the ledger,
+	// logs, spans and metrics. It must not hold { or }.
+	Name string
+	// Schedule is a cron expression: five fields, or six with seconds
+	// first; a descriptor (@hourly, @daily, @every 30s); with an optional
+	// CRON_TZ=Zone/Name prefix. @every d fires at the multiples of d since
+	// the Unix epoch, so that every replica computes the same ticks.
+	Schedule string
+	// Run is the work. It gets a ctx that ends on timeout, on lock loss
+	// (cause lock.ErrLockLost) and on shutdown (cause ErrClosed), and that
+	// carries RunInfo. A panic in it is recovered into an error wrapping
+	// jobs.ErrPanic.
+	Run jobs.Runner
+
+	// Lock is the name of the lock the runs take. Default Name. Jobs that
+	// share a lock never run at the same time; each keeps its own ledger.
+	Lock string
+	// LockKind is the kind of lock: LockReentrant (default).
+	LockKind LockKind
+	// Timeout bounds each try; 0 means none. A try that times out fails
+	// with an error wrapping jobs.ErrTimeout.
+	Timeout time.Duration
+	// Overlap says what a tick does while a run of an earlier tick holds
+	// the lock: OverlapSkip (default) or OverlapQueue.
+	Overlap Overlap
+	// Misfire says what happens to ticks missed while every replica was
+	// down: MisfireSkip (default) or MisfireRunOnce.
+	Misfire Misfire
+	// MisfireGrace is how late the latest missed tick may be for
+	// MisfireRunOnce to run it. Default DefaultMisfireGrace.
+	MisfireGrace time.Duration
+	// Retries is how many times a failed try is tried again within the
+	// same tick, under the same lease. Default 0.
+	Retries int
+	// Backoff is the wait before the first retry; it doubles with each
+	// retry, up to MaxBackoff. Default DefaultBackoff.
+	Backoff time.Duration
+	// OnShutdown says what happens to a run interrupted by this replica's
+	// stop: ShutdownHandoff (default) or ShutdownAbandon.
+	OnShutdown ShutdownPolicy
+	// Location is the time zone of a Schedule without CRON_TZ=. Default
+	// the Scheduler's (WithLocation, UTC).
+	Location *time.Location
+}
+
+// LockKind is the kind of lock a job's runs take.
+type LockKind string
+
+const (
+	// LockReentrant is lock.Client.Mutex: Redisson's RLock.
+	LockReentrant LockKind = "reentrant"
+	// LockFair is lock.Client.FairMutex: first come, first served across
+	// replicas. Not available until the lock package has it; Add refuses
+	// it.
+	LockFair LockKind = "fair"
+)
+
+// Overlap is what a tick does while a run of an earlier tick holds the
+// job's lock.
+type Overlap string
+
+const (
+	// OverlapSkip skips the tick, counted as skipped_busy.
+	OverlapSkip Overlap = "skip"
+	// OverlapQueue runs the tick when the earlier run ends. At most one
+	// tick waits so on each replica; a further one is skipped_busy.
+	OverlapQueue Overlap = "queue"
+)
+
+// Misfire is what happens, when a replica starts, to ticks that were due
+// while every replica was down: the ledger's latest claimed tick tells.
+type Misfire string
+
+const (
+	// MisfireSkip drops them, counted as missed.
+	MisfireSkip Misfire = "skip"
+	// MisfireRunOnce runs the latest of them once, if it is no older than
+	// MisfireGrace; the others are counted as missed.
+	MisfireRunOnce Misfire = "run_once"
+)
+
+// ShutdownPolicy is what happens to a run interrupted by this replica's
+// stop.
+type ShutdownPolicy string
+
+const (
+	// ShutdownHandoff gives the tick back: another replica that waits for
+	// it runs it at once (outcome handed_off here). A replica that dies
+	// mid-run (SIGKILL) has its tick run again by the next replica to take
+	// the lock, within one lease.
+	ShutdownHandoff ShutdownPolicy = "handoff"
+	// ShutdownAbandon marks the tick done (outcome interrupted); a tick
+	// whose replica died is counted as interrupted by the replica that
+	// finds it, and not run again.
+	ShutdownAbandon ShutdownPolicy = "abandon"
+)
+
+// Defaults of Job fields.
+const (
+	DefaultMisfireGrace = time.Hour
+	DefaultBackoff      = time.Second
+	MaxBackoff          = time.Minute
+)
+
+// parser reads five fields, six with seconds first, and descriptors.
+var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// schedule gives the tick after t.
+type schedule interface{ Next(t time.Time) time.Time }
+
+// inZone evaluates a cron schedule in a zone, unless it names its own.
+type inZone struct {
+	s   cron.Schedule
+	loc *time.Location
+}
+
+func (z inZone) Next(t time.Time) time.Time { return z.s.Next(t.In(z.loc)) }
+
+// every fires at the multiples of d since the Unix epoch.
+type every time.Duration
+
+func (e every) Next(t time.Time) time.Time {
+	d := time.Duration(e).Nanoseconds()
+	n := t.UnixNano()
+	return time.Unix(0, (n/d+1)*d).In(t.Location())
+}
+
+// parseSchedule reads a Job's Schedule.
+func parseSchedule(spec string, loc *time.Location) (schedule, error) {
+	s := strings.TrimSpace(spec)
+	rest := s
+	if strings.HasPrefix(rest, "CRON_TZ=") || strings.HasPrefix(rest, "TZ=") {
+		if _, after, ok := strings.Cut(rest, " "); ok {
+			rest = strings.TrimSpace(after)
+		}
+	}
+	if d, ok := strings.CutPrefix(rest, "@every "); ok {
+		dur, err := time.ParseDuration(strings.TrimSpace(d))
+		if err != nil {
+			return nil, fmt.Errorf("@every: %w", err)
+		}
+		if dur < time.Second {
+			return nil, fmt.Errorf("@every %v: the shortest period is 1s", dur)
+		}
+		return every(dur), nil
+	}
+	cs, err := parser.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	return inZone{s: cs, loc: loc}, nil
+}
+
+// validate checks j and fills in its defaults.
+func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
+	bad := func(field string, format string, args ...any) error {
+		return fmt.Errorf("scheduler: job %q: %s: %s: %w", j.Name, field, fmt.Sprintf(format, args...), ErrInvalid)
+	}
+	switch {
+	case j.Name == "":
+		return nil, fmt.Errorf("scheduler: job with schedule %q: empty name: %w", j.Schedule, ErrInvalid)
+	case strings.ContainsAny(j.Name, "{}"):
+		return nil, bad("name", "must not hold { or }")
+	case j.Run == nil:
+		return nil, bad("run", "no Runner")
+	case strings.ContainsAny(j.Lock, "{}"):
+		return nil, bad("lock", "%q must not hold { or }", j.Lock)
+	case j.Timeout < 0:
+		return nil, bad("timeout", "%v is negative", j.Timeout)
+	case j.Retries < 0:
+		return nil, bad("retries", "%d is negative", j.Retries)
+	case j.Backoff < 0:
+		return nil, bad("backoff", "%v is negative", j.Backoff)
+	case j.MisfireGrace < 0:
+		return nil, bad("misfire_grace", "%v is negative", j.MisfireGrace)
+	}
+	if j.Lock == "" {
+		j.Lock = j.Name
+	}
+	switch j.LockKind {
+	case "":
+		j.LockKind = LockReentrant
+	case LockReentrant:
+	case LockFair:
+		return nil, bad("lock_kind", "the fair lock is not available yet; use %q", LockReentrant)
+	default:
+		return nil, bad("lock_kind", "%q is not one of %q, %q", j.LockKind, LockReentrant, LockFair)
+	}
+	switch j.Overlap {
+	case "":
+		j.Overlap = OverlapSkip
+	case OverlapSkip, OverlapQueue:
+	default:
+		return nil, bad("overlap", "%q is not one of %q, %q", j.Overlap, OverlapSkip, OverlapQueue)
+	}
+	switch j.Misfire {
+	case "":
+		j.Misfire = MisfireSkip
+	case MisfireSkip, MisfireRunOnce:
+	default:
+		return nil, bad("misfire", "%q is not one of %q, %q", j.Misfire, MisfireSkip, MisfireRunOnce)
+	}
+	switch j.OnShutdown {
+	case "":
+		j.OnShutdown = ShutdownHandoff
+	case ShutdownHandoff, ShutdownAbandon:
+	default:
+		return nil, bad("on_shutdown", "%q is not one of %q, %q", j.OnShutdown, ShutdownHandoff, ShutdownAbandon)
+	}
+	if j.MisfireGrace == 0 {
+		j.MisfireGrace = DefaultMisfireGrace
+	}
+	if j.Backoff == 0 {
+		j.Backoff = DefaultBackoff
+	}
+	if j.Location == nil {
+		j.Location = defaultLoc
+	}
+	s, err := parseSchedule(j.Schedule, j.Location)
+	if err != nil {
+		return nil, bad("schedule", "%q: %v", j.Schedule, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,91 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultShutdownTimeout bounds the graceful stop that Run makes when its
+// ctx ends.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// finishTimeout bounds the Finish (record and unlock) of one run.
+const finishTimeout = 5 * time.Second
+
+// An Option configures a Scheduler.
+type Option func(*options)
+
+type options struct {
+	logger          hclog.Logger
+	tracer          trace.TracerProvider
+	meter           metric.MeterProvider
+	replica         string
+	location        *time.Location
+	clock           Clock
+	shutdownTimeout time.Duration
+}
+
+// WithLogger sets the logger; the Scheduler logs under its sub-logger
+// "scheduler". Default hclog.NewNullLogger().
+func WithLogger(l hclog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithTracerProvider sets where spans go. Default otel.GetTracerProvider().
+// Give the lock.Client the same provider, so that its lock.wait spans nest
+// under the scheduler's job.tick spans.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }
+
+// WithMeterProvider sets where metrics go. Default otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meter = mp } }
+
+// WithReplicaID names this replica in logs, spans and RunInfo. Default the
+// lock.Client's ID.
+func WithReplicaID(id string) Option { return func(o *options) { o.replica = id } }
+
+// WithLocation sets the time zone of schedules that name none (no CRON_TZ=
+// and no Job.Location). Default UTC, so that replicas whose machines are
+// set to different zones agree on every tick.
+func WithLocation(loc *time.Location) Option { return func(o *options) { o.location = loc } }
+
+// WithClock replaces the clock that ticks are taken from and waited on.
+// Default SystemClock.
+func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithShutdownTimeout bounds the graceful stop Run makes when its ctx ends.
+// Default DefaultShutdownTimeout.
+func WithShutdownTimeout(d time.Duration) Option {
+	return func(o *options) { o.shutdownTimeout = d }
+}
+
+func buildOptions(opts []Option) (options, error) {
+	o := options{
+		logger:          hclog.NewNullLogger(),
+		location:        time.UTC,
+		clock:           SystemClock{},
+		shutdownTimeout: DefaultShutdownTimeout,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.logger == nil:
+		return o, fmt.Errorf("scheduler: WithLogger(nil): %w", ErrInvalid)
+	case o.location == nil:
+		return o, fmt.Errorf("scheduler: WithLocation(nil): %w", ErrInvalid)
+	case o.clock == nil:
+		return o, fmt.Errorf("scheduler: WithClock(nil): %w", ErrInvalid)
+	case o.shutdownTimeout <= 0:
+		return o, fmt.Errorf("scheduler: WithShutdownTimeout(%v): must be positive: %w", o.shutdownTimeout, ErrInvalid)
+	}
+	if o.tracer == nil {
+		o.tracer = otel.GetTracerProvider()
+	}
+	if o.meter == nil {
+		o.meter = otel.GetMeterProvider()
+	}
+	return o, nil
+}

@@ -1,0 +1,173 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/lock"
+)
+
+// handle is one tick on this replica: claim it through the ledger (which
+// waits while another replica runs it), run it, finish it.
+func (s *Scheduler) handle(e *entry, tick time.Time) {
+	log := s.runLog(e, tick)
+	ctx, span := s.tel.startTick(s.stopCtx, e.job.Name, e.job.Lock, tick)
+	fired := time.Now()
+	cl, err := e.ledger.Claim(ctx, tick.UnixMilli(), e.job.Overlap == OverlapQueue)
+	if err != nil {
+		outcome := OutcomeError
+		switch {
+		case errors.Is(err, lock.ErrDone):
+			outcome = OutcomeSkippedDone
+		case errors.Is(err, lock.ErrLocked):
+			outcome = OutcomeSkippedBusy
+		case s.stopCtx.Err() != nil:
+			// Stopped while waiting for another replica's run: nothing
+			// happened here.
+			s.tel.waited(e.job.Name, "stopped", time.Since(fired))
+			endSpan(span, "stopped", nil)
+			return
+		default:
+			log.Error("tick not claimed", "error", err)
+		}
+		s.tel.waited(e.job.Name, outcome, time.Since(fired))
+		s.record(e, tick, outcome)
+		endSpan(span, outcome, err)
+		if outcome != OutcomeError && log.IsDebug() {
+			log.Debug("tick skipped", "outcome", outcome)
+		}
+		return
+	}
+	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
+	span.SetAttributes(attribute.Int64("token", cl.Lease.Token()), attribute.Int("attempt", cl.Try))
+	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1}
+	if cl.Unfinished != 0 {
+		log.Warn("an earlier tick was claimed and never finished", "unfinished", fmtTick(time.UnixMilli(cl.Unfinished)))
+	}
+	if !s.track(r) {
+		// The stop began while the claim was made: give the tick back.
+		endSpan(span, s.finish(r, OutcomeHandedOff, false, nil, log), nil)
+		return
+	}
+	if cl.Try > 1 && e.job.OnShutdown == ShutdownAbandon {
+		log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
+		endSpan(span, s.finish(r, OutcomeInterrupted, true, nil, log), nil)
+		return
+	}
+	s.tel.late(e.job.Name, s.clock.Now().Sub(tick))
+	s.execute(ctx, r, span, log)
+}
+
+// execute runs the job, with its retries, under the claim's lease, and
+// finishes the run in a deferred finalizer.
+func (s *Scheduler) execute(ctx context.Context, r *run, span trace.Span, log hclog.Logger) {
+	e, cl := r.e, r.cl
+	start := time.Now()
+	// The lease's context ends when the lock is lost (cause ErrLockLost)
+	// and when the stop begins (cause ErrClosed, from stopCtx).
+	runCtx := cl.Lease.Context()
+	var err error
+	ran := false
+	defer func() {
+		outcome := s.complete(r, ran, err, log)
+		s.tel.held(e.job.Name, outcome, time.Since(start))
+		endSpan(span, outcome, err)
+	}()
+	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.Lock, Token: cl.Lease.Token(), Replica: s.opt.replica}
+	backoff := e.job.Backoff
+	for try := cl.Try; ; try++ {
+		r.setTries(try)
+		info.Attempt = try
+		rctx, rspan := s.tel.startRun(jobs.WithInfo(runCtx, info), e.job.Name, try, info.Token)
+		err = e.runner.Run(rctx)
+		if err == nil {
+			endSpan(rspan, OutcomeRan, nil)
+			ran = true
+			return
+		}
+		endSpan(rspan, OutcomeFailed, err)
+		if runCtx.Err() != nil || try-cl.Try >= e.job.Retries {
+			return
+		}
+		log.Warn("try failed; retrying", "attempt", try, "error", err, "backoff", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-runCtx.Done():
+			t.Stop()
+			return
+		}
+		backoff = min(2*backoff, MaxBackoff)
+	}
+}
+
+// complete decides the run's outcome and finishes it.
+func (s *Scheduler) complete(r *run, ran bool, err error, log hclog.Logger) string {
+	e := r.e
+	lost := errors.Is(r.cl.Lease.Err(), lock.ErrLockLost)
+	switch {
+	case ran:
+		return s.finish(r, OutcomeRan, true, nil, log)
+	case lost:
+		s.tel.lostLock(e.job.Name)
+		return s.finish(r, OutcomeLostLock, true, err, log)
+	case s.stopCtx.Err() != nil:
+		if e.job.OnShutdown == ShutdownAbandon {
+			return s.finish(r, OutcomeInterrupted, true, err, log)
+		}
+		return s.finish(r, OutcomeHandedOff, false, err, log)
+	}
+	return s.finish(r, OutcomeFailed, true, err, log)
+}
+
+// finish records the outcome in the ledger (done marks the tick done, else
+// it is given back) and releases the lock, once per run: the run's own
+// finalizer and a forced stop may race. It returns the outcome recorded.
+func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log hclog.Logger) string {
+	r.mu.Lock()
+	if r.finished {
+		r.mu.Unlock()
+		return outcome
+	}
+	r.finished = true
+	tries := r.tries
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	err := r.cl.Finish(ctx, done, outcome, tries)
+	cancel()
+	s.mu.Lock()
+	delete(s.active, r)
+	s.mu.Unlock()
+	s.record(r.e, r.tick, outcome)
+
+	switch {
+	case outcome == OutcomeLostLock:
+		log.Error("lock lost while the job ran", "error", runErr, "cause", context.Cause(r.cl.Lease.Context()))
+	case err != nil:
+		log.Error("run not recorded; its lock expires within its lease", "outcome", outcome, "error", err)
+	case outcome == OutcomeFailed:
+		log.Error("job failed", "attempt", tries, "error", runErr)
+	case outcome == OutcomeHandedOff:
+		log.Info("run interrupted by the stop; tick handed off", "attempt", tries)
+	case outcome == OutcomeInterrupted:
+		log.Warn("run interrupted; tick abandoned", "attempt", tries, "error", runErr)
+	default:
+		if log.IsDebug() {
+			log.Debug("job ran", "attempt", tries, "token", r.cl.Lease.Token())
+		}
+	}
+	return outcome
+}
+
+func (r *run) setTries(n int) {
+	r.mu.Lock()
+	r.tries = n
+	r.mu.Unlock()
+}

@@ -1,0 +1,433 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/lock"
+)
+
+// maxCatchUp bounds how many missed ticks are counted one by one.
+const maxCatchUp = 1_000_000
+
+// A Scheduler runs jobs at their ticks, each tick once across every
+// replica that shares its lock backend. Create it with New, Add jobs, then
+// Run it; stop it with Shutdown (graceful) or Close (at once), or by ending
+// Run's ctx. A Scheduler is safe for concurrent use, and cannot be started
+// again once stopped.
+type Scheduler struct {
+	locks *lock.Client
+	opt   options
+	log   hclog.Logger
+	tel   *telemetry
+	clock Clock
+
+	// stopCtx is the parent of every claim and run: beginStop cancels it
+	// with cause ErrClosed.
+	stopCtx  context.Context
+	stop     context.CancelCauseFunc
+	stopping chan struct{} // closed by beginStop: trigger loops return
+	drained  chan struct{} // closed when every loop and run has returned, after beginStop
+	stopped  chan struct{} // closed when the stop is complete: Run returns
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	order   []*entry
+	started bool
+	closing bool
+	active  map[*run]struct{}
+
+	wg          sync.WaitGroup // trigger loops and tick goroutines
+	stopOnce    sync.Once
+	stoppedOnce sync.Once
+}
+
+// entry is one added job.
+type entry struct {
+	job    Job
+	sched  schedule
+	ledger *lock.Ledger
+	runner jobs.Runner // job.Run with Recover and Timeout
+
+	mu          sync.Mutex
+	inflight    int // ticks of this replica being claimed or run
+	next        time.Time
+	lastTick    time.Time
+	lastOutcome string
+}
+
+// run is a claimed tick, from its claim to its Finish.
+type run struct {
+	e    *entry
+	cl   *lock.Claim
+	tick time.Time
+
+	mu       sync.Mutex
+	tries    int // tries of the tick so far, counting earlier claims
+	finished bool
+}
+
+// New returns a Scheduler whose runs take their locks from locks (Redis, or
+// lock.NewMemory for one process). The Scheduler does not close locks;
+// close it after the Scheduler has stopped. New returns ErrInvalid for bad
+// options.
+func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
+	if locks == nil {
+		return nil, fmt.Errorf("scheduler: New: nil lock client: %w", ErrInvalid)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.replica == "" {
+		o.replica = locks.ID()
+	}
+	s := &Scheduler{
+		locks:    locks,
+		opt:      o,
+		log:      o.logger.Named("scheduler"),
+		clock:    o.clock,
+		stopping: make(chan struct{}),
+		drained:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+		entries:  make(map[string]*entry),
+		active:   make(map[*run]struct{}),
+	}
+	s.tel = newTelemetry(o, s.log)
+	s.stopCtx, s.stop = context.WithCancelCause(context.Background())
+	return s, nil
+}
+
+// Add validates j, fills in its defaults and adds it. A job added while the
+// Scheduler runs starts at its next tick. Add returns ErrInvalid, naming the
+// job and the field at fault, for a bad job or a name already taken, and
+// ErrClosed once the Scheduler is stopping.
+func (s *Scheduler) Add(j Job) error {
+	sched, err := j.validate(s.opt.location)
+	if err != nil {
+		return err
+	}
+	g, err := s.locks.Ledger(j.Lock, j.Name)
+	if err != nil {
+		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
+	}
+	e := &entry{job: j, sched: sched, ledger: g,
+		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout))}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return fmt.Errorf("scheduler: add job %q: %w", j.Name, ErrClosed)
+	case s.entries[j.Name] != nil:
+		return fmt.Errorf("scheduler: job %q: name: already taken: %w", j.Name, ErrInvalid)
+	}
+	s.entries[j.Name] = e
+	s.order = append(s.order, e)
+	if s.started {
+		s.startLoop(e)
+	}
+	return nil
+}
+
+// startLoop starts e's trigger loop. s.mu is held and s.closing is false.
+func (s *Scheduler) startLoop(e *entry) {
+	s.wg.Add(1)
+	go s.loop(e)
+}
+
+// Run starts every job's trigger and blocks until the Scheduler has
+// stopped. When ctx ends, Run makes a graceful stop (Shutdown) bounded by
+// WithShutdownTimeout. Run returns ErrClosed after a stop, whoever asked for
+// it (ctx, Shutdown or Close), and ErrRunning if it runs already.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		return ErrClosed
+	case s.started:
+		s.mu.Unlock()
+		return ErrRunning
+	}
+	s.started = true
+	for _, e := range s.order {
+		s.startLoop(e)
+	}
+	n := len(s.order)
+	s.mu.Unlock()
+	s.log.Info("scheduler started", "replica", s.opt.replica, "jobs", n)
+
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), s.opt.shutdownTimeout)
+		err := s.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			s.log.Warn("graceful stop cut short", "error", err, "timeout", s.opt.shutdownTimeout)
+		}
+	case <-s.stopping:
+		select {
+		case <-s.stopped:
+		case <-ctx.Done():
+			_ = s.Close()
+		}
+	}
+	return ErrClosed
+}
+
+// Shutdown stops the Scheduler gracefully: it stops taking ticks, cancels
+// the ctx of every run (cause ErrClosed) and of every wait for a lock, and
+// waits for the runs to return; each finishes under its job's OnShutdown
+// policy (handoff: the tick is given back, and a replica that waits for it
+// runs it at once) and releases its lock. Then Run returns.
+//
+// ctx bounds the wait. When it ends first, Shutdown finishes the runs still
+// going at once (releasing their locks; their job funcs are on their own)
+// and returns ctx's error. Calling it again, or after Close, waits for the
+// same stop.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.beginStop()
+	select {
+	case <-s.drained:
+	case <-ctx.Done():
+		s.forceFinish()
+		s.markStopped()
+		return ctx.Err()
+	}
+	s.markStopped()
+	return nil
+}
+
+// Close stops the Scheduler at once: it stops taking ticks, cancels every
+// run and wait, and finishes every run still going under its OnShutdown
+// policy, releasing its lock, without waiting for the job funcs to return.
+// It returns nil; a second Close does nothing.
+func (s *Scheduler) Close() error {
+	s.beginStop()
+	s.forceFinish()
+	s.markStopped()
+	return nil
+}
+
+func (s *Scheduler) beginStop() {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		s.log.Info("scheduler stopping")
+		close(s.stopping)
+		s.stop(ErrClosed)
+		go func() {
+			s.wg.Wait()
+			close(s.drained)
+		}()
+	})
+}
+
+func (s *Scheduler) markStopped() {
+	s.stoppedOnce.Do(func() {
+		close(s.stopped)
+		s.log.Info("scheduler stopped")
+	})
+}
+
+// forceFinish finishes every run still going under its job's policy.
+func (s *Scheduler) forceFinish() {
+	s.mu.Lock()
+	runs := make([]*run, 0, len(s.active))
+	for r := range s.active {
+		runs = append(runs, r)
+	}
+	s.mu.Unlock()
+	for _, r := range runs {
+		outcome, done := OutcomeHandedOff, false
+		if r.e.job.OnShutdown == ShutdownAbandon {
+			outcome, done = OutcomeInterrupted, true
+		}
+		s.finish(r, outcome, done, nil, s.runLog(r.e, r.tick))
+	}
+}
+
+// Status is what a Scheduler knows of one job on this replica.
+type Status struct {
+	Job         string
+	Schedule    string
+	Lock        string
+	Next        time.Time // the next tick this replica waits for
+	LastTick    time.Time // the last tick this replica handled
+	LastOutcome string    // its outcome here
+	Running     bool      // a tick of the job is being claimed or run here
+}
+
+// Status returns the status of every job, in the order they were added.
+func (s *Scheduler) Status() []Status {
+	s.mu.Lock()
+	order := slices.Clone(s.order)
+	s.mu.Unlock()
+	out := make([]Status, 0, len(order))
+	for _, e := range order {
+		e.mu.Lock()
+		out = append(out, Status{
+			Job: e.job.Name, Schedule: e.job.Schedule, Lock: e.job.Lock,
+			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight > 0,
+		})
+		e.mu.Unlock()
+	}
+	return out
+}
+
+// RunInfo returns what a run knows about itself, from the ctx the job was
+// given: job, tick, lock, fencing token, attempt and replica. Pass the
+// token along with writes so that a store can refuse a late writer.
+func RunInfo(ctx context.Context) (jobs.Info, bool) { return jobs.InfoFrom(ctx) }
+
+// loop fires e's ticks until the Scheduler stops.
+func (s *Scheduler) loop(e *entry) {
+	defer s.wg.Done()
+	next := s.catchUp(e)
+	for {
+		if next.IsZero() {
+			s.log.Warn("schedule has no further tick", "job", e.job.Name, "schedule", e.job.Schedule)
+			return
+		}
+		e.mu.Lock()
+		e.next = next
+		e.mu.Unlock()
+		t := s.clock.NewTimer(next.Sub(s.clock.Now()))
+		select {
+		case <-s.stopping:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if s.clock.Now().Before(next) {
+			continue // fired early by this clock: wait the rest
+		}
+		s.fire(e, next)
+		next = s.after(e, next)
+	}
+}
+
+// after returns the tick to wait for after tick: the next one, or, when the
+// loop has fallen behind by more than one tick (a stalled process, a clock
+// that jumped), the latest one due, counting those in between as missed.
+func (s *Scheduler) after(e *entry, tick time.Time) time.Time {
+	now := s.clock.Now()
+	next := e.sched.Next(tick)
+	var missed int64
+	for missed < maxCatchUp {
+		n := e.sched.Next(next)
+		if n.IsZero() || n.After(now) {
+			break
+		}
+		missed++
+		next = n
+	}
+	if missed > 0 {
+		s.tel.outcome(e.job.Name, OutcomeMissed, missed)
+		s.log.Warn("ticks missed: the scheduler fell behind", "job", e.job.Name, "missed", missed)
+	}
+	return next
+}
+
+// catchUp applies the job's misfire policy to the ticks due since the
+// ledger's latest claimed tick (every replica was down for them) and
+// returns the first tick to wait for.
+func (s *Scheduler) catchUp(e *entry) time.Time {
+	now := s.clock.Now()
+	next := e.sched.Next(now)
+	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+	st, err := e.ledger.State(ctx)
+	cancel()
+	if err != nil {
+		if s.stopCtx.Err() == nil {
+			s.log.Warn("ledger unreadable: missed ticks not checked", "job", e.job.Name, "error", err)
+		}
+		return next
+	}
+	if st.Seen == 0 {
+		return next // never run
+	}
+	var latest time.Time
+	var missed int64
+	for t := e.sched.Next(time.UnixMilli(st.Seen)); !t.IsZero() && !t.After(now) && missed < maxCatchUp; t = e.sched.Next(t) {
+		latest = t
+		missed++
+	}
+	if missed == 0 {
+		return next
+	}
+	if e.job.Misfire == MisfireRunOnce && now.Sub(latest) <= e.job.MisfireGrace {
+		missed--
+		s.log.Info("running the latest missed tick once", "job", e.job.Name, "tick", fmtTick(latest), "missed", missed)
+		s.fire(e, latest)
+	}
+	if missed > 0 {
+		s.tel.outcome(e.job.Name, OutcomeMissed, missed)
+		s.log.Warn("ticks missed while every replica was down", "job", e.job.Name, "missed", missed,
+			"latest", fmtTick(latest), "misfire", e.job.Misfire)
+	}
+	return next
+}
+
+// fire starts handling tick, unless this replica already handles as many
+// ticks of the job as its overlap policy allows.
+func (s *Scheduler) fire(e *entry, tick time.Time) {
+	limit := 1
+	if e.job.Overlap == OverlapQueue {
+		limit = 2
+	}
+	e.mu.Lock()
+	if e.inflight >= limit {
+		e.lastTick, e.lastOutcome = tick, OutcomeSkippedBusy
+		e.mu.Unlock()
+		s.tel.outcome(e.job.Name, OutcomeSkippedBusy, 1)
+		if s.log.IsDebug() {
+			s.log.Debug("tick skipped: an earlier one is under way here", "job", e.job.Name, "tick", fmtTick(tick))
+		}
+		return
+	}
+	e.inflight++
+	e.mu.Unlock()
+	s.wg.Add(1) // the loop calling fire holds a count: no race with Wait
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			e.mu.Lock()
+			e.inflight--
+			e.mu.Unlock()
+		}()
+		s.handle(e, tick)
+	}()
+}
+
+func fmtTick(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (s *Scheduler) runLog(e *entry, tick time.Time) hclog.Logger {
+	return s.log.With("job", e.job.Name, "tick", fmtTick(tick))
+}
+
+func (s *Scheduler) record(e *entry, tick time.Time, outcome string) {
+	s.tel.outcome(e.job.Name, outcome, 1)
+	e.mu.Lock()
+	if !tick.Before(e.lastTick) {
+		e.lastTick, e.lastOutcome = tick, outcome
+	}
+	e.mu.Unlock()
+}
+
+func (s *Scheduler) track(r *run) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.active[r] = struct{}{}
+	return true
+}

@@ -1,0 +1,121 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// instrumentation is the name of the tracer and the meter.
+const instrumentation = "github.com/lockcron/lockcron/scheduler"
+
+// Outcomes of a tick on one replica: the "outcome" attribute of spans and
+// metrics, and what Status reports.
+const (
+	OutcomeRan         = "ran"          // the job ran and returned nil
+	OutcomeFailed      = "failed"       // the job returned an error (after its retries), or timed out
+	OutcomeSkippedDone = "skipped_done" // another replica ran the tick (or a later one)
+	OutcomeSkippedBusy = "skipped_busy" // a run of an earlier tick held the lock (overlap skip)
+	OutcomeLostLock    = "lost_lock"    // the lock was lost while the job ran
+	OutcomeInterrupted = "interrupted"  // stopped by shutdown, or its replica died (abandon policy)
+	OutcomeHandedOff   = "handed_off"   // stopped by shutdown and given back (handoff policy)
+	OutcomeMissed      = "missed"       // due while every replica was down, and not run (misfire)
+	OutcomeError       = "error"        // the lock or ledger could not be reached
+)
+
+// Metric names.
+const (
+	metricRuns     = "lockcron.job.runs"
+	metricWait     = "lockcron.job.wait.duration"
+	metricHold     = "lockcron.job.run.duration"
+	metricLateness = "lockcron.job.lateness"
+	metricLost     = "lockcron.job.locks_lost"
+)
+
+type telemetry struct {
+	replica  string
+	tracer   trace.Tracer
+	runs     metric.Int64Counter
+	wait     metric.Float64Histogram
+	hold     metric.Float64Histogram
+	lateness metric.Float64Histogram
+	lost     metric.Int64Counter
+}
+
+func newTelemetry(o options, log hclog.Logger) *telemetry {
+	t := &telemetry{replica: o.replica, tracer: o.tracer.Tracer(instrumentation)}
+	m := o.meter.Meter(instrumentation)
+	var errs []error
+	var err error
+	t.runs, err = m.Int64Counter(metricRuns, metric.WithUnit("{tick}"),
+		metric.WithDescription("Ticks handled by this replica, by job and outcome."))
+	errs = append(errs, err)
+	t.wait, err = m.Float64Histogram(metricWait, metric.WithUnit("s"),
+		metric.WithDescription("Time from a tick's firing to its claim's result: the lock wait, by job and outcome."))
+	errs = append(errs, err)
+	t.hold, err = m.Float64Histogram(metricHold, metric.WithUnit("s"),
+		metric.WithDescription("Time a run held the job's lock, by job and outcome."))
+	errs = append(errs, err)
+	t.lateness, err = m.Float64Histogram(metricLateness, metric.WithUnit("s"),
+		metric.WithDescription("Start of a run minus its scheduled time, by job."))
+	errs = append(errs, err)
+	t.lost, err = m.Int64Counter(metricLost, metric.WithUnit("{lease}"),
+		metric.WithDescription("Runs whose lock was lost while the job ran, by job."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		log.Warn("scheduler metrics unavailable", "error", err)
+	}
+	return t
+}
+
+func (t *telemetry) startTick(ctx context.Context, job, lock string, tick time.Time) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "job.tick", trace.WithAttributes(
+		attribute.String("job", job), attribute.String("tick", tick.UTC().Format(time.RFC3339Nano)),
+		attribute.String("lock", lock), attribute.String("replica", t.replica)))
+}
+
+func (t *telemetry) startRun(ctx context.Context, job string, attempt int, token int64) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "job.run", trace.WithAttributes(
+		attribute.String("job", job), attribute.Int("attempt", attempt),
+		attribute.Int64("token", token), attribute.String("replica", t.replica)))
+}
+
+func endSpan(span trace.Span, outcome string, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("outcome", outcome))
+		if err != nil && outcome != OutcomeSkippedDone && outcome != OutcomeSkippedBusy {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+}
+
+func (t *telemetry) outcome(job, outcome string, n int64) {
+	t.runs.Add(context.Background(), n, metric.WithAttributes(
+		attribute.String("job", job), attribute.String("outcome", outcome)))
+}
+
+func (t *telemetry) waited(job, outcome string, d time.Duration) {
+	t.wait.Record(context.Background(), d.Seconds(), metric.WithAttributes(
+		attribute.String("job", job), attribute.String("outcome", outcome)))
+}
+
+func (t *telemetry) held(job, outcome string, d time.Duration) {
+	t.hold.Record(context.Background(), d.Seconds(), metric.WithAttributes(
+		attribute.String("job", job), attribute.String("outcome", outcome)))
+}
+
+func (t *telemetry) late(job string, d time.Duration) {
+	t.lateness.Record(context.Background(), max(d, 0).Seconds(), metric.WithAttributes(attribute.String("job", job)))
+}
+
+func (t *telemetry) lostLock(job string) {
+	t.lost.Add(context.Background(), 1, metric.WithAttributes(attribute.String("job", job)))
+}
