@@ -8,9 +8,10 @@ test:
 	cd bench && $(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-## bench: the benchmark against peer libraries (bench/, a module of its own)
+## bench: the benchmark against peer libraries, then the scheduler's (bench/, a module of its own)
 bench:
 	cd bench && $(GO) run .
+	cd bench && $(GO) run ./schedbench
 
 ## lint: gofmt check and go vet, library and bench
 lint:

@@ -37,10 +37,10 @@ type backend interface {
 	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error)
 	// finish runs finish.lua. Like release, it does not wake this
 	// Client's own waiters.
-	finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, done bool, outcome string, tries int) (int64, error)
-	// ledger reads a ledger's fields: empty if there is none, an error
-	// wrapping ErrBadKey if the key is not a hash.
-	ledger(ctx context.Context, key string) (map[string]string, error)
+	finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record) (int64, error)
+	// ledger reads a ledger's fields (empty if there is none; an error
+	// wrapping ErrBadKey if the key is not a hash) and whether k is held.
+	ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error)
 	// subscribe adds a reference to k's unlock channel. The channel it
 	// returns is closed once the subscription is in place, so that an
 	// attempt made after it cannot miss the next unlock.
@@ -92,10 +92,11 @@ type Client struct {
 	bg       context.Context
 	bgCancel context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
-	queues map[string]*queue // waiters by lock name
-	leases map[*Lease]struct{}
+	mu      sync.Mutex
+	closed  bool
+	queues  map[string]*queue // waiters by lock name
+	leases  map[*Lease]struct{}
+	watches map[string]*watch // unlocks seen by name, for first attempts on a lingering subscription
 
 	wg sync.WaitGroup // watchdogs and clean-ups
 }
@@ -123,12 +124,13 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 
 func newClient(o options) *Client {
 	c := &Client{
-		opt:    o,
-		log:    o.logger.Named("lock"),
-		owner:  o.clientID + ":" + uuid.NewString()[:13],
-		done:   make(chan struct{}),
-		queues: make(map[string]*queue),
-		leases: make(map[*Lease]struct{}),
+		opt:     o,
+		log:     o.logger.Named("lock"),
+		owner:   o.clientID + ":" + uuid.NewString()[:13],
+		done:    make(chan struct{}),
+		queues:  make(map[string]*queue),
+		leases:  make(map[*Lease]struct{}),
+		watches: make(map[string]*watch),
 	}
 	c.bg, c.bgCancel = context.WithCancel(context.Background())
 	c.tel = newTelemetry(o, c.log)
@@ -303,11 +305,72 @@ type waiter struct {
 	sleep      time.Duration // the previous head acquired: the lock's TTL
 }
 
-// enqueue adds a waiter for k at the tail of its queue, subscribing to k's
-// channel if the queue is new, and returns the waiter and its queue.
-func (c *Client) enqueue(k *keys) (*waiter, *queue, error) {
+// A watch counts the unlocks of one lock name while goroutines make a
+// first attempt outside the queue on a lingering subscription: an unlock
+// that lands between that attempt and the goroutine joining the queue wakes
+// no one, and the count tells the goroutine to try again at once.
+type watch struct {
+	n      int    // goroutines watching
+	unlock uint64 // unlocks seen
+}
+
+// lingering is what a goroutine knows of k's subscription before its first
+// attempt: if it was in place (ready is not nil), the unlocks it had seen.
+type lingering struct {
+	ready <-chan struct{}
+	seen  uint64
+}
+
+// watchLingering returns k's subscription if it is in place now, and starts
+// counting k's unlocks if so, until enqueue or unwatch.
+func (c *Client) watchLingering(k *keys) lingering {
+	ready := c.be.subscribed(k)
+	if ready == nil {
+		return lingering{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	w := c.watches[k.name]
+	if w == nil {
+		w = &watch{}
+		c.watches[k.name] = w
+	}
+	w.n++
+	return lingering{ready: ready, seen: w.unlock}
+}
+
+// unwatch ends a watch started by watchLingering and reports whether an
+// unlock came since. c.mu is held.
+func (c *Client) unwatch(name string, lg lingering) bool {
+	if lg.ready == nil {
+		return false
+	}
+	w := c.watches[name]
+	missed := w.unlock != lg.seen
+	if w.n--; w.n == 0 {
+		delete(c.watches, name)
+	}
+	return missed
+}
+
+// endWatch is unwatch for a goroutine that does not wait.
+func (c *Client) endWatch(name string, lg lingering) {
+	if lg.ready == nil {
+		return
+	}
+	c.mu.Lock()
+	c.unwatch(name, lg)
+	c.mu.Unlock()
+}
+
+// enqueue adds a waiter for k at the tail of its queue, subscribing to k's
+// channel if the queue is new, and returns the waiter and its queue. It
+// ends lg's watch; if an unlock came since and the waiter is the head, it
+// tries at once.
+func (c *Client) enqueue(k *keys, lg lingering) (*waiter, *queue, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	missed := c.unwatch(k.name, lg)
 	if c.closed {
 		return nil, nil, ErrClosed
 	}
@@ -320,6 +383,7 @@ func (c *Client) enqueue(k *keys) (*waiter, *queue, error) {
 	w := &waiter{turn: make(chan struct{}), wake: make(chan struct{}, 1)}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 {
+		w.attemptNow = missed
 		close(w.turn)
 	}
 	return w, q, nil
@@ -369,11 +433,15 @@ func (c *Client) sawReady(q *queue) {
 }
 
 // wake is called by the backend when the lock name's channel says it was
-// unlocked, or the subscription was re-established after a reconnect: the
-// head of the queue tries again.
+// unlocked (also while the subscription only lingers), or the subscription
+// was re-established after a reconnect, and by release: the head of the
+// queue tries again, and watches count it.
 func (c *Client) wake(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if w := c.watches[name]; w != nil {
+		w.unlock++
+	}
 	q := c.queues[name]
 	if q == nil || len(q.waiters) == 0 {
 		return

@@ -109,13 +109,14 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 		}
 		return l, pttl, err
 	}
-	subscribed := c.be.subscribed(m.k)
+	lg := c.watchLingering(m.k)
 	l, pttl, err := attempt()
-	if l == nil && err == nil {
-		if o.hasWait && o.wait == 0 {
+	if l == nil && err == nil && !(o.hasWait && o.wait == 0) {
+		l, err = m.wait(ctx, o, lease, pttl, lg, start, attempt) // ends the watch
+	} else {
+		c.endWatch(m.k.name, lg)
+		if l == nil && err == nil {
 			err = fmt.Errorf("lock %q: %w", m.k.name, ErrLocked)
-		} else {
-			l, err = m.wait(ctx, o, lease, pttl, subscribed, start, attempt)
 		}
 	}
 	m.finish(w, start, l, err)
@@ -157,18 +158,31 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bo
 	return nil, 0, nil, m.badReply(acquireReply{status: r.status, value: r.value})
 }
 
-// Finish records how the claimed tick ended and releases the lock (every
-// hold of the lease) in one step, waking the lock's waiters. done marks the
-// tick done, so that no one claims it again; done false gives it back: the
-// next claim of the same tick takes it over, with Try counting on from
-// tries. outcome is a word kept in the ledger for operators.
+// A Record is how a claimed tick ended, as Finish writes it to the ledger.
+type Record struct {
+	// Done marks the tick done, so that no one claims it again; false
+	// gives it back: the next claim of the same tick takes it over, with
+	// Try counting on from Tries.
+	Done bool
+	// Outcome is a word kept in the ledger for operators.
+	Outcome string
+	// Tries is how many tries the tick has had, this claim's included.
+	Tries int
+	// Seen, if above the ledger's Seen, moves it there: the claimant
+	// handled every tick up to it (it skipped those due while it ran), so
+	// none of them was missed.
+	Seen int64
+}
+
+// Finish writes rec to the ledger and releases the lock (every hold of the
+// lease) in one step, waking the lock's waiters.
 //
 // Call it on a live context (context.WithoutCancel with a timeout), like
 // Unlock. If the lease no longer holds the lock, Finish records nothing and
 // returns an error wrapping ErrNotHeld; the next claim of the tick finds it
 // unfinished. If Finish fails on the network, the lease ends all the same
 // and the lock expires within its lease time.
-func (cl *Claim) Finish(ctx context.Context, done bool, outcome string, tries int) error {
+func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	l, g := cl.Lease, cl.g
 	l.holdMu.Lock()
 	defer l.holdMu.Unlock()
@@ -184,7 +198,7 @@ func (cl *Claim) Finish(ctx context.Context, done bool, outcome string, tries in
 	}
 	var ledgerErr error
 	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
-		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, done, outcome, tries)
+		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec)
 		if n == finishLedgerType {
 			ledgerErr = fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", l.k.name, g.key, ErrBadKey)
 			n = relReleased
@@ -206,17 +220,19 @@ type LedgerState struct {
 	Tries    int    // tries of the last tick claimed
 	Outcome  string // the outcome recorded by the last Finish
 	Finished string // the owner id of the last Finish
+	Held     bool   // the lock is held now (by a claim or a plain Lock)
 }
 
-// State reads the ledger. A ledger that does not exist (never used, or
-// expired after LedgerTTL) reads as the zero LedgerState. It returns
-// ErrBadKey if the key holds another type.
+// State reads the ledger, and whether the lock is held, in one round trip.
+// A ledger that does not exist (never used, or expired after LedgerTTL)
+// reads as the zero LedgerState. It returns ErrBadKey if the key holds
+// another type.
 func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	var st LedgerState
 	if g.c.isClosed() {
 		return st, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	f, err := g.c.be.ledger(ctx, g.key)
+	f, held, err := g.c.be.ledger(ctx, g.m.k, g.key)
 	if err != nil {
 		if errors.Is(err, ErrBadKey) {
 			return st, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)
@@ -227,6 +243,7 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	st = LedgerState{
 		Done: num("done"), Seen: num("seen"), Running: num("running"),
 		Owner: f["owner"], Tries: int(num("tries")), Outcome: f["outcome"], Finished: f["finished"],
+		Held: held,
 	}
 	if st.Running <= st.Done {
 		st.Running = 0

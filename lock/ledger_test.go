@@ -96,7 +96,7 @@ func TestLedgerOncePerTick(t *testing.T) {
 		if _, err := b.Claim(ctx, 100, false, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("one attempt while held for the same tick: %v, want ErrLocked", err)
 		}
-		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if !errors.Is(cl.Lease.Err(), lock.ErrReleased) {
@@ -111,15 +111,22 @@ func TestLedgerOncePerTick(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Done != 100 || st.Seen != 100 || st.Running != 0 || st.Outcome != "ran" || st.Tries != 1 || st.Finished != cl.Lease.Owner() {
+		if st.Done != 100 || st.Seen != 100 || st.Running != 0 || st.Outcome != "ran" || st.Tries != 1 || st.Finished != cl.Lease.Owner() || st.Held {
 			t.Fatalf("state = %+v", st)
 		}
 		next := mustClaim(t, ctx, b, 101)
 		if next.Lease.Token() <= cl.Lease.Token() {
 			t.Fatalf("token of tick 101 = %d, not above %d", next.Lease.Token(), cl.Lease.Token())
 		}
-		if err := next.Finish(ctx, true, "ran", 1); err != nil {
+		if st, err = b.State(ctx); err != nil || !st.Held || st.Running != 101 || st.Owner != next.Lease.Owner() {
+			t.Fatalf("state while tick 101 runs = %+v, %v", st, err)
+		}
+		// The claimant skipped ticks up to 105 while it ran: seen moves on.
+		if err := next.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 105}); err != nil {
 			t.Fatal(err)
+		}
+		if st, err = b.State(ctx); err != nil || st.Seen != 105 || st.Done != 101 {
+			t.Fatalf("state after Finish with Seen 105 = %+v, %v", st, err)
 		}
 	})
 }
@@ -133,7 +140,7 @@ func TestLedgerWaiterStopsWhenTickIsDone(t *testing.T) {
 		cl := mustClaim(t, ctx, a, 7)
 		ch := claimAsync(ctx, b, 7, false)
 		waitForWaiter(t, cb, "job")
-		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if r := awaitClaim(t, ch); !errors.Is(r.err, lock.ErrDone) {
@@ -151,7 +158,7 @@ func TestLedgerGiveBack(t *testing.T) {
 		cl := mustClaim(t, ctx, a, 7)
 		ch := claimAsync(ctx, b, 7, false)
 		waitForWaiter(t, cb, "job")
-		if err := cl.Finish(ctx, false, "handed_off", 3); err != nil {
+		if err := cl.Finish(ctx, lock.Record{Done: false, Outcome: "handed_off", Tries: 3}); err != nil {
 			t.Fatal(err)
 		}
 		r := awaitClaim(t, ch)
@@ -161,7 +168,7 @@ func TestLedgerGiveBack(t *testing.T) {
 		if r.cl.Try != 4 || r.cl.Tick != 7 || r.cl.Lease.Token() <= cl.Lease.Token() {
 			t.Fatalf("taken over: try %d tick %d token %d; want 4, 7, above %d", r.cl.Try, r.cl.Tick, r.cl.Lease.Token(), cl.Lease.Token())
 		}
-		if err := r.cl.Finish(ctx, true, "ran", 4); err != nil {
+		if err := r.cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 4}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -185,7 +192,7 @@ func TestLedgerDeadHolder(t *testing.T) {
 			t.Fatalf("claim after the holder died: try %d unfinished %d, want 2, 0", again.Try, again.Unfinished)
 		}
 		// The dead holder's Finish records nothing.
-		if err := cl.Finish(ctx, true, "ran", 1); !errors.Is(err, lock.ErrNotHeld) {
+		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); !errors.Is(err, lock.ErrNotHeld) {
 			t.Fatalf("Finish of a lost claim: %v, want ErrNotHeld", err)
 		}
 		st, err := b.State(ctx)
@@ -203,7 +210,7 @@ func TestLedgerDeadHolder(t *testing.T) {
 		if later.Try != 1 || later.Unfinished != 7 {
 			t.Fatalf("claim of tick 8: try %d unfinished %d, want 1, 7", later.Try, later.Unfinished)
 		}
-		if err := later.Finish(ctx, true, "ran", 1); err != nil {
+		if err := later.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -224,14 +231,14 @@ func TestLedgerOverlap(t *testing.T) {
 		}
 		ch := claimAsync(ctx, b, 8, true)
 		waitForWaiter(t, cb, "job")
-		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
 		r := awaitClaim(t, ch)
 		if r.err != nil || r.cl.Tick != 8 || r.cl.Unfinished != 0 {
 			t.Fatalf("queued claim of tick 8: %+v, %v", r.cl, r.err)
 		}
-		if err := r.cl.Finish(ctx, true, "ran", 1); err != nil {
+		if err := r.cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -246,7 +253,7 @@ func TestLedgerReentryAndFinishDropsAllHolds(t *testing.T) {
 		if err != nil || inner != cl.Lease {
 			t.Fatalf("re-entry under a claim: %v, %v; want the claim's lease", inner, err)
 		}
-		if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
 		l, err := newC().Mutex("job").TryLock(ctx)
@@ -261,7 +268,7 @@ func TestLedgerWaitEndsWithCtx(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
 		ctx := testCtx(t)
 		cl := mustClaim(t, ctx, ledger(t, newC(), "job"), 1)
-		defer cl.Finish(ctx, true, "ran", 1)
+		defer cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1})
 		cb := newC()
 		wctx, cancel := context.WithCancel(ctx)
 		ch := claimAsync(wctx, ledger(t, cb, "job"), 1, false)
@@ -326,7 +333,7 @@ func TestLedgerKeyAndTTL(t *testing.T) {
 		t.Fatalf("key = %q", g.Key())
 	}
 	cl := mustClaim(t, ctx, g, 1)
-	if err := cl.Finish(ctx, true, "ran", 1); err != nil {
+	if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ttl := srv.Do("PTTL", g.Key()).(int64)

@@ -257,7 +257,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	return r, nil
 }
 
-func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, done bool, outcome string, tries int) (int64, error) {
+func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -278,10 +278,11 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 		return relMismatch, nil
 	}
 	g := s.ledgerAt(ledger, now, true)
-	if done && g.done < tick {
+	if rec.Done && g.done < tick {
 		g.done = tick
 	}
-	g.outcome, g.tries, g.finished = outcome, int64(tries), owner
+	g.seen = max(g.seen, rec.Seen)
+	g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
 	delete(s.locks, k.lock)
 	subs := s.subscribers(k, b)
 	s.mu.Unlock()
@@ -291,22 +292,24 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 	return relReleased, nil
 }
 
-func (b *memoryBackend) ledger(ctx context.Context, key string) (map[string]string, error) {
+func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.ledgerAt(key, time.Now(), false)
+	now := time.Now()
+	held := s.live(k.lock, now) != nil
+	g := s.ledgerAt(key, now, false)
 	if g == nil {
-		return map[string]string{}, nil
+		return map[string]string{}, held, nil
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	return map[string]string{
 		"done": n(g.done), "seen": n(g.seen), "running": n(g.running), "tries": n(g.tries),
 		"owner": g.owner, "outcome": g.outcome, "finished": g.finished,
-	}, nil
+	}, held, nil
 }
 
 // subscribe is in place at once: a release after it will wake us.

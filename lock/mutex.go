@@ -70,17 +70,20 @@ func (m *mutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*L
 
 	// Try at once unless goroutines of this Client already wait for the
 	// lock; then queue behind them. If the lock's channel was subscribed
-	// before this attempt (it lingers after the last wait), no unlock after
-	// it can be missed: the wait needs no second attempt at subscribing.
+	// before this attempt (it lingers after the last wait), the wait needs
+	// no second attempt at subscribing: an unlock after the attempt either
+	// wakes the queue, or, if it lands before this goroutine joins it, is
+	// counted by the watch, and the goroutine tries again at once.
 	attempt := func() (*Lease, time.Duration, error) { return m.attempt(ctx, owner, lease, o.hasLease) }
 	sleep := time.Duration(0)
-	var subscribed <-chan struct{}
+	var lg lingering
 	if try || !c.hasWaiters(m.k.name) {
 		if !try {
-			subscribed = c.be.subscribed(m.k)
+			lg = c.watchLingering(m.k)
 		}
 		l, pttl, err := attempt()
 		if l != nil || err != nil {
+			c.endWatch(m.k.name, lg)
 			return m.finish(w, start, l, err)
 		}
 		if try {
@@ -88,7 +91,7 @@ func (m *mutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*L
 		}
 		sleep = pttl
 	}
-	l, err := m.wait(ctx, o, lease, sleep, subscribed, start, attempt)
+	l, err := m.wait(ctx, o, lease, sleep, lg, start, attempt)
 	return m.finish(w, start, l, err)
 }
 
@@ -138,14 +141,21 @@ func (m *mutex) badReply(r acquireReply) error {
 	return fmt.Errorf("lock %q: unexpected reply %d/%d from acquire", m.k.name, r.status, r.value)
 }
 
+// testHookBeforeQueue, if set by a test, runs after a failed first attempt
+// and before the goroutine joins the queue.
+var testHookBeforeQueue func(name string)
+
 // wait queues behind this Client's other waiters for the lock, then, as the
 // head, tries again whenever the lock's channel says it was unlocked, the
 // subscription is (re)established, or the holder's TTL runs out. attempt
 // returns a lease, or the holder's remaining TTL to wait for, or an error
 // that ends the wait.
-func (m *mutex) wait(ctx context.Context, o acquireOptions, lease, sleep time.Duration, subscribed <-chan struct{}, start time.Time, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
+func (m *mutex) wait(ctx context.Context, o acquireOptions, lease, sleep time.Duration, lg lingering, start time.Time, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
 	c := m.c
-	w, q, err := c.enqueue(m.k)
+	if testHookBeforeQueue != nil {
+		testHookBeforeQueue(m.k.name)
+	}
+	w, q, err := c.enqueue(m.k, lg)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", m.k.name, err)
 	}
@@ -177,7 +187,7 @@ func (m *mutex) wait(ctx context.Context, o acquireOptions, lease, sleep time.Du
 			select {
 			case <-turn:
 				turn, wake, now = nil, w.wake, w.attemptNow
-				if ready = c.takeReady(q); ready == subscribed {
+				if ready = c.takeReady(q); ready == lg.ready {
 					ready = nil // confirmed before our first attempt
 				}
 				if sleep == 0 {

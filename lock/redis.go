@@ -141,21 +141,30 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	return r, nil
 }
 
-func (b *redisBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, done bool, outcome string, tries int) (int64, error) {
+func (b *redisBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
 	d := 0
-	if done {
+	if rec.Done {
 		d = 1
 	}
 	return finishScript.Run(ctx, b.rdb, []string{k.lock, k.channel, ledger},
-		owner, holds, tick, d, outcome, tries, LedgerTTL.Milliseconds(), owner).Int64()
+		owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), owner, rec.Seen).Int64()
 }
 
-func (b *redisBackend) ledger(ctx context.Context, key string) (map[string]string, error) {
-	m, err := b.rdb.HGetAll(ctx, key).Result()
-	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
-		return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
+func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
+	var fields *redis.MapStringStringCmd
+	var exists *redis.IntCmd
+	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fields = p.HGetAll(ctx, key)
+		exists = p.Exists(ctx, k.lock)
+		return nil
+	})
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return nil, false, fmt.Errorf("%w: %w", ErrBadKey, err)
+		}
+		return nil, false, err
 	}
-	return m, err
+	return fields.Val(), exists.Val() == 1, nil
 }
 
 func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
@@ -284,8 +293,8 @@ func (b *redisBackend) dispatch(ch <-chan any) {
 				continue // our own unlock: Client.release woke our waiters
 			}
 			b.mu.Lock()
-			if s := b.subs[m.Channel]; s != nil && s.refs > 0 {
-				wake = s.name
+			if s := b.subs[m.Channel]; s != nil && s.active {
+				wake = s.name // lingering too: a first attempt may watch it
 			}
 			b.mu.Unlock()
 		case *redis.Subscription:

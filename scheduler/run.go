@@ -140,7 +140,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	r.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
-	err := r.cl.Finish(ctx, done, outcome, tries)
+	err := r.cl.Finish(ctx, lock.Record{Done: done, Outcome: outcome, Tries: tries, Seen: s.latestDue(r.e, r.tick).UnixMilli()})
 	cancel()
 	s.mu.Lock()
 	delete(s.active, r)
@@ -170,4 +170,18 @@ func (r *run) setTries(n int) {
 	r.mu.Lock()
 	r.tries = n
 	r.mu.Unlock()
+}
+
+// latestDue is the latest tick of e due now, from tick on: the ticks this
+// replica skipped while it ran tick (overlap) were handled, not missed.
+func (s *Scheduler) latestDue(e *entry, tick time.Time) time.Time {
+	now := s.clock.Now()
+	for range maxCatchUp {
+		n := e.sched.Next(tick)
+		if n.IsZero() || n.After(now) {
+			break
+		}
+		tick = n
+	}
+	return tick
 }

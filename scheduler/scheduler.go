@@ -351,8 +351,10 @@ func (s *Scheduler) catchUp(e *entry) time.Time {
 		}
 		return next
 	}
-	if st.Seen == 0 {
-		return next // never run
+	if st.Seen == 0 || st.Held {
+		// Never run; or a run holds the lock now, so the fleet is up and
+		// the ticks since its claim were skipped as busy, not missed.
+		return next
 	}
 	var latest time.Time
 	var missed int64

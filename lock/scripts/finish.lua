@@ -11,6 +11,8 @@
 -- ARGV[6] tries of the tick so far
 -- ARGV[7] lifetime of KEYS[3] in milliseconds
 -- ARGV[8] the message to publish: the releasing owner id
+-- ARGV[9] a tick up to which the claimant handled every tick: the ledger's
+--         seen moves up to it
 -- Returns 1 finished; 0 the caller does not hold the lock (nothing
 -- touched); -5 the hold count differs; -6 KEYS[3] is not a hash (the lock
 -- was released all the same).
@@ -40,6 +42,10 @@ if ok then
     if done < tonumber(ARGV[3]) then
       redis.call('HSET', KEYS[3], 'done', ARGV[3])
     end
+  end
+  local seen = tonumber(redis.call('HGET', KEYS[3], 'seen')) or 0
+  if seen < tonumber(ARGV[9]) then
+    redis.call('HSET', KEYS[3], 'seen', ARGV[9])
   end
   redis.call('HSET', KEYS[3], 'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1])
   redis.call('PEXPIRE', KEYS[3], ARGV[7])

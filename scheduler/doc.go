@@ -1,0 +1,97 @@
+// Package scheduler runs cron jobs once per tick across a fleet: every
+// replica of a service runs the same Scheduler with the same jobs, and each
+// scheduled tick of each job runs on one replica, under the job's lock, with
+// the lock's watchdog keeping it while the job runs.
+//
+//	locks, _ := lock.New(rdb, lock.WithClientID(replica))
+//	s, _ := scheduler.New(locks, scheduler.WithLogger(log))
+//	_ = s.Add(scheduler.Job{Name: "report", Schedule: "0 6 * * *", Run: jobs.Func(report)})
+//	err := s.Run(ctx) // until ctx ends (then a graceful stop), Shutdown or Close: ErrClosed
+//
+// # Once per tick
+//
+// A tick is a scheduled time, taken from the schedule, never from the clock
+// at which a timer fired; every replica computes the same ticks (schedules
+// without a zone are read in UTC, and @every d is aligned to the Unix epoch).
+// Each job has a ledger beside its lock (lock.Ledger, in the lock's hash
+// slot) that records the latest tick done and the tick running, with its
+// owner. For each tick T, each replica:
+//
+//  1. claims T: in one step, it checks the ledger (T done, or a later tick
+//     done or under way: skipped_done) and takes the lock;
+//  2. while another replica holds the lock for T, waits for it through the
+//     lock's unlock messages (no polling) and goes back to 1, so that it
+//     stops waiting as soon as T is done; while the lock is held for an
+//     earlier tick, skips T (overlap skip: skipped_busy) or waits its turn
+//     (overlap queue);
+//  3. holding the lock, marks T running and runs the job with a ctx that
+//     ends on timeout, on lock loss (cause lock.ErrLockLost) and on shutdown
+//     (cause ErrClosed), carrying RunInfo;
+//  4. in a deferred finalizer, also after a panic, records the outcome,
+//     marks T done unless this replica's stop interrupted the run, and
+//     releases the lock, with a fresh context, in the same step.
+//
+// Because the ledger compares ticks and not clocks, a tick runs once however
+// far the replicas' clocks are apart, up to one period: a replica whose clock
+// is behind finds the tick done when its timer fires.
+//
+// On one replica, a job has at most one tick in hand (claiming or running),
+// two under overlap queue; a further tick is skipped_busy without asking
+// Redis.
+//
+// # Stopping and dying
+//
+// Shutdown (the scheduler command calls it on SIGTERM and SIGINT) stops the
+// triggers, cancels every run's ctx with cause ErrClosed and every wait,
+// waits for the runs to return within its ctx, finishes each run under its
+// job's OnShutdown policy and releases its lock at once, then returns; Run
+// then returns ErrClosed. Under ShutdownHandoff (the default) the tick is
+// given back: a replica waiting for it takes it within a round trip and runs
+// it, with RunInfo.Attempt one higher. Under ShutdownAbandon it is marked done
+// (outcome interrupted). Close does the same without waiting for the job
+// funcs. If Shutdown's ctx ends first (a second signal), it finishes the runs
+// still going at once and returns.
+//
+// A replica that dies mid-run (SIGKILL, a lost machine) sends nothing: its
+// lock expires within one lease (lock.WithLeaseTime). A replica waiting for
+// the tick then claims it, finds it unfinished, and runs it again
+// (ShutdownHandoff) or records it as interrupted (ShutdownAbandon).
+//
+// # Misfires
+//
+// When a replica starts, each job's ledger tells the latest tick any replica
+// claimed. Ticks due since then were missed while every replica was down:
+// MisfireSkip counts them as missed; MisfireRunOnce runs the latest once, if
+// it is no older than MisfireGrace, and counts the others. A job whose ledger
+// is empty (new, or idle for lock.LedgerTTL) has missed nothing. A replica
+// that falls behind by more than a tick while it runs (a stalled process)
+// takes the latest tick due and counts those in between as missed.
+//
+// # Retries and timeouts
+//
+// A failed try is tried again Retries times within the same tick and lease,
+// after Backoff, doubling up to MaxBackoff; the ctx ending (lock lost,
+// shutdown) stops the retries. Timeout bounds each try (jobs.Timeout); a
+// panic is recovered into an error (jobs.Recover). RunInfo.Attempt counts
+// the tries of the tick, across retries and replicas.
+//
+// # Outcomes and telemetry
+//
+// Each tick handled by a replica ends with one outcome: ran, failed,
+// skipped_done, skipped_busy, lost_lock, interrupted, handed_off, or error
+// (the lock's backend could not be reached); missed counts ticks no replica
+// claimed. A replica that stops while it waits for another's run records
+// nothing. Each tick handled records a "job.tick" span (attributes job,
+// tick, lock, replica, token, attempt, outcome), with the lock package's
+// "lock.wait" span and one "job.run" span per try as children; give the
+// lock.Client the same tracer provider. Metrics: lockcron.job.runs (by job
+// and outcome), lockcron.job.wait.duration, lockcron.job.run.duration,
+// lockcron.job.lateness (start of a run minus its tick) and
+// lockcron.job.locks_lost. Logs go to the "scheduler" sub-logger with job and
+// tick fields.
+//
+// # Backends
+//
+// The Scheduler works on either lock backend: Redis for a fleet, or
+// lock.NewMemory for one process, with the same behaviour within it.
+package scheduler

@@ -1,0 +1,104 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// meter collects what one replica's Scheduler reports, for tests to read
+// at any time.
+type meter struct {
+	reader *sdkmetric.ManualReader
+	mp     *sdkmetric.MeterProvider
+}
+
+func newMeter() *meter {
+	r := sdkmetric.NewManualReader()
+	return &meter{reader: r, mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))}
+}
+
+// option gives the meter to a Scheduler.
+func (m *meter) option() scheduler.Option { return scheduler.WithMeterProvider(m.mp) }
+
+// counter is the sum of an int64 counter's data points whose attributes
+// include every one of attrs.
+func (m *meter) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, md := range sm.Metrics {
+			if md.Name != name {
+				continue
+			}
+			sum, ok := md.Data.(metricdata.Sum[int64])
+			if !ok {
+				t.Fatalf("metric %s is a %T, not an int64 counter", name, md.Data)
+			}
+		points:
+			for _, dp := range sum.DataPoints {
+				for _, a := range attrs {
+					if v, ok := dp.Attributes.Value(a.Key); !ok || v != a.Value {
+						continue points
+					}
+				}
+				n += dp.Value
+			}
+		}
+	}
+	return n
+}
+
+// runs is lockcron.job.runs of job with the given outcome.
+func (m *meter) runs(t *testing.T, job, outcome string) int64 {
+	t.Helper()
+	return m.counter(t, "lockcron.job.runs", attribute.String("job", job), attribute.String("outcome", outcome))
+}
+
+// outcomes is lockcron.job.runs of job by outcome; outcomes never counted
+// are absent.
+func (m *meter) outcomes(t *testing.T, job string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, o := range []string{
+		scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeSkippedDone,
+		scheduler.OutcomeSkippedBusy, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted,
+		scheduler.OutcomeHandedOff, scheduler.OutcomeMissed, scheduler.OutcomeError,
+	} {
+		if n := m.runs(t, job, o); n != 0 {
+			out[o] = n
+		}
+	}
+	return out
+}
+
+// runsOf sums lockcron.job.runs of job with the given outcome over meters.
+func runsOf(t *testing.T, job, outcome string, meters ...*meter) int64 {
+	t.Helper()
+	var n int64
+	for _, m := range meters {
+		n += m.runs(t, job, outcome)
+	}
+	return n
+}
+
+// statusOf is s's Status of job.
+func statusOf(t *testing.T, s *scheduler.Scheduler, job string) scheduler.Status {
+	t.Helper()
+	for _, st := range s.Status() {
+		if st.Job == job {
+			return st
+		}
+	}
+	t.Fatalf("no status of job %q", job)
+	return scheduler.Status{}
+}
