@@ -48,7 +48,9 @@
 // after its subscription is confirmed (so no unlock is missed), after each
 // reconnect of that connection, at each unlock message, and when the
 // holder's TTL runs out (a crashed holder publishes nothing); it never
-// sleeps longer than that TTL.
+// sleeps longer than that TTL. A goroutine whose first attempt goes out
+// while the subscription lingers counts the unlocks that arrive until it
+// has joined the queue, and tries again at once if one did.
 //
 // Within one Client, waiters for a name queue first come, first served, and
 // only the head of the queue talks to Redis: an unlock costs one attempt
@@ -64,6 +66,20 @@
 // after its last use. Tokens therefore keep growing after Redis restarts
 // empty or fails over, as long as the server's clock does not go back.
 //
+// # Ledgers: once per tick
+//
+// A Ledger (Client.Ledger) keeps, beside a lock at prefix:{n}:ledger:id,
+// the ticks of a recurring task: the latest done, the latest claimed
+// (seen), the one running with its owner and tries, and the last outcome.
+// Ledger.Claim checks the ledger and takes the lock in one script
+// (claim.lua), so that each tick is done once whatever the claimants'
+// clocks say: it returns ErrDone for a tick done (or overtaken by a later
+// one), waits while another owner runs the same tick and returns ErrDone
+// when that one finishes, and takes the tick over, with its try count
+// going on, when the owner gives it back or dies. Claim.Finish records the
+// outcome and releases the lock in one script (finish.lua). The scheduler
+// package is built on it.
+//
 // # Failures
 //
 // A key at prefix:{n} that is not a hash, or a hash without a TTL, is not
@@ -75,7 +91,7 @@
 //
 // # Telemetry
 //
-// Each Lock or TryLock records a "lock.wait" span and each lease a
+// Each Lock, TryLock or Claim records a "lock.wait" span and each lease a
 // "lock.hold" span (attributes lock, client, owner, token, outcome), the
 // histograms lockcron.lock.wait.duration and lockcron.lock.hold.duration,
 // and the counters lockcron.lock.renewals and lockcron.lock.lost. Debug

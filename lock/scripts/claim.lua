@@ -21,7 +21,8 @@
 -- is not a string; {-6, 0} KEYS[3] is not a hash.
 --
 -- Idempotent: the owner id is unique, so a client retry after a lost reply
--- finds the lock its own and returns the same claim.
+-- finds the lock its own and returns the same claim, except that only the
+-- first reply can name an unfinished earlier tick (a retry says 0).
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
 local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen')
