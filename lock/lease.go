@@ -135,12 +135,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	l.holdMu.Lock()
 	defer l.holdMu.Unlock()
 	if err := l.Err(); err != nil {
-		if errors.Is(err, ErrLockLost) && l.holds > 0 {
-			// Lost by deadline, perhaps still ours in Redis: free it if so.
-			l.stopWatchdog()
-			_, _ = l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
-			l.holds = 0
-		}
+		l.freeIfLost(ctx, err)
 		return fmt.Errorf("lock %q: unlock: %w: %w", l.k.name, ErrNotHeld, err)
 	}
 	if l.holds > 1 {
@@ -155,6 +150,17 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		return nil
 	}
 	return l.releaseLast(ctx, ErrReleased)
+}
+
+// freeIfLost frees the lock of a lease that ended with err, if the lease
+// was lost by its local deadline and may still hold the lock in Redis.
+// holdMu is held.
+func (l *Lease) freeIfLost(ctx context.Context, err error) {
+	if errors.Is(err, ErrLockLost) && l.holds > 0 {
+		l.stopWatchdog()
+		_, _ = l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
+		l.holds = 0
+	}
 }
 
 // releaseAll drops every hold (Client.Close).

@@ -187,13 +187,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	l.holdMu.Lock()
 	defer l.holdMu.Unlock()
 	if err := l.Err(); err != nil {
-		if errors.Is(err, ErrLockLost) && l.holds > 0 {
-			// Lost by deadline, perhaps still ours in Redis: free it if
-			// so, and leave the ledger as it is.
-			l.stopWatchdog()
-			_, _ = l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
-			l.holds = 0
-		}
+		l.freeIfLost(ctx, err) // the ledger stays as it is
 		return fmt.Errorf("lock %q: finish: %w: %w", l.k.name, ErrNotHeld, err)
 	}
 	var ledgerErr error

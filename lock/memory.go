@@ -75,6 +75,19 @@ func (s *MemoryStore) live(key string, now time.Time) *memLock {
 	return l
 }
 
+// take gives the free lock k to owner for lease, with a new fencing token
+// (acquire.lua): the larger of the clock in microseconds and the last token
+// plus one. s.mu is held.
+func (s *MemoryStore) take(k *keys, owner string, lease time.Duration, now time.Time) int64 {
+	token := now.UnixMicro()
+	if last := s.tokens[k.token]; last >= token {
+		token = last + 1
+	}
+	s.tokens[k.token] = token
+	s.locks[k.lock] = &memLock{owner: owner, holds: 1, token: token, expires: now.Add(lease)}
+	return token
+}
+
 // subscribers are the Clients to tell that k was unlocked, less except
 // (the releasing Client wakes its own waiters). s.mu is held; the wake-ups
 // run after it is released, by the caller.
@@ -106,13 +119,7 @@ func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, leas
 		if holds != 0 {
 			return acquireReply{status: acqGone}, nil
 		}
-		token := now.UnixMicro()
-		if last := s.tokens[k.token]; last >= token {
-			token = last + 1
-		}
-		s.tokens[k.token] = token
-		s.locks[k.lock] = &memLock{owner: owner, holds: 1, token: token, expires: now.Add(lease)}
-		return acquireReply{status: acqAcquired, value: token}, nil
+		return acquireReply{status: acqAcquired, value: s.take(k, owner, lease, now)}, nil
 	}
 	if l.owner != owner {
 		if holds != 0 {
@@ -240,13 +247,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		}
 		return claimReply{status: claimHeld, value: max(l.expires.Sub(now).Milliseconds(), 1), extra: running}, nil
 	}
-	token := now.UnixMicro()
-	if last := s.tokens[k.token]; last >= token {
-		token = last + 1
-	}
-	s.tokens[k.token] = token
-	s.locks[k.lock] = &memLock{owner: owner, holds: 1, token: token, expires: now.Add(lease)}
-	r := claimReply{status: claimAcquired, value: token}
+	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now)}
 	if running == tick {
 		g.tries++
 	} else {
