@@ -29,9 +29,10 @@ var (
 //
 // Run must return when ctx ends; the scheduler cancels ctx with a cause
 // (context.Cause) such as lock.ErrLockLost or scheduler.ErrClosed. Run
-// returns nil on success. The scheduler runs one Runner in several runs at
-// once only if the job allows overlapping runs; a Runner shared between jobs
-// must be safe for concurrent use.
+// returns nil on success. The scheduler runs a job's runs one at a time,
+// under its lock; but a Run that ignores its ctx past a forced stop (the
+// end of Shutdown's ctx, or Close) keeps running after its lock was
+// released. A Runner shared between jobs must be safe for concurrent use.
 type Runner interface {
 	Run(ctx context.Context) error
 }

@@ -180,8 +180,9 @@ type Record struct {
 // Call it on a live context (context.WithoutCancel with a timeout), like
 // Unlock. If the lease no longer holds the lock, Finish records nothing and
 // returns an error wrapping ErrNotHeld; the next claim of the tick finds it
-// unfinished. If Finish fails on the network, the lease ends all the same
-// and the lock expires within its lease time.
+// unfinished. A failure to reach the backend is retried, with a growing
+// pause, until ctx ends; then the lease ends all the same, the lock expires
+// within its lease time, and the tick is unfinished.
 func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	l, g := cl.Lease, cl.g
 	l.holdMu.Lock()
@@ -193,6 +194,18 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	var ledgerErr error
 	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
 		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec)
+		// A tick whose outcome is not recorded may run again: retry
+		// failures while ctx lasts (finish.lua answers a repeat with 1).
+		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, time.Second) {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				continue
+			}
+			n, err = l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec)
+		}
 		if n == finishLedgerType {
 			ledgerErr = fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", l.k.name, g.key, ErrBadKey)
 			n = relReleased
@@ -209,7 +222,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 type LedgerState struct {
 	Done     int64  // the latest tick done; 0 if none
 	Seen     int64  // the latest tick anyone claimed (done or not)
-	Running  int64  // the tick under way, if any (claimed after Done); else 0
+	Running  int64  // the tick claimed after Done and not done: under way, given back, or its owner died; else 0
 	Owner    string // the owner id of the claim of Running, or of the last claim
 	Tries    int    // tries of the last tick claimed
 	Outcome  string // the outcome recorded by the last Finish
@@ -251,6 +264,9 @@ type claimReply struct {
 	try    int64
 	extra  int64 // unfinished tick when acquired; the holder's tick when held
 }
+
+// finishRetry is the first pause before Finish tries again.
+const finishRetry = 50 * time.Millisecond
 
 const (
 	claimAcquired   = 1

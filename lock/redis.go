@@ -318,8 +318,8 @@ func (b *redisBackend) confirmed(channel string) string {
 		return ""
 	}
 	if s.pending == 0 {
-		if s.refs > 0 {
-			return s.name // a reconnect
+		if s.active {
+			return s.name // a reconnect: waiters, and watches of a lingering channel, retry
 		}
 		return ""
 	}

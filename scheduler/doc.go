@@ -55,7 +55,11 @@
 // A replica that dies mid-run (SIGKILL, a lost machine) sends nothing: its
 // lock expires within one lease (lock.WithLeaseTime). A replica waiting for
 // the tick then claims it, finds it unfinished, and runs it again
-// (ShutdownHandoff) or records it as interrupted (ShutdownAbandon).
+// (ShutdownHandoff) or records it as interrupted (ShutdownAbandon). If a
+// claim of a later tick takes the freed lock first (a tick queued under
+// OverlapQueue, or the next tick's, in the same instant), the earlier tick
+// is not run: the replica that took the lock counts it as interrupted, and
+// its waiters stop as for a tick done.
 //
 // # Misfires
 //

@@ -146,7 +146,11 @@ func parseSchedule(spec string, loc *time.Location) (schedule, error) {
 	s := strings.TrimSpace(spec)
 	rest := s
 	if strings.HasPrefix(rest, "CRON_TZ=") || strings.HasPrefix(rest, "TZ=") {
-		if _, after, ok := strings.Cut(rest, " "); ok {
+		if zone, after, ok := strings.Cut(rest, " "); ok {
+			_, name, _ := strings.Cut(zone, "=")
+			if _, err := time.LoadLocation(name); err != nil {
+				return nil, fmt.Errorf("time zone %q: %w", name, err)
+			}
 			rest = strings.TrimSpace(after)
 		}
 	}
@@ -155,8 +159,8 @@ func parseSchedule(spec string, loc *time.Location) (schedule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("@every: %w", err)
 		}
-		if dur < time.Second {
-			return nil, fmt.Errorf("@every %v: the shortest period is 1s", dur)
+		if dur < time.Second || dur%time.Second != 0 {
+			return nil, fmt.Errorf("@every %v: the period must be whole seconds, at least 1s", dur)
 		}
 		return every(dur), nil
 	}

@@ -48,7 +48,11 @@ func (s *Scheduler) handle(e *entry, tick time.Time) {
 	span.SetAttributes(attribute.Int64("token", cl.Lease.Token()), attribute.Int("attempt", cl.Try))
 	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1}
 	if cl.Unfinished != 0 {
-		log.Warn("an earlier tick was claimed and never finished", "unfinished", fmtTick(time.UnixMilli(cl.Unfinished)))
+		// An earlier tick was given back or its owner died, and this later
+		// one took the lock before anyone took that one over.
+		s.tel.outcome(e.job.Name, OutcomeInterrupted, 1)
+		log.Warn("an earlier tick was claimed and never finished; counted as interrupted",
+			"unfinished", fmtTick(time.UnixMilli(cl.Unfinished)))
 	}
 	if !s.track(r) {
 		// The stop began while the claim was made: give the tick back.
@@ -84,11 +88,14 @@ func (s *Scheduler) execute(ctx context.Context, r *run, span trace.Span, log hc
 	for try := cl.Try; ; try++ {
 		r.setTries(try)
 		info.Attempt = try
-		rctx, rspan := s.tel.startRun(jobs.WithInfo(runCtx, info), e.job.Name, try, info.Token)
+		rctx, rspan := s.tel.startRun(jobs.WithInfo(runCtx, info))
 		err = e.runner.Run(rctx)
 		if err == nil {
 			endSpan(rspan, OutcomeRan, nil)
 			ran = true
+			r.mu.Lock()
+			r.ran = true // a forced stop leaves the finish to us
+			r.mu.Unlock()
 			return
 		}
 		endSpan(rspan, OutcomeFailed, err)
@@ -132,10 +139,11 @@ func (s *Scheduler) complete(r *run, ran bool, err error, log hclog.Logger) stri
 func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log hclog.Logger) string {
 	r.mu.Lock()
 	if r.finished {
+		recorded := r.outcome
 		r.mu.Unlock()
-		return outcome
+		return recorded
 	}
-	r.finished = true
+	r.finished, r.outcome = true, outcome
 	tries := r.tries
 	r.mu.Unlock()
 
@@ -151,7 +159,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	case outcome == OutcomeLostLock:
 		log.Error("lock lost while the job ran", "error", runErr, "cause", context.Cause(r.cl.Lease.Context()))
 	case err != nil:
-		log.Error("run not recorded; its lock expires within its lease", "outcome", outcome, "error", err)
+		log.Error("run not recorded in the ledger", "outcome", outcome, "error", err)
 	case outcome == OutcomeFailed:
 		log.Error("job failed", "attempt", tries, "error", runErr)
 	case outcome == OutcomeHandedOff:

@@ -50,7 +50,7 @@ func TestParseSchedule(t *testing.T) {
 }
 
 func TestParseScheduleErrors(t *testing.T) {
-	for _, spec := range []string{"", "61 * * * *", "* * *", "@every 500ms", "@every soon", "@yearly-ish", "CRON_TZ=Nowhere/Land 0 6 * * *"} {
+	for _, spec := range []string{"", "61 * * * *", "* * *", "@every 500ms", "@every 1500ms", "CRON_TZ=Nowhere/Land @every 1m", "@every soon", "@yearly-ish", "CRON_TZ=Nowhere/Land 0 6 * * *"} {
 		t.Run(spec, func(t *testing.T) {
 			if _, err := parseSchedule(spec, time.UTC); err == nil {
 				t.Fatalf("parseSchedule(%q) accepted", spec)

@@ -69,8 +69,10 @@ type run struct {
 	tick time.Time
 
 	mu       sync.Mutex
-	tries    int // tries of the tick so far, counting earlier claims
-	finished bool
+	tries    int    // tries of the tick so far, counting earlier claims
+	ran      bool   // the job returned nil: its finalizer finishes it
+	finished bool   // Finish was called
+	outcome  string // the outcome Finish recorded
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -105,7 +107,7 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 }
 
 // Add validates j, fills in its defaults and adds it. A job added while the
-// Scheduler runs starts at its next tick. Add returns ErrInvalid, naming the
+// Scheduler runs starts at once: its misfire policy, then its next tick. Add returns ErrInvalid, naming the
 // job and the field at fault, for a bad job or a name already taken, and
 // ErrClosed once the Scheduler is stopping.
 func (s *Scheduler) Add(j Job) error {
@@ -188,9 +190,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // runs it at once) and releases its lock. Then Run returns.
 //
 // ctx bounds the wait. When it ends first, Shutdown finishes the runs still
-// going at once (releasing their locks; their job funcs are on their own)
-// and returns ctx's error. Calling it again, or after Close, waits for the
-// same stop.
+// going at once, releasing their locks, and returns ctx's error: a job func
+// that ignores its ctx then runs on without the lock (and its goroutine with
+// it), and another replica may take the tick over. Calling it again, or
+// after Close, waits for the same stop.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.beginStop()
 	select {
@@ -206,8 +209,9 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 
 // Close stops the Scheduler at once: it stops taking ticks, cancels every
 // run and wait, and finishes every run still going under its OnShutdown
-// policy, releasing its lock, without waiting for the job funcs to return.
-// It returns nil; a second Close does nothing.
+// policy, releasing its lock, without waiting for the job funcs to return
+// (as Shutdown past its deadline). It returns nil; a second Close does
+// nothing.
 func (s *Scheduler) Close() error {
 	s.beginStop()
 	s.forceFinish()
@@ -246,6 +250,12 @@ func (s *Scheduler) forceFinish() {
 	}
 	s.mu.Unlock()
 	for _, r := range runs {
+		r.mu.Lock()
+		ran := r.ran
+		r.mu.Unlock()
+		if ran {
+			continue // done: its finalizer records it as ran
+		}
 		outcome, done := OutcomeHandedOff, false
 		if r.e.job.OnShutdown == ShutdownAbandon {
 			outcome, done = OutcomeInterrupted, true

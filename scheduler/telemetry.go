@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lockcron/lockcron/jobs"
 )
 
 // instrumentation is the name of the tracer and the meter.
@@ -80,10 +82,12 @@ func (t *telemetry) startTick(ctx context.Context, job, lock string, tick time.T
 		attribute.String("lock", lock), attribute.String("replica", t.replica)))
 }
 
-func (t *telemetry) startRun(ctx context.Context, job string, attempt int, token int64) (context.Context, trace.Span) {
+func (t *telemetry) startRun(ctx context.Context) (context.Context, trace.Span) {
+	info, _ := jobs.InfoFrom(ctx)
 	return t.tracer.Start(ctx, "job.run", trace.WithAttributes(
-		attribute.String("job", job), attribute.Int("attempt", attempt),
-		attribute.Int64("token", token), attribute.String("replica", t.replica)))
+		attribute.String("job", info.Job), attribute.String("tick", info.Tick.UTC().Format(time.RFC3339Nano)),
+		attribute.String("lock", info.Lock), attribute.Int("attempt", info.Attempt),
+		attribute.Int64("token", info.Token), attribute.String("replica", t.replica)))
 }
 
 func endSpan(span trace.Span, outcome string, err error) {
