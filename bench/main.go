@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,13 +20,13 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 	"github.com/lockcron/lockcron/internal/redistest"
 )
 
@@ -47,21 +48,6 @@ type config struct {
 
 func (c *config) srvOptions() *redis.Options { return c.srv.Options() }
 func (c *config) nextRun() int64             { return c.run.Add(1) }
-
-var (
-	cleanupMu sync.Mutex
-	cleanup   []func()
-)
-
-// abort runs the registered cleanups (kills redis-server) and exits.
-func abort(code int) {
-	cleanupMu.Lock()
-	defer cleanupMu.Unlock()
-	for i := len(cleanup) - 1; i >= 0; i-- {
-		cleanup[i]()
-	}
-	os.Exit(code)
-}
 
 func main() {
 	cfg := &config{}
@@ -87,7 +73,7 @@ func main() {
 	}
 	if err := mainErr(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		abort(1)
+		benchutil.Abort(1)
 	}
 }
 
@@ -100,14 +86,15 @@ func mainErr(cfg *config) error {
 		return err
 	}
 	cfg.srv = srv
-	cleanupMu.Lock()
-	cleanup = append(cleanup, srv.Close)
-	cleanupMu.Unlock()
+	benchutil.AddCleanup(srv.Close)
 	defer srv.Close()
 	cfg.ctl = redis.NewClient(srv.Options())
 	defer cfg.ctl.Close()
 
-	version, err := serverVersion(ctx, cfg.ctl)
+	version, err := benchutil.ServerVersion(ctx, cfg.ctl)
+	if errors.Is(err, benchutil.ErrNoVersion) {
+		version, err = "?", nil
+	}
 	if err != nil {
 		return err
 	}
@@ -122,11 +109,11 @@ func mainErr(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	cfg.infoOverhead = sum(statsDelta(a.calls, b.calls))
+	cfg.infoOverhead = benchutil.Sum(benchutil.StatsDelta(a.calls, b.calls))
 
 	fmt.Printf("lockcron bench: %s, Go %s, GOMAXPROCS %d, redis-server %s on %s (loopback TCP)\n",
 		time.Now().Format("2006-01-02 15:04"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), version, srv.Addr())
-	fmt.Printf("load average at the start: %s (other processes on this machine add noise; the runs are interleaved so that it hits all alike)\n", loadavg())
+	fmt.Printf("load average at the start: %s (other processes on this machine add noise; the runs are interleaved so that it hits all alike)\n", benchutil.Loadavg())
 	fmt.Printf("%v per implementation and scenario, in %d interleaved windows (+%v warm-up in 1 and 2); hold %v; timeout %v per call\n\n",
 		cfg.duration, cfg.rounds, cfg.warmup, cfg.hold, cfg.wait)
 
@@ -168,7 +155,7 @@ func mainErr(cfg *config) error {
 		}
 		floor := rs[0]
 		if sc.n == 1 {
-			cfg.rtt = (append(append(durations{}, floor.lock...), floor.unlock...)).mean()
+			cfg.rtt = (append(append(benchutil.Durations{}, floor.lock...), floor.unlock...)).Mean()
 		}
 		for _, r := range rs {
 			r.reference = floor.rate
@@ -201,7 +188,7 @@ func mainErr(cfg *config) error {
 		results = append(results, rs...)
 	}
 	fmt.Fprintln(os.Stderr)
-	fmt.Printf("load average at the end: %s\n\n", loadavg())
+	fmt.Printf("load average at the end: %s\n\n", benchutil.Loadavg())
 
 	printTable(os.Stdout, cfg, results)
 	printTargets(os.Stdout, results)
@@ -217,32 +204,4 @@ func mainErr(cfg *config) error {
 		}
 	}
 	return nil
-}
-
-func serverVersion(ctx context.Context, rdb *redis.Client) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	s, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return "", fmt.Errorf("INFO server: %w", err)
-	}
-	for line := range strings.Lines(s) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v, nil
-		}
-	}
-	return "?", nil
-}
-
-// loadavg is the first three fields of /proc/loadavg, or "?".
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -5,7 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
 var header = []string{
@@ -25,8 +26,8 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 		lastScenario = r.scenario
 		row := []string{
 			r.scenario, r.impl, fmt.Sprintf("%.0f", r.rate), ratio(r.rate, r.reference),
-			fmtDur(r.lock.pct(50)), fmtDur(r.lock.pct(99)), fmtDur(r.lock.max()),
-			fmtDur(r.unlock.pct(50)), fmtDur(r.unlock.pct(99)),
+			benchutil.FmtDur(r.lock.Pct(50)), benchutil.FmtDur(r.lock.Pct(99)), benchutil.FmtDur(r.lock.Max()),
+			benchutil.FmtDur(r.unlock.Pct(50)), benchutil.FmtDur(r.unlock.Pct(99)),
 			"-", "-", "-", "-", "-", "-", fmtUsec(r.srvUsecPerOp()),
 			fmt.Sprint(r.fails), fmt.Sprint(r.errs),
 		}
@@ -34,9 +35,9 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 			row[3] = "1 (ref)"
 		}
 		if contended {
-			row[9] = fmtDur(r.hold)
+			row[9] = benchutil.FmtDur(r.hold)
 			if r.gapN > 0 {
-				row[10] = fmtDur(r.gapSum / time.Duration(r.gapN))
+				row[10] = benchutil.FmtDur(r.gapSum / time.Duration(r.gapN))
 			}
 			row[11] = fmt.Sprintf("%.1f%%", 100*r.prevHolder)
 			row[12] = fmt.Sprintf("%.3f", r.jain)
@@ -47,8 +48,8 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 		}
 		rows = append(rows, row)
 	}
-	writeMarkdown(w, header, rows)
-	fmt.Fprintf(w, "\nops/s: Lock+Unlock pairs/s in 1 and 2 (× ref: ÷ the floor's pairs/s), acquisitions/s in 3 (× ref: ÷ the ceiling 1/(this row's mean hold + 2 × PING RTT),\nwith the RTT sampled by %d PINGs on the idle server before each of the row's windows; the ceiling rows show the means. Scenario 1's floor PING: mean %s).\n", rttSamples, fmtDur(cfg.rtt))
+	benchutil.WriteMarkdown(w, header, rows, 2)
+	fmt.Fprintf(w, "\nops/s: Lock+Unlock pairs/s in 1 and 2 (× ref: ÷ the floor's pairs/s), acquisitions/s in 3 (× ref: ÷ the ceiling 1/(this row's mean hold + 2 × PING RTT),\nwith the RTT sampled by %d PINGs on the idle server before each of the row's windows; the ceiling rows show the means. Scenario 1's floor PING: mean %s).\n", rttSamples, benchutil.FmtDur(cfg.rtt))
 	fmt.Fprintf(w, "lock p50/p99/max: latency of Lock in 1 and 2; in 3, the wait from asking (right after the previous Unlock) to holding, across failed attempts,\nfor every wait that began within a window (at the end of a window the goroutines stop asking but finish the wait they are in).\n")
 	fmt.Fprintf(w, "hold: mean measured hold (time.Sleep(%v)). gap: mean time the lock sat idle between a holder's Unlock call and the next holder's Lock returning (the ceiling allows 2 × RTT).\n", cfg.hold)
 	fmt.Fprintf(w, "prev holder: share of acquisitions won by the goroutine that had just released. cmds/acq: commands the clients sent per acquisition, counted by the server\n")
@@ -77,9 +78,9 @@ func ceilingRow(scenario string, results []*result) []string {
 		hold, rtt := sum/time.Duration(n), rtt/time.Duration(n)
 		row[2] = fmt.Sprintf("%.0f", 1/(hold+2*rtt).Seconds())
 		row[3] = "1 (ref)"
-		row[9] = fmtDur(hold)
-		row[10] = fmtDur(2 * rtt)
-		row[1] = fmt.Sprintf("ceiling 1/(hold+2·RTT), RTT %s", fmtDur(rtt))
+		row[9] = benchutil.FmtDur(hold)
+		row[10] = benchutil.FmtDur(2 * rtt)
+		row[1] = fmt.Sprintf("ceiling 1/(hold+2·RTT), RTT %s", benchutil.FmtDur(rtt))
 	}
 	return row
 }
@@ -91,44 +92,6 @@ func ratio(x, ref float64) string {
 	return fmt.Sprintf("%.2f", x/ref)
 }
 
-func writeMarkdown(w io.Writer, header []string, rows [][]string) {
-	width := make([]int, len(header))
-	for i, h := range header {
-		width[i] = utf8.RuneCountInString(h)
-	}
-	for _, row := range rows {
-		for i, c := range row {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
-		}
-	}
-	line := func(cells []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for i, c := range cells {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			if i < 2 {
-				b.WriteString(" " + c + pad + " |")
-			} else {
-				b.WriteString(" " + pad + c + " |")
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(header)
-	sep := make([]string, len(header))
-	for i := range sep {
-		if i < 2 {
-			sep[i] = strings.Repeat("-", width[i])
-		} else {
-			sep[i] = strings.Repeat("-", width[i]-1) + ":"
-		}
-	}
-	line(sep)
-	for _, row := range rows {
-		line(row)
-	}
-}
-
 func find(results []*result, scenarioPrefix, impl string) *result {
 	for _, r := range results {
 		if strings.HasPrefix(r.scenario, scenarioPrefix) && r.impl == impl {
@@ -136,13 +99,6 @@ func find(results []*result, scenarioPrefix, impl string) *result {
 		}
 	}
 	return nil
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "MISS"
 }
 
 func printTargets(w io.Writer, results []*result) {
@@ -154,7 +110,7 @@ func printTargets(w io.Writer, results []*result) {
 			return
 		}
 		got := r.rate / r.reference
-		fmt.Fprintf(w, "- %s ≥ %.2f × floor: %.0f/s vs %.0f/s = %.3f × → %s\n", label, want, r.rate, r.reference, got, verdict(got >= want))
+		fmt.Fprintf(w, "- %s ≥ %.2f × floor: %.0f/s vs %.0f/s = %.3f × → %s\n", label, want, r.rate, r.reference, got, benchutil.Verdict(got >= want))
 	}
 	pairs("lockcron uncontended pairs/s", "1:", 0.9)
 	pairs("lockcron 64-goroutine pairs/s", "2:", 0.85)
@@ -167,17 +123,17 @@ func printTargets(w io.Writer, results []*result) {
 		}
 		got := r.rate / r.reference
 		fmt.Fprintf(w, "- lockcron A, %d goroutines: acquisitions/s ≥ 0.85 × ceiling: %.0f/s vs %.0f/s = %.3f × → %s\n",
-			n, r.rate, r.reference, got, verdict(got >= 0.85))
+			n, r.rate, r.reference, got, benchutil.Verdict(got >= 0.85))
 		if a := r.acct; a != nil && a.allAcq > 0 {
 			c := a.clientCmdsPerAcq()
 			fmt.Fprintf(w, "- lockcron A, %d goroutines: ≤ 3 client commands per acquisition: %.2f (INFO commandstats with the calls inside Lua scripts: %.2f) → %s\n",
-				n, c, r.srvCmdsPerAcq(), verdict(c <= 3))
+				n, c, r.srvCmdsPerAcq(), benchutil.Verdict(c <= 3))
 		} else {
 			fmt.Fprintf(w, "- lockcron A, %d goroutines: ≤ 3 client commands per acquisition: not measured\n", n)
 		}
 		if n == 32 {
-			m := r.lock.max()
-			fmt.Fprintf(w, "- lockcron A, 32 goroutines: wait max ≤ 250ms: %s → %s\n", fmtDur(m), verdict(r.ops > 0 && m <= 250*time.Millisecond))
+			m := r.lock.Max()
+			fmt.Fprintf(w, "- lockcron A, 32 goroutines: wait max ≤ 250ms: %s → %s\n", benchutil.FmtDur(m), benchutil.Verdict(r.ops > 0 && m <= 250*time.Millisecond))
 		}
 	}
 	fmt.Fprintln(w)
@@ -200,10 +156,10 @@ func printNotes(w io.Writer, cfg *config, results []*result) {
 		}
 		if a := r.acct; cfg.verbose && a != nil {
 			notes = append(notes, fmt.Sprintf("%s / %s: measured windows: %d acquisitions (%d after the stops, drained in %s); server calls (per acq): %s",
-				r.scenario, r.impl, r.allAcq, r.allAcq-r.ops, fmtDur(r.drain), formatCounts(r.delta, float64(r.allAcq))))
+				r.scenario, r.impl, r.allAcq, r.allAcq-r.ops, benchutil.FmtDur(r.drain), benchutil.FormatCounts(r.delta, float64(r.allAcq), 2)))
 			per := float64(a.allAcq)
 			notes = append(notes, fmt.Sprintf("%s / %s: accounting window: %d acquisitions; server calls (per acq): %s; inside Lua: %s; MONITOR non-Lua: %s",
-				r.scenario, r.impl, a.allAcq, formatCounts(a.delta, per), formatCounts(a.luaDiff, per), formatCounts(a.monClient, per)))
+				r.scenario, r.impl, a.allAcq, benchutil.FormatCounts(a.delta, per, 2), benchutil.FormatCounts(a.luaDiff, per, 2), benchutil.FormatCounts(a.monClient, per, 2)))
 		}
 	}
 	if len(notes) == 0 {

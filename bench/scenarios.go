@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
 // errorCounts counts failed attempts (not acquired within the retry
@@ -40,11 +42,11 @@ type result struct {
 	impl     string
 	floor    bool
 
-	ops     int64         // pairs (scenarios 1, 2) or acquisitions (3)
-	elapsed time.Duration // sum of the measured windows
-	lock    durations     // lock latency (1, 2) or wait (3), sorted
-	unlock  durations     // sorted
-	rate    float64       // ops per second
+	ops     int64               // pairs (scenarios 1, 2) or acquisitions (3)
+	elapsed time.Duration       // sum of the measured windows
+	lock    benchutil.Durations // lock latency (1, 2) or wait (3), sorted
+	unlock  benchutil.Durations // sorted
+	rate    float64             // ops per second
 
 	// reference is the floor's pairs/s (1, 2) or the ceiling (3).
 	reference float64
@@ -100,9 +102,9 @@ func (r *result) srvUsecPerOp() float64 {
 
 // serverUsec is the server time spent on all commands but INFO.
 func serverUsec(before, after cmdStats) int64 {
-	d := statsDelta(before.usec, after.usec)
+	d := benchutil.StatsDelta(before.usec, after.usec)
 	delete(d, "info")
-	return sum(d)
+	return benchutil.Sum(d)
 }
 
 func (r *result) srvCmdsPerAcq() float64 {
@@ -121,7 +123,7 @@ func waitGroup(wg *sync.WaitGroup, what string, grace time.Duration) {
 	case <-done:
 	case <-time.After(grace):
 		fmt.Fprintf(os.Stderr, "bench: %s: goroutines still running %v after the stop; every operation has a timeout, so a library is hanging; giving up\n", what, grace)
-		abort(3)
+		benchutil.Abort(3)
 	}
 }
 
@@ -184,7 +186,7 @@ func (p *pairsRunner) loop(ctx context.Context, window time.Duration, record boo
 	start := time.Now()
 	for _, w := range p.g.workers {
 		wg.Go(func() {
-			var lk, ul durations
+			var lk, ul benchutil.Durations
 			var pairs int64
 			for !stop.Load() && ctx.Err() == nil {
 				t0 := time.Now()
@@ -347,7 +349,7 @@ func (c *contendedRunner) window(ctx context.Context, window time.Duration, res 
 	since := func(t time.Time) int64 { return int64(t.Sub(start)) + 1 }
 	for id, w := range c.g.workers {
 		wg.Go(func() {
-			var wt, ul durations
+			var wt, ul benchutil.Durations
 			var mine int64
 			var holdSum, gapSum time.Duration
 			var gapN int64
@@ -434,9 +436,9 @@ func (c *contendedRunner) window(ctx context.Context, window time.Duration, res 
 	if err != nil {
 		return err
 	}
-	delta := statsDelta(before.calls, after.calls)
+	delta := benchutil.StatsDelta(before.calls, after.calls)
 	res.srvUsec += serverUsec(before, after)
-	res.srvCmds += sum(delta) - cfg.infoOverhead
+	res.srvCmds += benchutil.Sum(delta) - cfg.infoOverhead
 	for k, v := range delta {
 		res.delta[k] += v
 	}

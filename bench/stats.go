@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,38 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// durations is a sample of latencies.
-type durations []time.Duration
-
-// pct returns the p-th percentile (0 < p ≤ 100) by nearest rank; ds must
-// be sorted.
-func (ds durations) pct(p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	i := int(float64(len(ds))*p/100+0.999999) - 1
-	i = max(0, min(i, len(ds)-1))
-	return ds[i]
-}
-
-func (ds durations) max() time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	return slices.Max(ds)
-}
-
-func (ds durations) mean() time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	var sum time.Duration
-	for _, d := range ds {
-		sum += d
-	}
-	return sum / time.Duration(len(ds))
-}
 
 // jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when every goroutine
 // got the same share, 1/n when one got everything.
@@ -100,51 +67,6 @@ func commandStats(ctx context.Context, rdb *redis.Client) (cmdStats, error) {
 		}
 	}
 	return out, nil
-}
-
-// statsDelta is after − before, per command, without zero entries.
-func statsDelta(before, after map[string]int64) map[string]int64 {
-	d := map[string]int64{}
-	for k, v := range after {
-		if v -= before[k]; v != 0 {
-			d[k] = v
-		}
-	}
-	return d
-}
-
-func sum(m map[string]int64) int64 {
-	var s int64
-	for _, v := range m {
-		s += v
-	}
-	return s
-}
-
-// formatCounts renders a per-command count map, largest first.
-func formatCounts(m map[string]int64, per float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			return int(m[b] - m[a])
-		}
-		return strings.Compare(a, b)
-	})
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		if per > 0 {
-			fmt.Fprintf(&b, "%s=%d(%.2f)", k, m[k], float64(m[k])/per)
-		} else {
-			fmt.Fprintf(&b, "%s=%d", k, m[k])
-		}
-	}
-	return b.String()
 }
 
 // monitor reads the server's MONITOR stream on its own connection and
@@ -251,22 +173,4 @@ func (m *monitor) finish() (lua, client map[string]int64, err error) {
 		err = fmt.Errorf("monitor: %w", m.readErr)
 	}
 	return m.lua, m.client, err
-}
-
-// fmtDur prints a duration with three significant digits.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/1e6)
-	case d < 100*time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/1e6)
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.0fms", float64(d)/1e6)
-	default:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -73,18 +74,6 @@ func awaitClaim(t *testing.T, ch <-chan claimResult) claimResult {
 	}
 }
 
-// waitForWaiter waits until a goroutine of c waits for the named lock.
-func waitForWaiter(t *testing.T, c *lock.Client, name string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Waiting(name) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no waiter within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestLedgerOncePerTick(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
 		ctx := testCtx(t)
@@ -139,7 +128,7 @@ func TestLedgerWaiterStopsWhenTickIsDone(t *testing.T) {
 		b := ledger(t, cb, "job")
 		cl := mustClaim(t, ctx, a, 7)
 		ch := claimAsync(ctx, b, 7, false)
-		waitForWaiter(t, cb, "job")
+		locktest.WaitForWaiter(t, cb, "job")
 		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +146,7 @@ func TestLedgerGiveBack(t *testing.T) {
 		b := ledger(t, cb, "job")
 		cl := mustClaim(t, ctx, a, 7)
 		ch := claimAsync(ctx, b, 7, false)
-		waitForWaiter(t, cb, "job")
+		locktest.WaitForWaiter(t, cb, "job")
 		if err := cl.Finish(ctx, lock.Record{Done: false, Outcome: "handed_off", Tries: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +219,7 @@ func TestLedgerOverlap(t *testing.T) {
 			t.Fatalf("claim of tick 6 while 7 runs: %v, want ErrDone", err)
 		}
 		ch := claimAsync(ctx, b, 8, true)
-		waitForWaiter(t, cb, "job")
+		locktest.WaitForWaiter(t, cb, "job")
 		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +261,7 @@ func TestLedgerWaitEndsWithCtx(t *testing.T) {
 		cb := newC()
 		wctx, cancel := context.WithCancel(ctx)
 		ch := claimAsync(wctx, ledger(t, cb, "job"), 1, false)
-		waitForWaiter(t, cb, "job")
+		locktest.WaitForWaiter(t, cb, "job")
 		cancel()
 		if r := awaitClaim(t, ch); !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("claim after its ctx ended: %v, want context.Canceled", r.err)

@@ -38,8 +38,10 @@ func TestUnlockBetweenAttemptAndQueue(t *testing.T) {
 			}
 			got <- lb
 		}()
-		for b.Waiting("x") == 0 {
-			time.Sleep(time.Millisecond)
+		for deadline := time.Now().Add(5 * time.Second); b.Waiting("x") == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("b does not wait for x after 5s")
+			}
 		}
 		if err := la.Unlock(ctx); err != nil {
 			t.Fatal(err)

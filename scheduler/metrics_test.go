@@ -26,32 +26,60 @@ func newMeter() *meter {
 // option gives the meter to a Scheduler.
 func (m *meter) option() scheduler.Option { return scheduler.WithMeterProvider(m.mp) }
 
-// counter is the sum of an int64 counter's data points whose attributes
-// include every one of attrs.
-func (m *meter) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
+// data returns the data of every metric called name.
+func (m *meter) data(t *testing.T, name string) []metricdata.Aggregation {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := m.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	var n int64
+	var out []metricdata.Aggregation
 	for _, sm := range rm.ScopeMetrics {
 		for _, md := range sm.Metrics {
-			if md.Name != name {
-				continue
+			if md.Name == name {
+				out = append(out, md.Data)
 			}
-			sum, ok := md.Data.(metricdata.Sum[int64])
-			if !ok {
-				t.Fatalf("metric %s is a %T, not an int64 counter", name, md.Data)
-			}
-		points:
-			for _, dp := range sum.DataPoints {
-				for _, a := range attrs {
-					if v, ok := dp.Attributes.Value(a.Key); !ok || v != a.Value {
-						continue points
-					}
+		}
+	}
+	return out
+}
+
+// counter is the sum of an int64 counter's data points whose attributes
+// include every one of attrs.
+func (m *meter) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	var n int64
+	for _, d := range m.data(t, name) {
+		sum, ok := d.(metricdata.Sum[int64])
+		if !ok {
+			t.Fatalf("metric %s is a %T, not an int64 counter", name, d)
+		}
+	points:
+		for _, dp := range sum.DataPoints {
+			for _, a := range attrs {
+				if v, ok := dp.Attributes.Value(a.Key); !ok || v != a.Value {
+					continue points
 				}
-				n += dp.Value
+			}
+			n += dp.Value
+		}
+	}
+	return n
+}
+
+// histogramCount is the number of recordings of the float64 histogram name
+// with attribute job=job.
+func (m *meter) histogramCount(t *testing.T, name, job string) uint64 {
+	t.Helper()
+	var n uint64
+	for _, d := range m.data(t, name) {
+		h, ok := d.(metricdata.Histogram[float64])
+		if !ok {
+			t.Fatalf("metric %s is a %T, not a float64 histogram", name, d)
+		}
+		for _, dp := range h.DataPoints {
+			if v, ok := dp.Attributes.Value("job"); ok && v.AsString() == job {
+				n += dp.Count
 			}
 		}
 	}

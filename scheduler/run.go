@@ -64,22 +64,21 @@ func (s *Scheduler) handle(e *entry, tick time.Time) {
 		endSpan(span, s.finish(r, OutcomeInterrupted, true, nil, log), nil)
 		return
 	}
-	s.tel.late(e.job.Name, s.clock.Now().Sub(tick))
-	s.execute(ctx, r, span, log)
+	s.tel.late(e.job.Name, s.opt.clock.Now().Sub(tick))
+	s.execute(r, span, log)
 }
 
 // execute runs the job, with its retries, under the claim's lease, and
 // finishes the run in a deferred finalizer.
-func (s *Scheduler) execute(ctx context.Context, r *run, span trace.Span, log hclog.Logger) {
+func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	e, cl := r.e, r.cl
 	start := time.Now()
 	// The lease's context ends when the lock is lost (cause ErrLockLost)
 	// and when the stop begins (cause ErrClosed, from stopCtx).
 	runCtx := cl.Lease.Context()
 	var err error
-	ran := false
 	defer func() {
-		outcome := s.complete(r, ran, err, log)
+		outcome := s.complete(r, err, log)
 		s.tel.held(e.job.Name, outcome, time.Since(start))
 		endSpan(span, outcome, err)
 	}()
@@ -92,7 +91,6 @@ func (s *Scheduler) execute(ctx context.Context, r *run, span trace.Span, log hc
 		err = e.runner.Run(rctx)
 		if err == nil {
 			endSpan(rspan, OutcomeRan, nil)
-			ran = true
 			r.mu.Lock()
 			r.ran = true // a forced stop leaves the finish to us
 			r.mu.Unlock()
@@ -115,8 +113,11 @@ func (s *Scheduler) execute(ctx context.Context, r *run, span trace.Span, log hc
 }
 
 // complete decides the run's outcome and finishes it.
-func (s *Scheduler) complete(r *run, ran bool, err error, log hclog.Logger) string {
+func (s *Scheduler) complete(r *run, err error, log hclog.Logger) string {
 	e := r.e
+	r.mu.Lock()
+	ran := r.ran
+	r.mu.Unlock()
 	lost := errors.Is(r.cl.Lease.Err(), lock.ErrLockLost)
 	switch {
 	case ran:
@@ -183,7 +184,7 @@ func (r *run) setTries(n int) {
 // latestDue is the latest tick of e due now, from tick on: the ticks this
 // replica skipped while it ran tick (overlap) were handled, not missed.
 func (s *Scheduler) latestDue(e *entry, tick time.Time) time.Time {
-	now := s.clock.Now()
+	now := s.opt.clock.Now()
 	for range maxCatchUp {
 		n := e.sched.Next(tick)
 		if n.IsZero() || n.After(now) {

@@ -26,7 +26,6 @@ type Scheduler struct {
 	opt   options
 	log   hclog.Logger
 	tel   *telemetry
-	clock Clock
 
 	// stopCtx is the parent of every claim and run: beginStop cancels it
 	// with cause ErrClosed.
@@ -94,7 +93,6 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 		locks:    locks,
 		opt:      o,
 		log:      o.logger.Named("scheduler"),
-		clock:    o.clock,
 		stopping: make(chan struct{}),
 		drained:  make(chan struct{}),
 		stopped:  make(chan struct{}),
@@ -309,14 +307,14 @@ func (s *Scheduler) loop(e *entry) {
 		e.mu.Lock()
 		e.next = next
 		e.mu.Unlock()
-		t := s.clock.NewTimer(next.Sub(s.clock.Now()))
+		t := s.opt.clock.NewTimer(next.Sub(s.opt.clock.Now()))
 		select {
 		case <-s.stopping:
 			t.Stop()
 			return
 		case <-t.C():
 		}
-		if s.clock.Now().Before(next) {
+		if s.opt.clock.Now().Before(next) {
 			continue // fired early by this clock: wait the rest
 		}
 		s.fire(e, next)
@@ -328,7 +326,7 @@ func (s *Scheduler) loop(e *entry) {
 // loop has fallen behind by more than one tick (a stalled process, a clock
 // that jumped), the latest one due, counting those in between as missed.
 func (s *Scheduler) after(e *entry, tick time.Time) time.Time {
-	now := s.clock.Now()
+	now := s.opt.clock.Now()
 	next := e.sched.Next(tick)
 	var missed int64
 	for missed < maxCatchUp {
@@ -350,7 +348,7 @@ func (s *Scheduler) after(e *entry, tick time.Time) time.Time {
 // ledger's latest claimed tick (every replica was down for them) and
 // returns the first tick to wait for.
 func (s *Scheduler) catchUp(e *entry) time.Time {
-	now := s.clock.Now()
+	now := s.opt.clock.Now()
 	next := e.sched.Next(now)
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
 	st, err := e.ledger.State(ctx)

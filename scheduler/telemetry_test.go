@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -88,34 +87,6 @@ lines:
 	}
 	t.Errorf("no log line with %q and %q in:\n%s", msg, fields, o.logs.String())
 	return ""
-}
-
-// histogramCount is the number of recordings of the float64 histogram name
-// with attribute job=job.
-func (m *meter) histogramCount(t *testing.T, name, job string) uint64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := m.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, sm := range rm.ScopeMetrics {
-		for _, md := range sm.Metrics {
-			if md.Name != name {
-				continue
-			}
-			h, ok := md.Data.(metricdata.Histogram[float64])
-			if !ok {
-				t.Fatalf("metric %s is a %T, not a float64 histogram", name, md.Data)
-			}
-			for _, dp := range h.DataPoints {
-				if v, ok := dp.Attributes.Value("job"); ok && v.AsString() == job {
-					n += dp.Count
-				}
-			}
-		}
-	}
-	return n
 }
 
 func attrString(s attribute.Set, key attribute.Key) string {

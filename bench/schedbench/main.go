@@ -20,7 +20,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -35,6 +34,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 	"github.com/lockcron/lockcron/internal/redistest"
 )
 
@@ -50,27 +50,6 @@ type config struct {
 	shutdownTimeout time.Duration
 	verbose         bool
 	cpuProfile      string // write a CPU profile of the runs here
-}
-
-var (
-	cleanupMu sync.Mutex
-	cleanup   []func()
-)
-
-func addCleanup(f func()) {
-	cleanupMu.Lock()
-	cleanup = append(cleanup, f)
-	cleanupMu.Unlock()
-}
-
-// abort runs the registered cleanups (kills redis-server) and exits.
-func abort(code int) {
-	cleanupMu.Lock()
-	defer cleanupMu.Unlock()
-	for i := len(cleanup) - 1; i >= 0; i-- {
-		cleanup[i]()
-	}
-	os.Exit(code)
 }
 
 func main() {
@@ -97,7 +76,7 @@ func main() {
 	}
 	if err := mainErr(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "schedbench:", err)
-		abort(1)
+		benchutil.Abort(1)
 	}
 }
 
@@ -109,7 +88,7 @@ func mainErr(cfg *config) error {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Printf("%d jobs @every 1s; %v per run (measured window without the first %v and the last %v); job func lasts %v; go-redis PoolSize %d\n",
 		cfg.jobs, cfg.duration, cfg.warmup, cfg.cooldown, cfg.work, cfg.poolSize)
-	fmt.Printf("load average at the start: %s\n\n", loadavg())
+	fmt.Printf("load average at the start: %s\n\n", benchutil.Loadavg())
 
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
@@ -136,7 +115,7 @@ func mainErr(cfg *config) error {
 		}
 		results = append(results, r)
 	}
-	fmt.Printf("load average at the end: %s\n\n", loadavg())
+	fmt.Printf("load average at the end: %s\n\n", benchutil.Loadavg())
 
 	printTable(os.Stdout, results)
 	for _, r := range results {
@@ -155,11 +134,11 @@ func runFleet(ctx context.Context, cfg *config, replicas int) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	addCleanup(srv.Close)
+	benchutil.AddCleanup(srv.Close)
 	defer srv.Close()
 	ctl := redis.NewClient(srv.Options()) // INFO only, never measured
 	defer ctl.Close()
-	version, err := serverVersion(ctx, ctl)
+	version, err := benchutil.ServerVersion(ctx, ctl)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +169,7 @@ func runFleet(ctx context.Context, cfg *config, replicas int) (*result, error) {
 		readers[i] = r.reader
 	}
 
-	res := &result{replicas: replicas, jobs: cfg.jobs, work: cfg.work, version: version, loadStart: loadavg()}
+	res := &result{replicas: replicas, jobs: cfg.jobs, work: cfg.work, version: version, loadStart: benchutil.Loadavg()}
 	res.start = time.Now()
 	for _, r := range fleet {
 		r.start()
@@ -223,7 +202,7 @@ func runFleet(ctx context.Context, cfg *config, replicas int) (*result, error) {
 		stopAll()
 		return nil, err
 	}
-	res.loadEnd = loadavg()
+	res.loadEnd = benchutil.Loadavg()
 	res.stops = stopAll()
 	// Every Scheduler has stopped and every client is closed: what is
 	// left over the count taken before the fleet started is a leak (or
@@ -254,19 +233,4 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func serverVersion(ctx context.Context, rdb *redis.Client) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	s, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return "", fmt.Errorf("INFO server: %w", err)
-	}
-	for line := range strings.Lines(s) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v, nil
-		}
-	}
-	return "", errors.New("INFO server: no redis_version")
 }

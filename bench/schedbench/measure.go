@@ -14,28 +14,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
-
-// durations is a sample of latencies.
-type durations []time.Duration
-
-// pct returns the p-th percentile (0 < p ≤ 100) by nearest rank; ds must
-// be sorted.
-func (ds durations) pct(p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	i := int(float64(len(ds))*p/100+0.999999) - 1
-	i = max(0, min(i, len(ds)-1))
-	return ds[i]
-}
-
-func (ds durations) max() time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	return slices.Max(ds)
-}
 
 // inScripts are the commands our Lua scripts run (as in lock/redis_test.go).
 // INFO commandstats counts those calls too, but no client sends them: the
@@ -63,7 +44,7 @@ type snapshot struct {
 // INFO is read on ctl; the one INFO call of a snapshot that falls inside a
 // before/after pair is left out of the counts by dropping "info" altogether.
 func takeSnapshot(ctx context.Context, ctl *redis.Client, readers []*sdkmetric.ManualReader) (snapshot, error) {
-	s := snapshot{at: time.Now(), load: loadavg()}
+	s := snapshot{at: time.Now(), load: benchutil.Loadavg()}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	// One INFO for both sections, so that the CPU and the counts are read
@@ -157,25 +138,6 @@ func machineCPU() time.Duration {
 // clockTicks is USER_HZ, the unit of /proc/stat: 100 on Linux.
 const clockTicks = 100
 
-// statsDelta is after − before, per command, without zero entries.
-func statsDelta(before, after map[string]int64) map[string]int64 {
-	d := map[string]int64{}
-	for k, v := range after {
-		if v -= before[k]; v != 0 {
-			d[k] = v
-		}
-	}
-	return d
-}
-
-func sum(m map[string]int64) int64 {
-	var s int64
-	for _, v := range m {
-		s += v
-	}
-	return s
-}
-
 // splitCommands splits a commandstats delta into the commands clients sent
 // and those Lua scripts ran; the benchmark's own INFO calls are dropped.
 func splitCommands(delta map[string]int64) (client, lua map[string]int64) {
@@ -190,33 +152,6 @@ func splitCommands(delta map[string]int64) (client, lua map[string]int64) {
 		}
 	}
 	return client, lua
-}
-
-// formatCounts renders a per-command count map, largest first, with the
-// count per unit in parentheses when per > 0.
-func formatCounts(m map[string]int64, per float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			return int(m[b] - m[a])
-		}
-		return strings.Compare(a, b)
-	})
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		if per > 0 {
-			fmt.Fprintf(&b, "%s=%d(%.3f)", k, m[k], float64(m[k])/per)
-		} else {
-			fmt.Fprintf(&b, "%s=%d", k, m[k])
-		}
-	}
-	return b.String()
 }
 
 // Metrics. Each replica gets its own MeterProvider with a ManualReader, so
@@ -367,42 +302,18 @@ func collect(ctx context.Context, r *sdkmetric.ManualReader) (replicaMetrics, er
 
 // minus is m − o: what happened between two snapshots.
 func (m replicaMetrics) minus(o replicaMetrics) replicaMetrics {
-	d := replicaMetrics{outcomes: statsDelta(o.outcomes, m.outcomes), wait: map[string]hist{}}
+	d := replicaMetrics{outcomes: benchutil.StatsDelta(o.outcomes, m.outcomes), wait: map[string]hist{}}
 	for k, h := range m.wait {
 		d.wait[k] = h.minus(o.wait[k])
 	}
 	return d
 }
 
-// loadavg is the first three fields of /proc/loadavg, or "?".
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// fmtDur prints a duration with three significant digits.
+// fmtDur is benchutil.FmtDur, except that schedbench prints a zero
+// duration (an empty sample's percentile, say) as "0", not "-".
 func fmtDur(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-"
-	case d == 0:
+	if d == 0 {
 		return "0"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/1e6)
-	case d < 100*time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/1e6)
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.0fms", float64(d)/1e6)
-	default:
-		return fmt.Sprintf("%.1fs", d.Seconds())
 	}
+	return benchutil.FmtDur(d)
 }

@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
 // result is what one configuration measured.
@@ -37,7 +38,7 @@ type result struct {
 	handoffs   int64               // runs with Attempt > 1
 	noInfo     int64
 	badInfo    int64
-	late       durations // lateness of the window's runs, sorted
+	late       benchutil.Durations // lateness of the window's runs, sorted
 	lateAll    time.Duration
 	perReplica []int64 // the window's runs per replica
 
@@ -109,11 +110,11 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 	}
 
 	r.wall = after.at.Sub(before.at)
-	r.client, r.lua = splitCommands(statsDelta(before.calls, after.calls))
-	usec := statsDelta(before.usec, after.usec)
+	r.client, r.lua = splitCommands(benchutil.StatsDelta(before.calls, after.calls))
+	usec := benchutil.StatsDelta(before.usec, after.usec)
 	delete(usec, "info")
 	r.usec = usec
-	r.srvUsec = sum(usec)
+	r.srvUsec = benchutil.Sum(usec)
 	r.procCPU = after.procCPU - before.procCPU
 	r.redisCPU = after.redisCPU - before.redisCPU
 	r.otherCPU = -1
@@ -135,7 +136,7 @@ func replicasName(n int) string {
 	return fmt.Sprintf("%d replicas", n)
 }
 
-func (r *result) clientCmds() int64 { return sum(r.client) }
+func (r *result) clientCmds() int64 { return benchutil.Sum(r.client) }
 
 func (r *result) cmdsPerJobTick() float64 {
 	if r.jobTicks == 0 {
@@ -200,11 +201,11 @@ func printTable(w io.Writer, results []*result) {
 	row("runs in the window", func(r *result) string { return fmt.Sprint(r.windowRuns) })
 	row("duplicate ticks (whole run)", func(r *result) string { return fmt.Sprintf("%d (of %d runs)", r.dups, r.runs) })
 	row("missed ticks (window)", func(r *result) string { return fmt.Sprint(r.missed) })
-	row("lateness p50", func(r *result) string { return fmtDur(r.late.pct(50)) })
-	row("lateness p90", func(r *result) string { return fmtDur(r.late.pct(90)) })
-	row("lateness p99", func(r *result) string { return fmtDur(r.late.pct(99)) })
+	row("lateness p50", func(r *result) string { return fmtDur(r.late.Pct(50)) })
+	row("lateness p90", func(r *result) string { return fmtDur(r.late.Pct(90)) })
+	row("lateness p99", func(r *result) string { return fmtDur(r.late.Pct(99)) })
 	row("lateness max (window / whole run)", func(r *result) string {
-		return fmtDur(r.late.max()) + " / " + fmtDur(r.lateAll)
+		return fmtDur(r.late.Max()) + " / " + fmtDur(r.lateAll)
 	})
 	row("claim, fire → acquired: mean (p99 ≤)", func(r *result) string {
 		h := r.waitOf("acquired")
@@ -220,7 +221,7 @@ func printTable(w io.Writer, results []*result) {
 	row("Redis commands per job-tick", func(r *result) string { return fmt.Sprintf("%.2f", r.cmdsPerJobTick()) })
 	row("… per job-tick per replica", func(r *result) string { return fmt.Sprintf("%.2f", r.cmdsPerJobTickReplica()) })
 	row("+ calls inside Lua per job-tick", func(r *result) string {
-		return fmt.Sprintf("%.2f", float64(sum(r.lua))/float64(max(r.jobTicks, 1)))
+		return fmt.Sprintf("%.2f", float64(benchutil.Sum(r.lua))/float64(max(r.jobTicks, 1)))
 	})
 	row("Redis server time per job-tick", func(r *result) string {
 		return fmt.Sprintf("%.0fµs", float64(r.srvUsec)/float64(max(r.jobTicks, 1)))
@@ -245,7 +246,7 @@ func printTable(w io.Writer, results []*result) {
 	row("load average: start / window / end", func(r *result) string {
 		return fmt.Sprintf("%s / %s / %s", first(r.loadStart), first(r.loadWin[1]), first(r.loadEnd))
 	})
-	writeMarkdown(w, header, rows)
+	benchutil.WriteMarkdown(w, header, rows, 1)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "lateness: time.Now() at the start of the job func minus info.Tick, over the runs of the window's ticks (nearest rank).")
 	fmt.Fprintln(w, "claim: the scheduler's own histogram lockcron.job.wait.duration (timer fired → claim answered), summed over replicas; p99 is a bucket bound.")
@@ -270,21 +271,14 @@ func fmtBound(d time.Duration) string {
 	return fmtDur(d)
 }
 
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "MISS"
-}
-
 func printTargets(w io.Writer, r *result) {
 	fmt.Fprintf(w, "Targets, %d jobs on %s:\n", r.jobs, r.name())
-	fmt.Fprintf(w, "- no duplicate tick (whole run): %d → %s\n", r.dups, verdict(r.dups == 0))
-	fmt.Fprintf(w, "- no missed tick (window): %d of %d job-ticks → %s\n", r.missed, r.jobTicks, verdict(r.missed == 0))
-	p99 := r.late.pct(99)
-	fmt.Fprintf(w, "- lateness p99 ≤ %v: %s → %s\n", targetLateP99, fmtDur(p99), verdict(len(r.late) > 0 && p99 <= targetLateP99))
+	fmt.Fprintf(w, "- no duplicate tick (whole run): %d → %s\n", r.dups, benchutil.Verdict(r.dups == 0))
+	fmt.Fprintf(w, "- no missed tick (window): %d of %d job-ticks → %s\n", r.missed, r.jobTicks, benchutil.Verdict(r.missed == 0))
+	p99 := r.late.Pct(99)
+	fmt.Fprintf(w, "- lateness p99 ≤ %v: %s → %s\n", targetLateP99, fmtDur(p99), benchutil.Verdict(len(r.late) > 0 && p99 <= targetLateP99))
 	c := r.cmdsPerJobTickReplica()
-	fmt.Fprintf(w, "- ≤ %.0f Redis commands per job-tick per replica: %.2f (%.2f per job-tick) → %s\n\n", targetCmdsReplica, c, r.cmdsPerJobTick(), verdict(c <= targetCmdsReplica))
+	fmt.Fprintf(w, "- ≤ %.0f Redis commands per job-tick per replica: %.2f (%.2f per job-tick) → %s\n\n", targetCmdsReplica, c, r.cmdsPerJobTick(), benchutil.Verdict(c <= targetCmdsReplica))
 }
 
 // printDetails prints, per configuration, the replicas' shares and
@@ -320,13 +314,13 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 		}
 		rows = append(rows, row)
 	}
-	writeMarkdown(w, header, rows)
+	benchutil.WriteMarkdown(w, header, rows, 1)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "(runs: job func starts for the window's ticks, from the journal; the outcome columns: the scheduler's lockcron.job.runs between the snapshots.)")
 
 	per := float64(max(r.jobTicks, 1))
-	fmt.Fprintf(w, "- commands sent by clients, per job-tick: %s\n", formatCounts(r.client, per))
-	fmt.Fprintf(w, "- calls inside Lua scripts (not counted above), per job-tick: %s\n", formatCounts(r.lua, per))
+	fmt.Fprintf(w, "- commands sent by clients, per job-tick: %s\n", benchutil.FormatCounts(r.client, per, 3))
+	fmt.Fprintf(w, "- calls inside Lua scripts (not counted above), per job-tick: %s\n", benchutil.FormatCounts(r.lua, per, 3))
 	var srv []string
 	for _, k := range slices.Sorted(maps.Keys(r.client)) {
 		srv = append(srv, fmt.Sprintf("%s %.1fµs", k, float64(r.usec[k])/float64(r.client[k])))
@@ -347,7 +341,7 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 			total = append(total, fmt.Sprintf("r%d: %v", i+1, s.metErr))
 			continue
 		}
-		total = append(total, fmt.Sprintf("r%d: %s", i+1, formatCounts(s.metrics.outcomes, 0)))
+		total = append(total, fmt.Sprintf("r%d: %s", i+1, benchutil.FormatCounts(s.metrics.outcomes, 0, 3)))
 	}
 	fmt.Fprintf(w, "- outcomes over the whole run: %s\n", strings.Join(total, "; "))
 
@@ -393,42 +387,4 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 			r.runs, r.windowRuns, r.loadWin[0], r.loadWin[1])
 	}
 	fmt.Fprintln(w)
-}
-
-func writeMarkdown(w io.Writer, header []string, rows [][]string) {
-	width := make([]int, len(header))
-	for i, h := range header {
-		width[i] = utf8.RuneCountInString(h)
-	}
-	for _, row := range rows {
-		for i, c := range row {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
-		}
-	}
-	line := func(cells []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for i, c := range cells {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			if i < 1 {
-				b.WriteString(" " + c + pad + " |")
-			} else {
-				b.WriteString(" " + pad + c + " |")
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(header)
-	sep := make([]string, len(header))
-	for i := range sep {
-		if i < 1 {
-			sep[i] = strings.Repeat("-", width[i])
-		} else {
-			sep[i] = strings.Repeat("-", width[i]-1) + ":"
-		}
-	}
-	line(sep)
-	for _, row := range rows {
-		line(row)
-	}
 }
