@@ -52,6 +52,10 @@ type backend interface {
 	// left), else nil. The channel identifies that subscription.
 	subscribed(k *keys) <-chan struct{}
 	close() error
+
+	fairBackend
+	rwBackend
+	semBackend
 }
 
 type acquireReply struct {
@@ -94,9 +98,10 @@ type Client struct {
 
 	mu      sync.Mutex
 	closed  bool
-	queues  map[string]*queue // waiters by lock name
+	queues  map[string][]*queue // waiters by channel: one queue per kind of lease waited for
 	leases  map[*Lease]struct{}
-	watches map[string]*watch // unlocks seen by name, for first attempts on a lingering subscription
+	watches map[string]*watch      // unlocks seen by channel, for first attempts on a lingering subscription
+	fair    map[string]*fairWaiter // waiters for fair locks, by owner id
 
 	wg sync.WaitGroup // watchdogs and clean-ups
 }
@@ -118,7 +123,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := newClient(o)
-	c.be = newRedisBackend(rdb, c.wake, c.owner+":", c.log)
+	be := newRedisBackend(rdb, c.wake, c.wakeFair, c.owner+":", c.log)
+	be.ack = o.ack
+	c.be = be
 	return c, nil
 }
 
@@ -128,24 +135,36 @@ func newClient(o options) *Client {
 		log:     o.logger.Named("lock"),
 		owner:   o.clientID + ":" + uuid.NewString()[:13],
 		done:    make(chan struct{}),
-		queues:  make(map[string]*queue),
+		queues:  make(map[string][]*queue),
 		leases:  make(map[*Lease]struct{}),
 		watches: make(map[string]*watch),
+		fair:    make(map[string]*fairWaiter),
 	}
 	c.bg, c.bgCancel = context.WithCancel(context.Background())
 	c.tel = newTelemetry(o, c.log)
 	return c
 }
 
-// Waiting is how many goroutines of this Client wait in Lock for the named
-// lock now.
+// Waiting is how many goroutines of this Client wait in Lock for a lock
+// with the given name now, of any kind. A waiter for a fair lock counts
+// once it has its place in the lock's queue.
 func (c *Client) Waiting(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if q := c.queues[name]; q != nil {
-		return len(q.waiters)
+	n := 0
+	for _, qs := range c.queues {
+		for _, q := range qs {
+			if q.k.name == name {
+				n += len(q.waiters)
+			}
+		}
 	}
-	return 0
+	for _, w := range c.fair {
+		if w.k.name == name && w.queued {
+			n++
+		}
+	}
+	return n
 }
 
 // ID is the Client's id, as set by WithClientID.
@@ -161,8 +180,9 @@ func (c *Client) Mutex(name string) Locker {
 	return newMutex(c, name)
 }
 
-// ForceUnlock deletes the lock with the given name whoever holds it, and
-// wakes its waiters; the holder learns it lost the lock at its next renewal.
+// ForceUnlock deletes the lock with the given name whoever holds it, of
+// every kind (Mutex and FairMutex, RWMutex, Semaphore), and wakes its
+// waiters; the holder learns it lost the lock at its next renewal.
 // It reports whether there was a lock. It is for operators (Redisson's
 // forceUnlock); it returns ErrBadKey if the key is not a lock, and leaves
 // such a key as it is.
@@ -173,18 +193,28 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if c.isClosed() {
 		return false, fmt.Errorf("lock %q: %w", name, ErrClosed)
 	}
-	k := newKeys(c.opt.prefix, name)
-	n, err := c.be.forceUnlock(ctx, k)
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("lock %q: force unlock: %w", name, err)
-	case n == acqWrongType:
-		return false, fmt.Errorf("lock %q: key %q holds another type: %w", name, k.lock, ErrBadKey)
+	found := false
+	for _, f := range []struct {
+		k     *keys
+		force func(context.Context, *keys) (int64, error)
+	}{
+		{newKeys(c.opt.prefix, name), c.be.forceUnlock},
+		{rwKeys(c.opt.prefix, name), c.be.rwForceUnlock},
+		{semKeys(c.opt.prefix, name), c.be.semForceUnlock},
+	} {
+		n, err := f.force(ctx, f.k)
+		switch {
+		case err != nil:
+			return found, fmt.Errorf("lock %q: force unlock: %w", name, err)
+		case n == acqWrongType:
+			return found, fmt.Errorf("lock %q: key %q holds another type: %w", name, f.k.lock, ErrBadKey)
+		}
+		found = found || n == 1
 	}
-	if n == 1 {
+	if found {
 		c.log.Info("lock force-unlocked", "lock", name)
 	}
-	return n == 1, nil
+	return found, nil
 }
 
 // Close releases every lease the Client still holds (each lease's context
@@ -260,14 +290,14 @@ func (c *Client) untrack(l *Lease) {
 // mid-call). The owner id is unique to that attempt, so this touches no
 // one else's lock. It gives up after within, or at Close; the lock, if it
 // was taken, then expires within its lease.
-func (c *Client) cleanup(k *keys, owner string, within time.Duration) {
+func (c *Client) cleanup(kd kind, k *keys, owner string, within time.Duration) {
 	within = min(within, cleanupTimeout)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.bg, within)
 		defer cancel()
-		if _, err := c.release(ctx, k, owner, 1, 1); err != nil && c.log.IsDebug() {
+		if _, err := kd.release(ctx, k, owner, 1, 1); err != nil && c.log.IsDebug() {
 			c.log.Debug("clean-up after failed attempt", "lock", k.name, "owner", owner, "error", err)
 		}
 	}()
@@ -280,7 +310,7 @@ func (c *Client) cleanup(k *keys, owner string, within time.Duration) {
 func (c *Client) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
 	n, err := c.be.release(ctx, k, owner, holds, drop)
 	if err != nil || n == relReleased {
-		c.wake(k.name)
+		c.wake(k.channel)
 	}
 	return n, err
 }
@@ -291,6 +321,7 @@ func (c *Client) release(ctx context.Context, k *keys, owner string, holds, drop
 // those already waiting here. Across Clients there is no order.
 type queue struct {
 	k         *keys
+	shared    bool // when the head acquires, the next tries at once
 	waiters   []*waiter
 	ready     <-chan struct{} // the subscription is in place
 	readySeen bool            // a head has already attempted after ready
@@ -311,7 +342,7 @@ type waiter struct {
 // no one, and the count tells the goroutine to try again at once.
 type watch struct {
 	n      int    // goroutines watching
-	unlock uint64 // unlocks seen
+	unlock uint64 // unlocks seen on the channel
 }
 
 // lingering is what a goroutine knows of k's subscription before its first
@@ -330,55 +361,66 @@ func (c *Client) watchLingering(k *keys) lingering {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w := c.watches[k.name]
+	w := c.watches[k.channel]
 	if w == nil {
 		w = &watch{}
-		c.watches[k.name] = w
+		c.watches[k.channel] = w
 	}
 	w.n++
 	return lingering{ready: ready, seen: w.unlock}
 }
 
-// unwatch ends a watch started by watchLingering and reports whether an
-// unlock came since. c.mu is held.
-func (c *Client) unwatch(name string, lg lingering) bool {
+// unwatch ends a watch of channel started by watchLingering and reports
+// whether an unlock came since. c.mu is held.
+func (c *Client) unwatch(channel string, lg lingering) bool {
 	if lg.ready == nil {
 		return false
 	}
-	w := c.watches[name]
+	w := c.watches[channel]
 	missed := w.unlock != lg.seen
 	if w.n--; w.n == 0 {
-		delete(c.watches, name)
+		delete(c.watches, channel)
 	}
 	return missed
 }
 
 // endWatch is unwatch for a goroutine that does not wait.
-func (c *Client) endWatch(name string, lg lingering) {
+func (c *Client) endWatch(channel string, lg lingering) {
 	if lg.ready == nil {
 		return
 	}
 	c.mu.Lock()
-	c.unwatch(name, lg)
+	c.unwatch(channel, lg)
 	c.mu.Unlock()
+}
+
+// queueOf returns the queue of waiters for k's kind of lease, or nil. c.mu
+// is held.
+func (c *Client) queueOf(k *keys) *queue {
+	for _, q := range c.queues[k.channel] {
+		if q.k.id == k.id {
+			return q
+		}
+	}
+	return nil
 }
 
 // enqueue adds a waiter for k at the tail of its queue, subscribing to k's
 // channel if the queue is new, and returns the waiter and its queue. It
 // ends lg's watch; if an unlock came since and the waiter is the head, it
 // tries at once.
-func (c *Client) enqueue(k *keys, lg lingering) (*waiter, *queue, error) {
+func (c *Client) enqueue(k *keys, shared bool, lg lingering) (*waiter, *queue, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	missed := c.unwatch(k.name, lg)
+	missed := c.unwatch(k.channel, lg)
 	if c.closed {
 		return nil, nil, ErrClosed
 	}
-	q := c.queues[k.name]
+	q := c.queueOf(k)
 	if q == nil {
-		q = &queue{k: k}
+		q = &queue{k: k, shared: shared}
 		q.ready = c.be.subscribe(k)
-		c.queues[k.name] = q
+		c.queues[k.channel] = append(c.queues[k.channel], q)
 	}
 	w := &waiter{turn: make(chan struct{}), wake: make(chan struct{}, 1)}
 	q.waiters = append(q.waiters, w)
@@ -391,8 +433,8 @@ func (c *Client) enqueue(k *keys, lg lingering) (*waiter, *queue, error) {
 
 // dequeue removes w. If w was the head, the next waiter gets its turn:
 // acquired tells it whether w took the lock (then it sleeps for sleep, the
-// lock's TTL, or until an unlock) or gave up (then it tries at once, in
-// case w swallowed a wake-up).
+// lock's TTL, or until an unlock, unless the lock is shared) or gave up
+// (then it tries at once, in case w swallowed a wake-up).
 func (c *Client) dequeue(q *queue, w *waiter, acquired bool, sleep time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -403,14 +445,25 @@ func (c *Client) dequeue(q *queue, w *waiter, acquired bool, sleep time.Duration
 		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 		if i == 0 && len(q.waiters) > 0 {
 			next := q.waiters[0]
-			next.attemptNow = !acquired
+			next.attemptNow = !acquired || q.shared
 			next.sleep = sleep
 			close(next.turn)
 		}
 		break
 	}
 	if len(q.waiters) == 0 {
-		delete(c.queues, q.k.name)
+		qs := c.queues[q.k.channel]
+		for i, x := range qs {
+			if x == q {
+				qs = append(qs[:i], qs[i+1:]...)
+				break
+			}
+		}
+		if len(qs) == 0 {
+			delete(c.queues, q.k.channel)
+		} else {
+			c.queues[q.k.channel] = qs
+		}
 		c.be.unsubscribe(q.k)
 	}
 }
@@ -432,31 +485,43 @@ func (c *Client) sawReady(q *queue) {
 	c.mu.Unlock()
 }
 
-// wake is called by the backend when the lock name's channel says it was
-// unlocked (also while the subscription only lingers), or the subscription
-// was re-established after a reconnect, and by release: the head of the
-// queue tries again, and watches count it.
-func (c *Client) wake(name string) {
+// wake is called by the backend when a lock's channel says it was unlocked
+// (also while the subscription only lingers), or the subscription was
+// re-established after a reconnect, and by release: the head of each queue
+// on the channel tries again, watches count it, and the fair waiters on the
+// channel try again.
+func (c *Client) wake(channel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if w := c.watches[name]; w != nil {
+	if w := c.watches[channel]; w != nil {
 		w.unlock++
 	}
-	q := c.queues[name]
-	if q == nil || len(q.waiters) == 0 {
-		return
+	for _, q := range c.queues[channel] {
+		if len(q.waiters) > 0 {
+			poke(q.waiters[0].wake)
+		}
 	}
+	for _, w := range c.fair {
+		if w.k.channel == channel {
+			poke(w.wake)
+		}
+	}
+}
+
+// poke sends on a wake-up channel with a buffer of one, unless one is
+// pending already.
+func poke(ch chan struct{}) {
 	select {
-	case q.waiters[0].wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-// leaseKey finds, in a lease's context, the lease of one lock of one Client:
-// reentrancy goes through the context.
+// leaseKey finds, in a lease's context, the lease of one lock of one Client
+// (by keys.id): reentrancy goes through the context.
 type leaseKey struct {
-	c    *Client
-	name string
+	c  *Client
+	id string
 }
 
 // invalidLocker is the Locker for a bad name: every call fails the same way.

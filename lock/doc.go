@@ -58,6 +58,32 @@
 // unlocked does not barge ahead of those already waiting. TryLock makes its
 // one attempt at once. Between Clients there is no order.
 //
+// # Read-write locks
+//
+// Client.RWMutex(n) is a read-write lock, as Redisson's RReadWriteLock:
+// many readers (RLocker) or one writer (Locker) hold it at a time. It is a
+// lock of its own, apart from the Mutex named n. Its keys: prefix:{n}:rw, a
+// hash with the write lease's owner id and deadline and, for each lease,
+// its holds and fencing token; prefix:{n}:rw:readers, the readers'
+// deadlines (a sorted set, in Redis time); prefix:{n}:rw:writers, the
+// marks of waiting writers (the same); and the name's token key, shared
+// with every kind. Unlocks are published on prefix:{n}:rw:channel. Each
+// read Lock of a new owner is a lease of its own, with its own token and
+// watchdog: a reader whose process dies stops counting at its own deadline
+// (every script drops the leases past theirs), while the other readers
+// keep the lock. The hash lives as long as the longest lease.
+//
+// Writers come first. A writer that waits leaves a mark that it renews at
+// each attempt, at least every WithWaiterTTL/3; while a mark is live, new
+// readers wait, though readers that hold may re-enter. The mark goes when
+// its writer acquires or gives up, and lapses within WithWaiterTTL if the
+// writer dies. The holder of the write lock may take the read lock on a
+// context of its write lease, and keep it after it releases the write
+// lock (a downgrade; pass context.WithoutCancel(writeLease.Context()) so
+// that the read lease's Context outlives the write lease's). A holder of a
+// read lock that asks for the write lock gets ErrUpgrade at once, as it
+// would wait for itself; release the read lock and then take the write lock.
+//
 // # Fencing tokens
 //
 // Each new lease gets a token that is strictly greater than every earlier
@@ -79,6 +105,65 @@
 // going on, when the owner gives it back or dies. Claim.Finish records the
 // outcome and releases the lock in one script (finish.lua). The scheduler
 // package is built on it.
+//
+// # Fair locks
+//
+// Client.FairMutex is the reentrant lock whose waiters acquire it first
+// come, first served across every Client, after Redisson's RFairLock: a
+// list at prefix:{n}:queue holds the waiting owner ids in order and a
+// sorted set at prefix:{n}:timeout their deadlines, in the server's time
+// (TIME), never a client's. A waiter's deadline is WithWaiterTTL (3s) ahead
+// and it renews it every third of that; places whose deadline passed are
+// dropped from the head of the queue by whichever script comes next, so a
+// waiter that died delays the others by at most WithWaiterTTL. A waiter
+// whose ctx ends, whose WithWait passes or whose Client closes leaves the
+// queue at once. The last Unlock publishes a message addressed to the head
+// of the queue ("fair\n<releaser>\n<head>"): only that waiter tries again,
+// so handing the lock on costs the release and one attempt, whatever the
+// number of waiters. The second in line also wakes when the head's place
+// would expire, and the head when the holder's TTL runs out. The lock hash
+// itself is the Mutex's: the two kinds exclude each other, but only
+// FairMutex waiters keep the order.
+//
+// # Semaphores
+//
+// Client.Semaphore(n, permits) lets up to permits owners hold it at once,
+// after Redisson's RPermitExpirableSemaphore: each Lock takes a permit
+// that is a Lease of its own, with its own owner id, fencing token (from
+// the same prefix:{n}:token as every kind of lock named n) and watchdog, so
+// a crashed holder's permit comes back one lease after its last renewal.
+// A sorted set at prefix:{n}:sem maps each permit's owner id to its
+// deadline in the server's time (TIME, ms); hashes at prefix:{n}:sem:holds
+// and prefix:{n}:sem:tokens keep its hold count and token. Every script
+// (scripts/sem*.lua) first drops the permits whose deadline passed, and the
+// keys live as long as the longest permit, then go with the last. Giving a
+// permit back publishes on prefix:{n}:sem:channel; a waiter otherwise
+// sleeps until the earliest permit's deadline. The count is not stored:
+// every acquisition checks the count it was given, so all Clients must use
+// the same count for a name. A Semaphore and a Mutex of the same name are
+// separate locks; ForceUnlock(n) deletes both.
+//
+// # Composite locks
+//
+// Multi holds several locks, of any kind and on any Clients, all or none:
+// it takes them in an order every process computes alike (by name, kind
+// and store), so two Multi locks over the same locks never deadlock, and
+// gives back what it took when one cannot be had. Its lease is lost when
+// any part is. RedLock runs the Redlock algorithm over independent servers:
+// it holds the lock when a majority of them granted it within the lease's
+// validity (lease − time spent − 1% drift − 2ms), retries after random
+// pauses, and releases everywhere on failure; its lease is lost when fewer
+// than a majority of its parts hold. See the README's "How safe is it?".
+//
+// # Replica acknowledgement
+//
+// WithReplicaAck(n, timeout) sends WAIT n timeout after each acquisition
+// and renewal, in one pipeline with the script, so on the same connection;
+// an acquisition that fewer than n replicas acknowledged is undone and
+// fails with ErrNoAck (fail closed). WithAOFAck uses Redis 7.2's WAITAOF
+// instead, and fails with errors.ErrUnsupported on older servers. A lock
+// taken this way survives the failover of its primary to an acknowledged
+// replica; without it, a failover can lose a lock taken just before.
 //
 // # Failures
 //

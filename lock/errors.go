@@ -23,4 +23,7 @@ var (
 	// ErrBadKey: a key where the lock lives holds something that is not a
 	// lock (another type, or a hash without a TTL). The key is left as it is.
 	ErrBadKey = errors.New("lock: key is not a lock")
+	// ErrUpgrade: the write lock of an RWMutex was asked for on a context
+	// that holds its read lock; waiting would deadlock. Nothing was sent.
+	ErrUpgrade = errors.New("lock: a read lock cannot be upgraded to the write lock")
 )

@@ -22,6 +22,7 @@ import (
 // A Lease is safe for concurrent use.
 type Lease struct {
 	c     *Client
+	kind  kind
 	k     *keys
 	owner string
 	token int64
@@ -47,17 +48,20 @@ type Lease struct {
 	wdCtx    context.Context // ends when the watchdog must stop
 	wdStop   context.CancelFunc
 	wdExited chan struct{}
+
+	groups []*Lease // composite leases (Multi, RedLock) holding this one as a part; under mu
+	group  *group   // set if this lease is a composite one
 }
 
-func (c *Client) newLease(ctx context.Context, k *keys, owner string, token int64, lease, fixed time.Duration, sent time.Time) (*Lease, error) {
+func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, token int64, lease, fixed time.Duration, sent time.Time) (*Lease, error) {
 	l := &Lease{
-		c: c, k: k, owner: owner, token: token, lease: lease, fixed: fixed,
+		c: c, kind: kd, k: k, owner: owner, token: token, lease: lease, fixed: fixed,
 		done:     make(chan struct{}),
 		holds:    1,
 		start:    time.Now(),
 		wdExited: make(chan struct{}),
 	}
-	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(ctx, leaseKey{c, k.name}, l))
+	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(ctx, leaseKey{c, k.id}, l))
 	l.wdCtx, l.wdStop = context.WithCancel(context.Background())
 	l.hold = c.tel.startHold(ctx, l)
 	l.mu.Lock() // a short lease's timer may fire before the assignment
@@ -68,7 +72,7 @@ func (c *Client) newLease(ctx context.Context, k *keys, owner string, token int6
 	if !c.track(l) {
 		l.end(fmt.Errorf("%w: %w", ErrReleased, ErrClosed), outcomeReleased)
 		close(l.wdExited)
-		c.cleanup(k, owner, lease)
+		c.cleanup(kd, k, owner, lease)
 		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
 	}
 	if fixed == 0 {
@@ -112,6 +116,9 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 // ErrLockLost or ErrReleased. It checks the local deadline itself, so it
 // never says nil past it even when the deadline's timer fires late.
 func (l *Lease) Err() error {
+	if l.group != nil {
+		return l.groupErr()
+	}
 	l.mu.Lock()
 	err, past := l.err, l.err == nil && !time.Now().Before(l.deadline)
 	l.mu.Unlock()
@@ -132,6 +139,9 @@ func (l *Lease) Err() error {
 // no longer holds the lock returns an error wrapping ErrNotHeld (and
 // ErrLockLost or ErrReleased) and touches no other owner's lock.
 func (l *Lease) Unlock(ctx context.Context) error {
+	if l.group != nil {
+		return l.groupUnlock(ctx)
+	}
 	l.holdMu.Lock()
 	defer l.holdMu.Unlock()
 	if err := l.Err(); err != nil {
@@ -139,7 +149,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		return fmt.Errorf("lock %q: unlock: %w: %w", l.k.name, ErrNotHeld, err)
 	}
 	if l.holds > 1 {
-		n, err := l.c.release(ctx, l.k, l.owner, l.holds, 1)
+		n, err := l.kind.release(ctx, l.k, l.owner, l.holds, 1)
 		if err != nil {
 			return fmt.Errorf("lock %q: unlock: %w", l.k.name, err)
 		}
@@ -158,7 +168,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 func (l *Lease) freeIfLost(ctx context.Context, err error) {
 	if errors.Is(err, ErrLockLost) && l.holds > 0 {
 		l.stopWatchdog()
-		_, _ = l.c.release(ctx, l.k, l.owner, l.holds, l.holds)
+		_, _ = l.kind.release(ctx, l.k, l.owner, l.holds, l.holds)
 		l.holds = 0
 	}
 }
@@ -176,7 +186,7 @@ func (l *Lease) releaseAll(ctx context.Context, cause error) error {
 // releaseLast stops the watchdog, then deletes the lock. holdMu is held.
 func (l *Lease) releaseLast(ctx context.Context, cause error) error {
 	return l.releaseWith(ctx, cause, func(ctx context.Context, holds int) (int64, error) {
-		return l.c.release(ctx, l.k, l.owner, holds, holds)
+		return l.kind.release(ctx, l.k, l.owner, holds, holds)
 	})
 }
 
@@ -218,7 +228,7 @@ func (l *Lease) reenter(ctx context.Context) (*Lease, error) {
 	if err := l.Err(); err != nil {
 		return nil, fmt.Errorf("lock %q: re-enter: %w", l.k.name, err)
 	}
-	r, err := l.c.be.acquire(ctx, l.k, l.owner, l.lease, l.holds)
+	r, err := l.kind.reenter(ctx, l.k, l.owner, l.lease, l.holds)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: re-enter: %w", l.k.name, err)
 	}
@@ -235,7 +245,7 @@ func (l *Lease) reenter(ctx context.Context) (*Lease, error) {
 		l.lose(reason)
 		return nil, fmt.Errorf("lock %q: re-enter: %w", l.k.name, reason)
 	}
-	return nil, (&mutex{c: l.c, k: l.k}).badReply(r)
+	return nil, badReply(l.k, r)
 }
 
 // watchdog renews the lease every lease/3 until stopped or lost. A renewal
@@ -260,7 +270,7 @@ func (l *Lease) watchdog() {
 		l.mu.Unlock()
 		ctx, cancel := context.WithDeadline(l.wdCtx, deadline)
 		sent := time.Now()
-		ok, err := l.c.be.renew(ctx, l.k, l.owner, l.lease)
+		ok, err := l.kind.renew(ctx, l.k, l.owner, l.lease)
 		cancel()
 		if l.wdCtx.Err() != nil {
 			return
@@ -332,6 +342,13 @@ func (l *Lease) end(cause error, outcome string) {
 	// Telemetry first, so that whoever wakes on Done sees it settled.
 	l.cancel(cause)
 	close(l.done)
+	l.mu.Lock()
+	groups := l.groups
+	l.groups = nil
+	l.mu.Unlock()
+	for _, g := range groups {
+		g.partEnded(l)
+	}
 }
 
 // stopWatchdog stops renewals and waits until none is in flight, so that

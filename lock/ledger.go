@@ -112,14 +112,14 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 	lg := c.watchLingering(m.k)
 	l, pttl, err := attempt()
 	if l == nil && err == nil && !(o.hasWait && o.wait == 0) {
-		l, err = m.wait(ctx, o, lease, pttl, lg, start, attempt) // ends the watch
+		l, err = c.wait(ctx, m.k, false, o, lease, pttl, lg, start, attempt) // ends the watch
 	} else {
-		c.endWatch(m.k.name, lg)
+		c.endWatch(m.k.channel, lg)
 		if l == nil && err == nil {
 			err = fmt.Errorf("lock %q: %w", m.k.name, ErrLocked)
 		}
 	}
-	m.finish(w, start, l, err)
+	c.endAcquire(m.k, w, start, l, err)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +135,12 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bo
 	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick)
 	if err != nil {
 		// The script may have run although the reply was lost.
-		c.cleanup(m.k, owner, c.opt.leaseTime)
-		return nil, 0, nil, fmt.Errorf("lock %q: claim: %w", m.k.name, err)
+		c.cleanup(mutexKind{c}, m.k, owner, c.opt.leaseTime)
+		return nil, 0, nil, transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
 	}
 	switch r.status {
 	case claimAcquired:
-		l, err := c.newLease(ctx, m.k, owner, r.value, c.opt.leaseTime, 0, sent)
+		l, err := c.newLease(ctx, mutexKind{c}, m.k, owner, r.value, c.opt.leaseTime, 0, sent)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -155,7 +155,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bo
 	case claimLedgerType:
 		return nil, 0, nil, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", m.k.name, g.key, ErrBadKey)
 	}
-	return nil, 0, nil, m.badReply(acquireReply{status: r.status, value: r.value})
+	return nil, 0, nil, badReply(m.k, acquireReply{status: r.status, value: r.value})
 }
 
 // A Record is how a claimed tick ended, as Finish writes it to the ledger.
@@ -211,7 +211,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 			n = relReleased
 		}
 		if err != nil || n == relReleased {
-			l.c.wake(l.k.name) // as Client.release: our own waiters
+			l.c.wake(l.k.channel) // as Client.release: our own waiters
 		}
 		return n, err
 	})

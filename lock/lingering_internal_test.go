@@ -64,7 +64,7 @@ func TestUnlockBetweenAttemptAndQueue(t *testing.T) {
 			testHookBeforeQueue = func(string) {
 				testHookBeforeQueue = nil
 				b.mu.Lock()
-				w := b.watches["x"]
+				w := b.watches[newKeys(b.opt.prefix, "x").channel]
 				seen := w.unlock
 				b.mu.Unlock()
 				if err := held.Unlock(ctx); err != nil {

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,9 @@ type MemoryStore struct {
 	tokens map[string]int64    // high-water marks by token key
 	subs   map[string]map[*memoryBackend]int
 	ledger map[string]*memLedger // by ledger key
+	queues map[string]*memQueue  // fair locks' queues, by queue key
+	sems   map[string]memSem     // semaphores' permits, by permits key
+	rw     map[string]*memRW     // read-write locks, by lock key
 }
 
 // memLedger is a ledger's hash (claim.lua).
@@ -41,6 +45,9 @@ func NewMemoryStore() *MemoryStore {
 		tokens: make(map[string]int64),
 		subs:   make(map[string]map[*memoryBackend]int),
 		ledger: make(map[string]*memLedger),
+		queues: make(map[string]*memQueue),
+		sems:   make(map[string]memSem),
+		rw:     make(map[string]*memRW),
 	}
 }
 
@@ -59,8 +66,11 @@ func (s *MemoryStore) NewClient(opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ack != nil {
+		return nil, fmt.Errorf("lock: WithReplicaAck and WithAOFAck need Redis replicas; the memory backend has none: %w", ErrInvalid)
+	}
 	c := newClient(o)
-	c.be = &memoryBackend{s: s, wake: c.wake}
+	c.be = &memoryBackend{s: s, wake: c.wake, wakeFair: c.wakeFair}
 	return c, nil
 }
 
@@ -102,8 +112,9 @@ func (s *MemoryStore) subscribers(k *keys, except *memoryBackend) []*memoryBacke
 }
 
 type memoryBackend struct {
-	s    *MemoryStore
-	wake func(name string)
+	s        *MemoryStore
+	wake     func(channel string)
+	wakeFair func(owner string)
 }
 
 func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
@@ -179,7 +190,7 @@ func (b *memoryBackend) release(ctx context.Context, k *keys, owner string, hold
 	subs := s.subscribers(k, b)
 	s.mu.Unlock()
 	for _, sub := range subs {
-		sub.wake(k.name)
+		sub.wake(k.channel)
 	}
 	return relReleased, nil
 }
@@ -198,7 +209,7 @@ func (b *memoryBackend) forceUnlock(ctx context.Context, k *keys) (int64, error)
 	subs := s.subscribers(k, nil)
 	s.mu.Unlock()
 	for _, sub := range subs {
-		sub.wake(k.name)
+		sub.wake(k.channel)
 	}
 	return 1, nil
 }
@@ -288,7 +299,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 	subs := s.subscribers(k, b)
 	s.mu.Unlock()
 	for _, sub := range subs {
-		sub.wake(k.name)
+		sub.wake(k.channel)
 	}
 	return relReleased, nil
 }
@@ -341,6 +352,9 @@ func (b *memoryBackend) unsubscribe(k *keys) {
 		delete(s.subs, k.channel)
 	}
 }
+
+// subscribeIfReady subscribes: a memory subscription is in place at once.
+func (b *memoryBackend) subscribeIfReady(k *keys) <-chan struct{} { return b.subscribe(k) }
 
 // subscribed is nil: a memory subscription is in place at once anyway.
 func (b *memoryBackend) subscribed(*keys) <-chan struct{} { return nil }

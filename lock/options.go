@@ -30,6 +30,8 @@ type options struct {
 	tracer    trace.TracerProvider
 	meter     metric.MeterProvider
 	clientID  string
+	waiterTTL time.Duration
+	ack       *ackOptions
 }
 
 // WithLeaseTime sets the watchdog lease: a lock taken without WithLease
@@ -60,8 +62,19 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // Default host name and process id ("host-1234").
 func WithClientID(id string) Option { return func(o *options) { o.clientID = id } }
 
+// DefaultWaiterTTL is how long a waiter of a fair lock keeps its place
+// without renewing it, unless WithWaiterTTL says otherwise.
+const DefaultWaiterTTL = 3 * time.Second
+
+// WithWaiterTTL sets how long a waiter keeps its place in a fair lock's
+// queue (and a waiting writer its claim on an RWMutex) without renewing it.
+// Waiters renew every d/3, so one that dies (a crashed process) stops
+// delaying the others within d. Default DefaultWaiterTTL (3s); at least
+// MinLeaseTime.
+func WithWaiterTTL(d time.Duration) Option { return func(o *options) { o.waiterTTL = d } }
+
 func buildOptions(opts []Option) (options, error) {
-	o := options{leaseTime: DefaultLeaseTime, prefix: "lockcron"}
+	o := options{leaseTime: DefaultLeaseTime, prefix: "lockcron", waiterTTL: DefaultWaiterTTL}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -84,6 +97,12 @@ func buildOptions(opts []Option) (options, error) {
 	switch {
 	case o.leaseTime < MinLeaseTime:
 		return o, fmt.Errorf("lock: WithLeaseTime(%v): the watchdog lease must be at least %v, to renew every lease/3: %w", o.leaseTime, MinLeaseTime, ErrInvalid)
+	case o.waiterTTL < MinLeaseTime:
+		return o, fmt.Errorf("lock: WithWaiterTTL(%v): a waiter's place must last at least %v, to be renewed every third of it: %w", o.waiterTTL, MinLeaseTime, ErrInvalid)
+	case strings.Contains(o.clientID, "\n"):
+		return o, fmt.Errorf("lock: WithClientID(%q): a newline would break unlock messages: %w", o.clientID, ErrInvalid)
+	case o.ack.check() != nil:
+		return o, o.ack.check()
 	case o.prefix == "":
 		return o, fmt.Errorf("lock: WithKeyPrefix: empty prefix: %w", ErrInvalid)
 	case strings.ContainsAny(o.prefix, "{}"):
@@ -132,18 +151,36 @@ func buildAcquireOptions(name string, opts []AcquireOption) (acquireOptions, err
 	return o, nil
 }
 
-// keys are the Redis names of one lock. Every one shares the hash tag
-// {name}, so a lock's keys live in one Cluster slot.
+// keys are the Redis names of one lock of one kind. Every one shares the
+// hash tag {name}, so a lock's keys live in one Cluster slot.
 type keys struct {
 	name    string
-	lock    string // hash: owner -> holds, and "token"
-	token   string // fencing token high-water mark
+	id      string // the kind of lease: re-entry and this Client's queues
+	lock    string // the kind's main key (Mutex and FairMutex: a hash of owner -> holds)
+	token   string // fencing token high-water mark, shared by every kind of one name
 	channel string // Pub/Sub: unlock messages
+
+	// FairMutex: the list of waiters in order, and a sorted set of their
+	// deadlines (Redis time, ms).
+	queue, timeout string
+	// RWMutex: the readers' deadlines (a sorted set), and the mark of a
+	// waiting writer that makes new readers wait.
+	readers, writerWaiting string
+	// Semaphore: the hold counts of its permits.
+	holds string
 }
 
+// base is the prefix of every key of the lock named name.
+func base(prefix, name string) string { return prefix + ":{" + name + "}" }
+
+// newKeys are the keys of the reentrant lock (Mutex), which FairMutex
+// shares: the two kinds exclude each other.
 func newKeys(prefix, name string) *keys {
-	base := prefix + ":{" + name + "}"
-	return &keys{name: name, lock: base, token: base + ":token", channel: base + ":channel"}
+	b := base(prefix, name)
+	return &keys{
+		name: name, id: b, lock: b, token: b + ":token", channel: b + ":channel",
+		queue: b + ":queue", timeout: b + ":timeout",
+	}
 }
 
 func validName(name string) error {

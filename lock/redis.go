@@ -49,10 +49,12 @@ const subscribeTimeout = 5 * time.Second
 const linger = time.Second
 
 type redisBackend struct {
-	rdb  redis.UniversalClient
-	wake func(name string)
-	self string // the prefix of this Client's owner ids: its own unlocks
-	log  hclog.Logger
+	rdb      redis.UniversalClient
+	wake     func(channel string)
+	wakeFair func(owner string) // a fair lock's unlock addressed to one waiter
+	ack      *ackOptions        // WithReplicaAck, WithAOFAck
+	self     string             // the prefix of this Client's owner ids: its own unlocks
+	log      hclog.Logger
 
 	mu     sync.Mutex
 	closed bool
@@ -74,7 +76,7 @@ type subOp struct {
 
 // subscription is one channel of the shared Pub/Sub connection.
 type subscription struct {
-	name    string
+	channel string
 	refs    int           // waiting queues (one per Client, so 0 or 1) that need it
 	active  bool          // SUBSCRIBE sent, and no UNSUBSCRIBE since
 	pending int           // SUBSCRIBE commands sent and not yet confirmed
@@ -83,12 +85,12 @@ type subscription struct {
 	idle    time.Time // when refs fell to 0
 }
 
-func newRedisBackend(rdb redis.UniversalClient, wake func(string), self string, log hclog.Logger) *redisBackend {
+func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), self string, log hclog.Logger) *redisBackend {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	return &redisBackend{
-		rdb: rdb, wake: wake, self: self, log: log,
+		rdb: rdb, wake: wake, wakeFair: wakeFair, self: self, log: log,
 		subs: make(map[string]*subscription),
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
@@ -96,7 +98,11 @@ func newRedisBackend(rdb redis.UniversalClient, wake func(string), self string, 
 }
 
 func (b *redisBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
-	v, err := acquireScript.Run(ctx, b.rdb, []string{k.lock, k.token},
+	run := acquireScript.Run
+	if holds == 0 {
+		run = b.acked(acquireScript) // a new lease; a re-entry changes only a count
+	}
+	v, err := run(ctx, b.rdb, []string{k.lock, k.token},
 		owner, lease.Milliseconds(), holds, max(tokenTTL, 2*lease).Milliseconds()).Int64Slice()
 	if err != nil {
 		return acquireReply{}, err
@@ -107,8 +113,15 @@ func (b *redisBackend) acquire(ctx context.Context, k *keys, owner string, lease
 	return acquireReply{status: v[0], value: v[1]}, nil
 }
 
+// acked returns script's Run, with acknowledgement as the Client asks.
+func (b *redisBackend) acked(script *redis.Script) func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return func(ctx context.Context, _ redis.Scripter, keys []string, args ...any) *redis.Cmd {
+		return b.runAcked(ctx, script, keys, args...)
+	}
+}
+
 func (b *redisBackend) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
-	n, err := renewScript.Run(ctx, b.rdb, []string{k.lock}, owner, lease.Milliseconds()).Int64()
+	n, err := b.runAcked(ctx, renewScript, []string{k.lock}, owner, lease.Milliseconds()).Int64()
 	return n == 1, err
 }
 
@@ -121,7 +134,7 @@ func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) 
 }
 
 func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error) {
-	v, err := claimScript.Run(ctx, b.rdb, []string{k.lock, k.token, ledger},
+	v, err := b.runAcked(ctx, claimScript, []string{k.lock, k.token, ledger},
 		owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return claimReply{}, err
@@ -172,7 +185,7 @@ func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
 	defer b.mu.Unlock()
 	s := b.subs[k.channel]
 	if s == nil {
-		s = &subscription{name: k.name}
+		s = &subscription{channel: k.channel}
 		b.subs[k.channel] = s
 	}
 	s.refs++
@@ -258,6 +271,16 @@ func (b *redisBackend) unsubscribeIdle(now time.Time) {
 	}
 }
 
+func (b *redisBackend) subscribeIfReady(k *keys) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.subs[k.channel]; s != nil && s.active && s.isReady {
+		s.refs++
+		return s.ready
+	}
+	return nil
+}
+
 func (b *redisBackend) subscribed(k *keys) <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -289,12 +312,20 @@ func (b *redisBackend) dispatch(ch <-chan any) {
 		var wake string
 		switch m := m.(type) {
 		case *redis.Message:
+			if rest, ok := strings.CutPrefix(m.Payload, fairMessage); ok {
+				// Addressed to one waiter: "<releaser>\n<head>".
+				releaser, head, _ := strings.Cut(rest, "\n")
+				if !strings.HasPrefix(releaser, b.self) && strings.HasPrefix(head, b.self) {
+					b.wakeFair(head) // else: another's, or woken by our own release
+				}
+				continue
+			}
 			if strings.HasPrefix(m.Payload, b.self) {
 				continue // our own unlock: Client.release woke our waiters
 			}
 			b.mu.Lock()
 			if s := b.subs[m.Channel]; s != nil && s.active {
-				wake = s.name // lingering too: a first attempt may watch it
+				wake = m.Channel // lingering too: a first attempt may watch it
 			}
 			b.mu.Unlock()
 		case *redis.Subscription:
@@ -308,7 +339,7 @@ func (b *redisBackend) dispatch(ch <-chan any) {
 	}
 }
 
-// confirmed counts a subscribe confirmation, and returns the lock name to
+// confirmed counts a subscribe confirmation, and returns the channel to
 // wake when it was a resubscription.
 func (b *redisBackend) confirmed(channel string) string {
 	b.mu.Lock()
@@ -319,7 +350,7 @@ func (b *redisBackend) confirmed(channel string) string {
 	}
 	if s.pending == 0 {
 		if s.active {
-			return s.name // a reconnect: waiters, and watches of a lingering channel, retry
+			return channel // a reconnect: waiters, and watches of a lingering channel, retry
 		}
 		return ""
 	}
@@ -354,4 +385,72 @@ func (b *redisBackend) close() error {
 	}
 	b.wg.Wait()
 	return err
+}
+
+var (
+	//go:embed scripts/fairacquire.lua
+	fairAcquireSrc string
+	//go:embed scripts/fairrelease.lua
+	fairReleaseSrc string
+	//go:embed scripts/fairleave.lua
+	fairLeaveSrc string
+
+	fairAcquireScript = redis.NewScript(fairAcquireSrc)
+	fairReleaseScript = redis.NewScript(fairReleaseSrc)
+	fairLeaveScript   = redis.NewScript(fairLeaveSrc)
+)
+
+// fairMessage starts an unlock message of a fair lock, addressed to the
+// waiter named after the releaser: "fair\n<releaser>\n<head>".
+const fairMessage = "fair\n"
+
+func (b *redisBackend) fairAcquire(ctx context.Context, k *keys, owner string, lease, place time.Duration, enqueue bool) (fairReply, error) {
+	q := 0
+	if enqueue {
+		q = 1
+	}
+	v, err := b.runAcked(ctx, fairAcquireScript, []string{k.lock, k.token, k.queue, k.timeout},
+		owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), place.Milliseconds(), q,
+		max((place/3).Milliseconds(), 1)).Int64Slice()
+	if err != nil {
+		return fairReply{}, err
+	}
+	switch {
+	case len(v) == 2:
+		return fairReply{status: v[0], value: v[1]}, nil
+	case len(v) == 3:
+		return fairReply{status: v[0], value: v[1], pos: v[2]}, nil
+	}
+	return fairReply{}, fmt.Errorf("fair acquire: %d values in reply, want 2 or 3", len(v))
+}
+
+func (b *redisBackend) fairRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, string, error) {
+	v, err := fairReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout},
+		owner, holds, drop).Slice()
+	if err != nil {
+		return 0, "", err
+	}
+	return statusAndOwner(v, "fair release")
+}
+
+func (b *redisBackend) fairLeave(ctx context.Context, k *keys, owner string) (string, error) {
+	v, err := fairLeaveScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout}, owner).Slice()
+	if err != nil {
+		return "", err
+	}
+	_, head, err := statusAndOwner(v, "fair leave")
+	return head, err
+}
+
+// statusAndOwner reads a script's {integer, owner id} reply.
+func statusAndOwner(v []any, what string) (int64, string, error) {
+	if len(v) != 2 {
+		return 0, "", fmt.Errorf("%s: %d values in reply, want 2", what, len(v))
+	}
+	n, ok1 := v[0].(int64)
+	s, ok2 := v[1].(string)
+	if !ok1 || !ok2 {
+		return 0, "", fmt.Errorf("%s: reply %v, want an integer and a string", what, v)
+	}
+	return n, s, nil
 }

@@ -19,6 +19,10 @@ import (
 type Backend struct {
 	// NewClient returns a new Client on the store. The suite closes it.
 	NewClient func(t *testing.T, opts ...lock.Option) *lock.Client
+	// Kind returns the kind of lock under test; nil is Client.Mutex. The
+	// suite's promises hold for every exclusive kind: Mutex, FairMutex, an
+	// RWMutex's write lock, a Semaphore of one permit.
+	Kind func(c *lock.Client, name string) lock.Locker
 }
 
 // Run runs the suite; newBackend is called once per subtest, for a fresh
@@ -49,6 +53,13 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend(t)) })
 	}
+}
+
+func (b Backend) lock(c *lock.Client, name string) lock.Locker {
+	if b.Kind == nil {
+		return c.Mutex(name)
+	}
+	return b.Kind(c, name)
 }
 
 func (b Backend) client(t *testing.T, opts ...lock.Option) *lock.Client {
@@ -151,7 +162,7 @@ func Contend(ctx context.Context, lockers []lock.Locker, goroutines, rounds int,
 }
 
 func testMutualExclusion(t *testing.T, b Backend) {
-	lockers := []lock.Locker{b.client(t).Mutex("mutex"), b.client(t).Mutex("mutex")}
+	lockers := []lock.Locker{b.lock(b.client(t), "mutex"), b.lock(b.client(t), "mutex")}
 	overlaps, err := Contend(ctxFor(t, 30*time.Second), lockers, 16, 25, 50*time.Microsecond)
 	if err != nil {
 		t.Fatal(err)
@@ -164,38 +175,38 @@ func testMutualExclusion(t *testing.T, b Backend) {
 func testTryLockHeld(t *testing.T, b Backend) {
 	c1, c2 := b.client(t), b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, c1.Mutex("try"))
-	expectLocked(t, c1.Mutex("try")) // another owner on the same Client
-	expectLocked(t, c2.Mutex("try"))
+	lease := mustLock(t, ctx, b.lock(c1, "try"))
+	expectLocked(t, b.lock(c1, "try")) // another owner on the same Client
+	expectLocked(t, b.lock(c2, "try"))
 	mustUnlock(t, lease)
-	expectFree(t, c2.Mutex("try"))
+	expectFree(t, b.lock(c2, "try"))
 }
 
 func testWaitBounded(t *testing.T, b Backend) {
 	c1, c2 := b.client(t), b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, c1.Mutex("wait"))
+	lease := mustLock(t, ctx, b.lock(c1, "wait"))
 	defer mustUnlock(t, lease)
 	start := time.Now()
-	_, err := c2.Mutex("wait").Lock(ctx, lock.WithWait(100*time.Millisecond))
+	_, err := b.lock(c2, "wait").Lock(ctx, lock.WithWait(100*time.Millisecond))
 	if !errors.Is(err, lock.ErrLocked) {
 		t.Fatalf("Lock(WithWait) on a held lock: %v, want ErrLocked", err)
 	}
 	if d := time.Since(start); d < 100*time.Millisecond || d > 2*time.Second {
 		t.Fatalf("Lock(WithWait(100ms)) returned after %v", d)
 	}
-	if _, err := c2.Mutex("wait").Lock(ctx, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
+	if _, err := b.lock(c2, "wait").Lock(ctx, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
 		t.Fatalf("Lock(WithWait(0)) on a held lock: %v, want ErrLocked", err)
 	}
 }
 
 func testCtxEndsWait(t *testing.T, b Backend) {
 	c := b.client(t)
-	lease := mustLock(t, ctxFor(t, 10*time.Second), c.Mutex("ctx"))
+	lease := mustLock(t, ctxFor(t, 10*time.Second), b.lock(c, "ctx"))
 	defer mustUnlock(t, lease)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := c.Mutex("ctx").Lock(ctx)
+	_, err := b.lock(c, "ctx").Lock(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock with an expiring ctx: %v, want DeadlineExceeded", err)
 	}
@@ -204,7 +215,7 @@ func testCtxEndsWait(t *testing.T, b Backend) {
 		waiting(c, "ctx", 5*time.Second)
 		cancel2()
 	}()
-	if _, err := c.Mutex("ctx").Lock(ctx2); !errors.Is(err, context.Canceled) {
+	if _, err := b.lock(c, "ctx").Lock(ctx2); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lock with a cancelled ctx: %v, want Canceled", err)
 	}
 }
@@ -213,16 +224,16 @@ func testCtxDoneBeforeLock(t *testing.T, b Backend) {
 	c := b.client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Mutex("done").Lock(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := b.lock(c, "done").Lock(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lock on a done ctx: %v, want Canceled", err)
 	}
-	expectFree(t, c.Mutex("done"))
+	expectFree(t, b.lock(c, "done"))
 }
 
 func testReentry(t *testing.T, b Backend) {
 	c1, c2 := b.client(t), b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
-	mu := c1.Mutex("reentry")
+	mu := b.lock(c1, "reentry")
 	outer := mustLock(t, ctx, mu)
 	mid := mustLock(t, outer.Context(), mu)
 	inner := mustLock(t, mid.Context(), mu)
@@ -233,21 +244,21 @@ func testReentry(t *testing.T, b Backend) {
 		t.Fatalf("re-entry token %d, want %d", inner.Token(), outer.Token())
 	}
 	// Another owner: same Client with an unrelated ctx, and another Client.
-	expectLocked(t, c1.Mutex("reentry"))
-	expectLocked(t, c2.Mutex("reentry"))
+	expectLocked(t, b.lock(c1, "reentry"))
+	expectLocked(t, b.lock(c2, "reentry"))
 
 	for i := 3; i > 1; i-- {
 		mustUnlock(t, outer)
 		if outer.Err() != nil {
 			t.Fatalf("after an Unlock with %d holds left: Err = %v", i-1, outer.Err())
 		}
-		expectLocked(t, c2.Mutex("reentry"))
+		expectLocked(t, b.lock(c2, "reentry"))
 	}
 	mustUnlock(t, outer)
 	if !errors.Is(outer.Err(), lock.ErrReleased) {
 		t.Fatalf("after the last Unlock: Err = %v, want ErrReleased", outer.Err())
 	}
-	expectFree(t, c2.Mutex("reentry"))
+	expectFree(t, b.lock(c2, "reentry"))
 	if err := outer.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("a fourth Unlock: %v, want ErrNotHeld", err)
 	}
@@ -256,7 +267,7 @@ func testReentry(t *testing.T, b Backend) {
 func testUnlockTwice(t *testing.T, b Backend) {
 	c := b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, c.Mutex("twice"))
+	lease := mustLock(t, ctx, b.lock(c, "twice"))
 	mustUnlock(t, lease)
 	select {
 	case <-lease.Done():
@@ -267,7 +278,7 @@ func testUnlockTwice(t *testing.T, b Backend) {
 		t.Fatalf("lease context cause %v, want ErrReleased", context.Cause(lease.Context()))
 	}
 	// Someone else takes it; the stale lease must not free their lock.
-	other := mustLock(t, ctx, c.Mutex("twice"))
+	other := mustLock(t, ctx, b.lock(c, "twice"))
 	defer mustUnlock(t, other)
 	err := lease.Unlock(ctx)
 	if !errors.Is(err, lock.ErrNotHeld) || !errors.Is(err, lock.ErrReleased) {
@@ -276,7 +287,7 @@ func testUnlockTwice(t *testing.T, b Backend) {
 	if other.Err() != nil {
 		t.Fatalf("the new owner's lease ended: %v", other.Err())
 	}
-	expectLocked(t, c.Mutex("twice"))
+	expectLocked(t, b.lock(c, "twice"))
 }
 
 func testLossByForceUnlock(t *testing.T, b Backend) {
@@ -284,7 +295,7 @@ func testLossByForceUnlock(t *testing.T, b Backend) {
 	c1 := b.client(t, lock.WithLeaseTime(leaseTime))
 	c2 := b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, c1.Mutex("lost"))
+	lease := mustLock(t, ctx, b.lock(c1, "lost"))
 	if ok, err := c2.ForceUnlock(ctx, "lost"); err != nil || !ok {
 		t.Fatalf("ForceUnlock: %v, %v", ok, err)
 	}
@@ -296,7 +307,7 @@ func testLossByForceUnlock(t *testing.T, b Backend) {
 	if !errors.Is(context.Cause(lease.Context()), lock.ErrLockLost) {
 		t.Fatalf("context cause after loss: %v, want ErrLockLost", context.Cause(lease.Context()))
 	}
-	other := mustLock(t, ctx, c2.Mutex("lost"))
+	other := mustLock(t, ctx, b.lock(c2, "lost"))
 	defer mustUnlock(t, other)
 	if err := lease.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("Unlock of a lost lease: %v, want ErrNotHeld", err)
@@ -304,20 +315,20 @@ func testLossByForceUnlock(t *testing.T, b Backend) {
 	if other.Err() != nil {
 		t.Fatalf("the new owner's lease ended: %v", other.Err())
 	}
-	expectLocked(t, c1.Mutex("lost"))
+	expectLocked(t, b.lock(c1, "lost"))
 }
 
 func testWatchdogKeepsLock(t *testing.T, b Backend) {
 	const leaseTime = 200 * time.Millisecond
 	c := b.client(t, lock.WithLeaseTime(leaseTime))
 	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, c.Mutex("watchdog"))
+	lease := mustLock(t, ctx, b.lock(c, "watchdog"))
 	select {
 	case <-lease.Done():
 		t.Fatalf("lease ended while held by the watchdog: %v", lease.Err())
 	case <-time.After(3 * leaseTime):
 	}
-	expectLocked(t, b.client(t).Mutex("watchdog"))
+	expectLocked(t, b.lock(b.client(t), "watchdog"))
 	mustUnlock(t, lease)
 }
 
@@ -326,7 +337,7 @@ func testFixedLeaseEnds(t *testing.T, b Backend) {
 	c := b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
 	start := time.Now()
-	lease := mustLock(t, ctx, c.Mutex("fixed"), lock.WithLease(leaseTime))
+	lease := mustLock(t, ctx, b.lock(c, "fixed"), lock.WithLease(leaseTime))
 	waitDone(t, lease, 2*time.Second)
 	if d := time.Since(start); d > leaseTime {
 		t.Fatalf("fixed lease ended after %v, not before its %v", d, leaseTime)
@@ -335,14 +346,14 @@ func testFixedLeaseEnds(t *testing.T, b Backend) {
 		t.Fatalf("Err after the fixed lease: %v, want ErrLockLost", lease.Err())
 	}
 	// The store lets it go at its TTL, with no unlock message.
-	other := mustLock(t, ctx, b.client(t).Mutex("fixed"), lock.WithWait(2*time.Second))
+	other := mustLock(t, ctx, b.lock(b.client(t), "fixed"), lock.WithWait(2*time.Second))
 	mustUnlock(t, other)
 }
 
 func testCtxEndKeepsLock(t *testing.T, b Backend) {
 	c := b.client(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	lease := mustLock(t, ctx, c.Mutex("ctxend"))
+	lease := mustLock(t, ctx, b.lock(c, "ctxend"))
 	cancel()
 	<-lease.Context().Done()
 	select {
@@ -353,9 +364,9 @@ func testCtxEndKeepsLock(t *testing.T, b Backend) {
 	if lease.Err() != nil {
 		t.Fatalf("Err = %v after the Lock ctx ended, want nil", lease.Err())
 	}
-	expectLocked(t, b.client(t).Mutex("ctxend"))
+	expectLocked(t, b.lock(b.client(t), "ctxend"))
 	mustUnlock(t, lease)
-	expectFree(t, c.Mutex("ctxend"))
+	expectFree(t, b.lock(c, "ctxend"))
 }
 
 func testTokensIncrease(t *testing.T, b Backend) {
@@ -363,7 +374,7 @@ func testTokensIncrease(t *testing.T, b Backend) {
 	ctx := ctxFor(t, 10*time.Second)
 	var last int64
 	for i := range 20 {
-		lease := mustLock(t, ctx, clients[i%2].Mutex("tokens"))
+		lease := mustLock(t, ctx, b.lock(clients[i%2], "tokens"))
 		if lease.Token() <= last {
 			t.Fatalf("token %d after %d: not increasing", lease.Token(), last)
 		}
@@ -376,8 +387,8 @@ func testWakeOnUnlock(t *testing.T, b Backend) {
 	// Default 30s lease: only the unlock message can wake the waiter soon.
 	c1, c2 := b.client(t), b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, c1.Mutex("wake"))
-	got := LockAsync(ctx, c2.Mutex("wake"))
+	lease := mustLock(t, ctx, b.lock(c1, "wake"))
+	got := LockAsync(ctx, b.lock(c2, "wake"))
 	WaitForWaiter(t, c2, "wake")
 	unlocked := time.Now()
 	mustUnlock(t, lease)
@@ -448,9 +459,9 @@ func testCloseReleases(t *testing.T, b Backend) {
 	c1 := b.NewClient(t)
 	c2 := b.client(t)
 	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, c1.Mutex("close"))
-	mustLock(t, lease.Context(), c1.Mutex("close")) // a second hold
-	got := LockAsync(ctx, c2.Mutex("close"))
+	lease := mustLock(t, ctx, b.lock(c1, "close"))
+	mustLock(t, lease.Context(), b.lock(c1, "close")) // a second hold
+	got := LockAsync(ctx, b.lock(c2, "close"))
 	WaitForWaiter(t, c2, "close")
 	closed := time.Now()
 	if err := c1.Close(); err != nil {
@@ -462,7 +473,7 @@ func testCloseReleases(t *testing.T, b Backend) {
 	if err := lease.Err(); !errors.Is(err, lock.ErrReleased) || !errors.Is(err, lock.ErrClosed) {
 		t.Fatalf("lease Err after Close: %v, want ErrReleased and ErrClosed", err)
 	}
-	if _, err := c1.Mutex("close").Lock(ctx); !errors.Is(err, lock.ErrClosed) {
+	if _, err := b.lock(c1, "close").Lock(ctx); !errors.Is(err, lock.ErrClosed) {
 		t.Fatalf("Lock after Close: %v, want ErrClosed", err)
 	}
 	if err := c1.Close(); err != nil {
@@ -477,13 +488,13 @@ func testInvalidArguments(t *testing.T, b Backend) {
 		name string
 		call func() error
 	}{
-		{"empty name", func() error { _, err := c.Mutex("").Lock(ctx); return err }},
-		{"open brace", func() error { _, err := c.Mutex("a{b").Lock(ctx); return err }},
-		{"close brace", func() error { _, err := c.Mutex("a}b").TryLock(ctx); return err }},
-		{"zero lease", func() error { _, err := c.Mutex("x").Lock(ctx, lock.WithLease(0)); return err }},
-		{"negative lease", func() error { _, err := c.Mutex("x").Lock(ctx, lock.WithLease(-time.Second)); return err }},
-		{"sub-ms lease", func() error { _, err := c.Mutex("x").Lock(ctx, lock.WithLease(time.Microsecond)); return err }},
-		{"negative wait", func() error { _, err := c.Mutex("x").Lock(ctx, lock.WithWait(-1)); return err }},
+		{"empty name", func() error { _, err := b.lock(c, "").Lock(ctx); return err }},
+		{"open brace", func() error { _, err := b.lock(c, "a{b").Lock(ctx); return err }},
+		{"close brace", func() error { _, err := b.lock(c, "a}b").TryLock(ctx); return err }},
+		{"zero lease", func() error { _, err := b.lock(c, "x").Lock(ctx, lock.WithLease(0)); return err }},
+		{"negative lease", func() error { _, err := b.lock(c, "x").Lock(ctx, lock.WithLease(-time.Second)); return err }},
+		{"sub-ms lease", func() error { _, err := b.lock(c, "x").Lock(ctx, lock.WithLease(time.Microsecond)); return err }},
+		{"negative wait", func() error { _, err := b.lock(c, "x").Lock(ctx, lock.WithWait(-1)); return err }},
 		{"force unlock empty", func() error { _, err := c.ForceUnlock(ctx, ""); return err }},
 	}
 	for _, tc := range cases {
@@ -498,7 +509,7 @@ func testInvalidArguments(t *testing.T, b Backend) {
 func testThousandShortWaits(t *testing.T, b Backend) {
 	c := b.client(t)
 	ctx := ctxFor(t, 60*time.Second)
-	mu := c.Mutex("thousand")
+	mu := b.lock(c, "thousand")
 	var ok, locked atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 1000)
@@ -533,7 +544,7 @@ func testThousandShortWaits(t *testing.T, b Backend) {
 func testHundredShortLeases(t *testing.T, b Backend) {
 	c := b.client(t)
 	ctx := ctxFor(t, 60*time.Second)
-	mu := c.Mutex("hundred")
+	mu := b.lock(c, "hundred")
 	var ok atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)

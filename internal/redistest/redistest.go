@@ -6,6 +6,11 @@
 // empty on the same address, to exercise faults against the real server.
 // The process is killed in t.Cleanup, and also when the test binary dies.
 //
+// StartSentinel and StartCluster run, from the same binary, a Sentinel
+// deployment (a primary, a replica, three sentinels) and a Redis Cluster
+// (three primaries, three replicas), whose Failover methods kill a primary
+// and wait until its replica has taken over.
+//
 // There is no fake: if redis-server is not installed, Start fails the test
 // with a message that says how to install it.
 package redistest
@@ -35,17 +40,24 @@ const InstallHint = "redis-server not found in PATH: install it (Debian/Ubuntu: 
 // startTimeout bounds how long Start and Restart wait for the server to answer.
 const startTimeout = 10 * time.Second
 
+// failoverTimeout bounds each wait of the failovers of a Sentinel or a
+// Cluster, and of their start, such as the one for a replica to sync.
+const failoverTimeout = 15 * time.Second
+
 // Server is one redis-server process. Its methods are safe for concurrent use.
 type Server struct {
-	t    testing.TB
-	bin  string
-	dir  string
-	args []string
+	t       testing.TB
+	bin     string
+	dir     string
+	conf    string // config file passed before the options, if any
+	cluster bool   // cluster mode: the server also listens on busPort
+	args    []string
 
-	mu   sync.Mutex
-	port int
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has been waited for
+	mu      sync.Mutex
+	port    int
+	busPort int
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when cmd has been waited for
 }
 
 // Binary returns the path of redis-server, or an error that says how to
@@ -82,26 +94,58 @@ func Launch(extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := launch(&Server{bin: bin, args: extra}, "")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: %w", err)
+	}
+	return s, nil
+}
+
+// launch starts s, whose bin, cluster and args are set, in a new temporary
+// directory. A non-empty conf is written to a config file there, which is
+// passed to the server before its options.
+func launch(s *Server, conf string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
-		return nil, fmt.Errorf("redistest: temp dir: %w", err)
+		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	s := &Server{bin: bin, dir: dir, args: extra}
+	s.dir = dir
+	if conf != "" {
+		s.conf = filepath.Join(dir, "redis.conf")
+		if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	// A free port can be taken by someone else between our probe and the
 	// server's bind; try a few ports before giving up.
 	var lastErr error
 	for range 5 {
-		port, err := freePort()
+		port, busPort, err := s.freePorts()
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		if lastErr = s.start(port); lastErr == nil {
+		if lastErr = s.start(port, busPort); lastErr == nil {
 			return s, nil
 		}
 	}
 	_ = os.RemoveAll(dir)
-	return nil, fmt.Errorf("redistest: %w", lastErr)
+	return nil, lastErr
+}
+
+// freePorts returns a free port for the server and, in cluster mode, another
+// for its cluster bus: the default bus port, port+10000, may be taken or out
+// of range.
+func (s *Server) freePorts() (port, busPort int, err error) {
+	if port, err = freePort(); err != nil || !s.cluster {
+		return port, 0, err
+	}
+	for {
+		if busPort, err = freePort(); err != nil || busPort != port {
+			return port, busPort, err
+		}
+	}
 }
 
 // Close kills the server and removes its directory.
@@ -170,13 +214,13 @@ func (s *Server) Kill() {
 func (s *Server) Restart() {
 	s.Kill()
 	s.mu.Lock()
-	port := s.port
+	port, busPort := s.port, s.busPort
 	s.mu.Unlock()
 	// The old process has exited and the server sets SO_REUSEADDR, so the
 	// port is normally free at once; retry briefly in case it is not.
 	deadline := time.Now().Add(startTimeout)
 	for {
-		err := s.start(port)
+		err := s.start(port, busPort)
 		if err == nil {
 			return
 		}
@@ -201,6 +245,76 @@ func (s *Server) Do(args ...any) any {
 	return v
 }
 
+// Info runs INFO for one section (such as "replication") on a short-lived
+// connection and returns its fields, failing the test on error or if the
+// server does not answer within 5 s.
+func (s *Server) Info(section string) map[string]string {
+	c := s.admin()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := info(ctx, c, section)
+	if err != nil {
+		s.fatalf("redistest: %v", err)
+	}
+	return info
+}
+
+// info runs INFO section on c and parses its "field:value" lines.
+func info(ctx context.Context, c *redis.Client, section string) (map[string]string, error) {
+	text, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("INFO %s on %s: %w", section, c.Options().Addr, err)
+	}
+	fields := make(map[string]string)
+	for line := range strings.Lines(text) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && !strings.HasPrefix(k, "#") {
+			fields[k] = v
+		}
+	}
+	return fields, nil
+}
+
+// admin returns a new client for the helpers' own commands, which the caller
+// closes. It does not retry, so that a poll sees each failure as it happens.
+func (s *Server) admin() *redis.Client { return redis.NewClient(s.adminOptions()) }
+
+func (s *Server) adminOptions() *redis.Options {
+	return &redis.Options{
+		Addr:                  s.Addr(),
+		MaxRetries:            -1,
+		DialTimeout:           time.Second,
+		ContextTimeoutEnabled: true,
+		DisableIdentity:       true,
+	}
+}
+
+// running reports whether the server process is up (it may be paused).
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// poll calls check until it returns nil or timeout passes, and then returns
+// check's last error. Each call gets a ctx that ends after a second.
+func poll(timeout time.Duration, check func(ctx context.Context) error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := check(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v: %w", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (s *Server) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,8 +326,12 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
-func (s *Server) start(port int) error {
-	args := []string{
+func (s *Server) start(port, busPort int) error {
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -223,6 +341,9 @@ func (s *Server) start(port int) error {
 		"--protected-mode", "no",
 		"--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
+	)
+	if busPort != 0 {
+		args = append(args, "--cluster-port", strconv.Itoa(busPort))
 	}
 	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
@@ -246,7 +367,7 @@ func (s *Server) start(port int) error {
 		return fmt.Errorf("redis-server on %s: %w\n%s%s", addr, err, out.String(), lastLines(string(log), 10))
 	}
 	s.mu.Lock()
-	s.port, s.cmd, s.done = port, cmd, done
+	s.port, s.busPort, s.cmd, s.done = port, busPort, cmd, done
 	s.mu.Unlock()
 	return nil
 }

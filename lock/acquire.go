@@ -1,0 +1,262 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A kind is what a Lease needs from the kind of lock it holds: the scripts
+// that add a hold, renew, and drop holds.
+type kind interface {
+	// reenter adds a hold to owner's lease, which has holds now; it replies
+	// as acquire.lua does.
+	reenter(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error)
+	// renew extends owner's lease: false when owner no longer holds it.
+	renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error)
+	// release drops holds and replies as release.lua does. When it frees
+	// the lock (or may have), it wakes this Client's own waiters.
+	release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error)
+}
+
+// mutexKind is the reentrant lock's kind (acquire, renew and release.lua).
+type mutexKind struct{ c *Client }
+
+func (m mutexKind) reenter(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
+	return m.c.be.acquire(ctx, k, owner, lease, holds)
+}
+
+func (m mutexKind) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
+	return m.c.be.renew(ctx, k, owner, lease)
+}
+
+func (m mutexKind) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
+	return m.c.release(ctx, k, owner, holds, drop)
+}
+
+// An acquisition is one kind's part in the Lock and TryLock path that the
+// kinds share (Client.acquire): options, re-entry, the first attempt, and
+// the wait in this Client's queue.
+type acquisition struct {
+	k *keys
+	// shared: several owners may hold the lock at once (read locks,
+	// permits). When the head of the queue acquires, the next tries at once
+	// instead of sleeping until an unlock.
+	shared bool
+	// attempt tries once, for a new lease of owner: it returns the lease,
+	// or how long to wait at most before the next try (the holder's TTL),
+	// or an error that ends the call.
+	attempt func(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error)
+}
+
+// acquire is Lock (try false) and TryLock (try true) for every kind that
+// waits in this Client's queues.
+func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []AcquireOption) (*Lease, error) {
+	k := a.k
+	o, err := buildAcquireOptions(k.name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctxErr(ctx, k.name); err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
+	}
+	if l, ok := ctx.Value(leaseKey{c, k.id}).(*Lease); ok {
+		return l.reenter(ctx)
+	}
+	if o.hasWait && o.wait == 0 {
+		try = true
+	}
+
+	start := time.Now()
+	w := c.tel.startWait(ctx, k.name)
+	owner := c.newOwner()
+	lease := c.opt.leaseTime
+	if o.hasLease {
+		lease = o.lease
+	}
+
+	// Try at once unless goroutines of this Client already wait for the
+	// lock; then queue behind them. If the lock's channel was subscribed
+	// before this attempt (it lingers after the last wait), the wait needs
+	// no second attempt at subscribing: an unlock after the attempt either
+	// wakes the queue, or, if it lands before this goroutine joins it, is
+	// counted by the watch, and the goroutine tries again at once.
+	attempt := func() (*Lease, time.Duration, error) { return a.attempt(ctx, owner, lease, o.hasLease) }
+	sleep := time.Duration(0)
+	var lg lingering
+	if try || !c.hasWaiters(k) {
+		if !try {
+			lg = c.watchLingering(k)
+		}
+		l, pttl, err := attempt()
+		if l != nil || err != nil {
+			c.endWatch(k.channel, lg)
+			return c.endAcquire(k, w, start, l, err)
+		}
+		if try {
+			return c.endAcquire(k, w, start, nil, fmt.Errorf("lock %q: %w", k.name, ErrLocked))
+		}
+		sleep = pttl
+	}
+	l, err := c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, attempt)
+	return c.endAcquire(k, w, start, l, err)
+}
+
+func (c *Client) endAcquire(k *keys, w waitSpan, start time.Time, l *Lease, err error) (*Lease, error) {
+	c.tel.endWait(w, k.name, time.Since(start), l, err)
+	if l != nil && c.log.IsDebug() {
+		c.log.Debug("lock acquired", "lock", k.name, "owner", l.owner, "token", l.token, "wait", time.Since(start))
+	}
+	return l, err
+}
+
+// testHookBeforeQueue, if set by a test, runs after a failed first attempt
+// and before the goroutine joins the queue.
+var testHookBeforeQueue func(name string)
+
+// wait queues behind this Client's other waiters for the lock, then, as the
+// head, tries again whenever the lock's channel says it was unlocked, the
+// subscription is (re)established, or the holder's TTL runs out. attempt
+// returns a lease, or the holder's remaining TTL to wait for, or an error
+// that ends the wait.
+func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOptions, lease, sleep time.Duration, lg lingering, start time.Time, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
+	if testHookBeforeQueue != nil {
+		testHookBeforeQueue(k.name)
+	}
+	w, q, err := c.enqueue(k, shared, lg)
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: %w", k.name, err)
+	}
+	acquired := false
+	defer func() { c.dequeue(q, w, acquired, lease) }()
+
+	var deadline <-chan time.Time
+	if o.hasWait {
+		t := time.NewTimer(o.wait - time.Since(start))
+		defer t.Stop()
+		deadline = t.C
+	}
+	// Until its turn the waiter only watches turn; as the head it tries
+	// again at each wake-up. A head that never attempted and inherits the
+	// turn from one that acquired sleeps for the lock's TTL or until an
+	// unlock.
+	var (
+		turn   = w.turn
+		ready  <-chan struct{}
+		wake   <-chan struct{}
+		timerC <-chan time.Time
+		now    bool
+	)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var retry backoff
+	for {
+		if !now {
+			select {
+			case <-turn:
+				turn, wake, now = nil, w.wake, w.attemptNow
+				if ready = c.takeReady(q); ready == lg.ready {
+					ready = nil // confirmed before our first attempt
+				}
+				if sleep == 0 {
+					sleep = w.sleep
+				}
+				if sleep <= 0 {
+					sleep = lease
+				}
+				timer.Reset(sleep)
+				timerC = timer.C
+				continue
+			case <-ready:
+				ready = nil
+				c.sawReady(q)
+			case <-wake:
+			case <-timerC:
+			case <-ctx.Done():
+				return nil, ctxErr(ctx, k.name)
+			case <-deadline:
+				return nil, fmt.Errorf("lock %q: not acquired within %v: %w", k.name, o.wait, ErrLocked)
+			case <-c.done:
+				return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
+			}
+		}
+		now = false
+		l, pttl, err := attempt()
+		if err != nil {
+			if pttl, err = retry.next(c, k, ctx, err); err != nil {
+				return nil, err
+			}
+		} else {
+			retry = 0
+		}
+		if l != nil {
+			acquired = true
+			return l, nil
+		}
+		if pttl <= 0 {
+			pttl = time.Millisecond
+		}
+		timer.Reset(pttl)
+	}
+}
+
+// A transientError is an attempt's failure to reach the store, or to have
+// an acquisition acknowledged: a waiter tries again after a pause, while
+// its ctx and wait last.
+type transientError struct{ error }
+
+func (e transientError) Unwrap() error { return e.error }
+
+func transient(err error) error { return transientError{err} }
+
+// backoff is the pause of a waiter after its attempts failed: 50ms,
+// doubling up to a second.
+type backoff int
+
+// next returns how long to pause after err, or err if it is not transient
+// or ctx has ended. It logs the failure.
+func (b *backoff) next(c *Client, k *keys, ctx context.Context, err error) (time.Duration, error) {
+	var tr transientError
+	if !errors.As(err, &tr) || errors.Is(err, errors.ErrUnsupported) || errors.Is(err, redis.ErrClosed) || ctx.Err() != nil || c.isClosed() {
+		return 0, err
+	}
+	d := min(50*time.Millisecond<<*b, time.Second)
+	if d < time.Second {
+		*b++
+	}
+	c.log.Warn("lock attempt failed; the waiter tries again", "lock", k.name, "retry_in", d, "error", err)
+	return d, nil
+}
+
+// badReply is the error for an acquire-type reply that is not a lease.
+func badReply(k *keys, r acquireReply) error {
+	switch r.status {
+	case acqWrongType:
+		return fmt.Errorf("lock %q: key %q holds another type, not a lock of this kind: %w", k.name, k.lock, ErrBadKey)
+	case acqNoTTL:
+		return fmt.Errorf("lock %q: key %q has no TTL, not one of our locks: %w", k.name, k.lock, ErrBadKey)
+	case acqTokenType:
+		return fmt.Errorf("lock %q: key %q holds another type, not a fencing token: %w", k.name, k.token, ErrBadKey)
+	}
+	return fmt.Errorf("lock %q: unexpected reply %d/%d from acquire", k.name, r.status, r.value)
+}
+
+// ctxErr is nil while ctx is live, else its error wrapped with the lock's
+// name, and with its cause when that says more.
+func ctxErr(ctx context.Context, name string) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
+		return fmt.Errorf("lock %q: %w (%w)", name, err, cause)
+	}
+	return fmt.Errorf("lock %q: %w", name, err)
+}

@@ -1,0 +1,241 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/lock"
+)
+
+// watchExclusion polls contender's TryLock until stop closes or it acquires,
+// and reports whether it ever acquired while holder still held its lease.
+func watchExclusion(ctx context.Context, holder *lock.Lease, contender lock.Locker, stop <-chan struct{}) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			l, err := contender.TryLock(ctx)
+			if err != nil {
+				continue // held, or the failover is under way
+			}
+			heldErr := holder.Err()
+			_ = l.Unlock(ctx)
+			if heldErr == nil {
+				out <- fmt.Errorf("a second owner acquired %q while the holder's lease still held", contender.Name())
+			}
+			return
+		}
+	}()
+	return out
+}
+
+// A failover of the primary while a lock is held: the holder either keeps
+// its lock (its renewals reach the new primary, which has the lock) or
+// learns that it lost it; no one else gets it meanwhile.
+func TestSentinelFailoverWhileHeld(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	ctx := testCtx(t)
+	holderC, err := lock.New(s.Client(), lock.WithLeaseTime(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holderC.Close()
+	other, err := lock.New(s.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	l, err := holderC.Mutex("failover").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	excl := watchExclusion(ctx, l, other.Mutex("failover"), stop)
+	s.Failover()
+	// Three renewal periods on the new primary.
+	time.Sleep(time.Second)
+	close(stop)
+	if err := <-excl; err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Err(); err != nil {
+		if !errors.Is(err, lock.ErrLockLost) || context.Cause(l.Context()) == nil {
+			t.Fatalf("holder ended with %v, want ErrLockLost and its context cancelled", err)
+		}
+		return
+	}
+	if got := s.Primary().Do("HGET", "lockcron:{failover}", l.Owner()); got != "1" {
+		t.Fatalf("the holder's lease holds, but the new primary has holds %v for it", got)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With replica acknowledgement, a lagging replica makes acquisitions fail
+// closed, and a lock taken before a failover is never granted to a second
+// owner while its holder's lease holds: after the failover the new primary
+// has no replica, renewals are not acknowledged, and the holder loses its
+// lease before the lock can expire and be taken.
+func TestSentinelFailoverWithAck(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	ctx := testCtx(t)
+	holderC, err := lock.New(s.Client(), lock.WithLeaseTime(time.Second), lock.WithReplicaAck(1, 200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holderC.Close()
+	other, err := lock.New(s.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	s.Replica().Pause()
+	_, err = holderC.Mutex("acked").Lock(ctx)
+	s.Replica().Resume()
+	if !errors.Is(err, lock.ErrNoAck) {
+		t.Fatalf("Lock with the replica paused: %v, want ErrNoAck", err)
+	}
+
+	l, err := holderC.Mutex("acked").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	excl := watchExclusion(ctx, l, other.Mutex("acked"), stop)
+	s.Failover()
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder kept a lease that no replica acknowledges")
+	}
+	if !errors.Is(l.Err(), lock.ErrLockLost) {
+		t.Fatalf("holder: %v, want ErrLockLost", l.Err())
+	}
+	// The lock expires on the new primary within a lease; the watcher then
+	// takes it, after the holder knew it lost it.
+	deadline := time.After(5 * time.Second)
+	select {
+	case err := <-excl:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-deadline:
+		close(stop)
+		t.Fatal("the lock was not free on the new primary 5s after the holder lost it")
+	}
+}
+
+// Locks on names over all of a Cluster's slots: every kind's scripts keep
+// their keys in one slot (no CROSSSLOT), and the locks spread over the
+// three primaries.
+func TestClusterLocksAllSlots(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := testCtx(t)
+	c, err := lock.New(cl.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	perPrimary := map[string]int{}
+	for i := range 300 {
+		name := fmt.Sprintf("job-%d", i)
+		lockers := []lock.Locker{c.Mutex(name), c.FairMutex(name), c.RWMutex(name), c.RWMutex(name).RLocker(), c.Semaphore(name, 2)}
+		for _, l := range lockers {
+			lease, err := l.Lock(ctx)
+			if err != nil {
+				t.Fatalf("%s %T: %v", name, l, err)
+			}
+			if err := lease.Unlock(ctx); err != nil {
+				t.Fatalf("%s %T: unlock: %v", name, l, err)
+			}
+		}
+		g, err := c.Ledger(name, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		claim, err := g.Claim(ctx, 1, false)
+		if err != nil {
+			t.Fatalf("%s: claim: %v", name, err)
+		}
+		if err := claim.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+			t.Fatalf("%s: finish: %v", name, err)
+		}
+		perPrimary[cl.PrimaryForKey("lockcron:{"+name+"}").Addr()]++
+	}
+	if len(perPrimary) != 3 {
+		t.Fatalf("locks on %d primaries, want all 3: %v", len(perPrimary), perPrimary)
+	}
+}
+
+// A waiter is woken after a Cluster failover: the Pub/Sub connection may
+// have been to the failed node; it reconnects, and the unlock after the
+// failover still reaches the waiter long before the holder's TTL.
+func TestClusterWaiterWokenAfterFailover(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := testCtx(t)
+	holderC, err := lock.New(cl.Client(), lock.WithLeaseTime(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holderC.Close()
+	waiterC, err := lock.New(cl.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiterC.Close()
+
+	for _, kind := range []string{"mutex", "fair"} {
+		name := "wake-" + kind
+		mk := func(c *lock.Client) lock.Locker {
+			if kind == "fair" {
+				return c.FairMutex(name)
+			}
+			return c.Mutex(name)
+		}
+		l, err := mk(holderC).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		got := make(chan time.Time, 1)
+		wg.Go(func() {
+			w, err := mk(waiterC).Lock(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got <- time.Now()
+			_ = w.Unlock(ctx)
+		})
+		waitQueued(t, waiterC, name, 1)
+		cl.Failover(cl.PrimaryForKey("lockcron:{" + name + "}"))
+		// Either the holder still holds (and unlocks now), or the failover
+		// lost the lock and the waiter took it.
+		unlocked := time.Now()
+		if err := l.Unlock(ctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+			t.Fatal(err)
+		}
+		select {
+		case at := <-got:
+			if d := at.Sub(unlocked); d > 3*time.Second {
+				t.Fatalf("%s: waiter woke %v after the unlock; the holder's TTL is 10s", kind, d)
+			}
+		case <-time.After(8 * time.Second):
+			t.Fatalf("%s: waiter not woken 8s after the unlock that followed a failover", kind)
+		}
+		wg.Wait()
+	}
+}

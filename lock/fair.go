@@ -1,0 +1,303 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// leaveTimeout bounds the call that takes a waiter out of a fair lock's
+// queue when its wait ends.
+const leaveTimeout = time.Second
+
+// fairBackend is what the fair lock needs from a backend, besides the
+// reentrant lock's acquire (re-entry) and renew.
+type fairBackend interface {
+	// fairAcquire runs fairacquire.lua.
+	fairAcquire(ctx context.Context, k *keys, owner string, lease, place time.Duration, enqueue bool) (fairReply, error)
+	// fairRelease runs fairrelease.lua: the status as release's, and the
+	// waiter it woke. Like release, it does not wake this Client's waiters.
+	fairRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, string, error)
+	// fairLeave runs fairleave.lua: the waiter it woke, if any.
+	fairLeave(ctx context.Context, k *keys, owner string) (string, error)
+	// subscribeIfReady is subscribe if k's subscription is in place and
+	// confirmed now; else it does nothing and returns nil.
+	subscribeIfReady(k *keys) <-chan struct{}
+}
+
+type fairReply struct {
+	status int64 // 1 acquired, 0 waiting, or acquire.lua's errors
+	value  int64 // token, or the longest sleep in ms
+	pos    int64 // place in the queue: 0 is the head; -1 not queued
+}
+
+// acqQueueType: the queue or the deadlines of a fair lock are of another
+// type (fairacquire.lua).
+const acqQueueType = -6
+
+// A fairWaiter is a goroutine waiting for a fair lock: the unlock that
+// makes it the next owner is addressed to it by owner id.
+type fairWaiter struct {
+	k      *keys
+	wake   chan struct{} // buffer of one
+	queued bool          // it has its place in the lock's queue
+}
+
+// FairMutex returns the reentrant lock with the given name whose waiters
+// acquire it first come, first served, across every Client and process, in
+// the manner of Redisson's RFairLock. A bad name gives a Locker whose every
+// call returns ErrInvalid and sends nothing.
+//
+// It shares its lock with Mutex(name): the two exclude each other, and a
+// lease of one can be re-entered through the other. Order holds only among
+// FairMutex waiters; a Mutex of the same name may take the lock ahead of
+// the queue. Use one kind per name.
+//
+// A waiter keeps its place in the queue (prefix:{name}:queue, with its
+// deadline in prefix:{name}:timeout, in Redis time) by renewing it every
+// WithWaiterTTL/3. A waiter that dies loses its place within WithWaiterTTL,
+// and one whose ctx ends or whose WithWait passes leaves at once, so no
+// dead waiter stalls the ones behind it for long. The last Unlock wakes
+// only the head of the queue (a message addressed to it). TryLock makes
+// one attempt and never queues: it acquires only when the lock is free and
+// no one waits.
+func (c *Client) FairMutex(name string) Locker {
+	if err := validName(name); err != nil {
+		return invalidLocker{name: name, err: err}
+	}
+	return &fairMutex{c: c, k: newKeys(c.opt.prefix, name)}
+}
+
+type fairMutex struct {
+	c *Client
+	k *keys
+}
+
+func (f *fairMutex) Name() string { return f.k.name }
+
+func (f *fairMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return f.acquire(ctx, false, opts)
+}
+
+func (f *fairMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	return f.acquire(ctx, true, opts)
+}
+
+// fairKind: re-entry and renewal as the reentrant lock; the last release
+// wakes the head of the queue.
+type fairKind struct{ c *Client }
+
+func (f fairKind) reenter(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
+	return f.c.be.acquire(ctx, k, owner, lease, holds)
+}
+
+func (f fairKind) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
+	return f.c.be.renew(ctx, k, owner, lease)
+}
+
+func (f fairKind) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
+	n, head, err := f.c.be.fairRelease(ctx, k, owner, holds, drop)
+	if err != nil {
+		f.c.wake(k.channel) // it may have released: our own waiters try
+	} else if head != "" {
+		f.c.wakeFair(head)
+	}
+	return n, err
+}
+
+func (f *fairMutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Lease, error) {
+	c, k := f.c, f.k
+	o, err := buildAcquireOptions(k.name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctxErr(ctx, k.name); err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
+	}
+	if l, ok := ctx.Value(leaseKey{c, k.id}).(*Lease); ok {
+		return l.reenter(ctx)
+	}
+	if o.hasWait && o.wait == 0 {
+		try = true
+	}
+	start := time.Now()
+	w := c.tel.startWait(ctx, k.name)
+	owner := c.newOwner()
+	lease := c.opt.leaseTime
+	if o.hasLease {
+		lease = o.lease
+	}
+	attempt := func(enqueue bool) (*Lease, time.Duration, error) {
+		return f.attempt(ctx, owner, lease, o.hasLease, enqueue)
+	}
+	if try {
+		l, _, err := attempt(false)
+		if l == nil && err == nil {
+			err = fmt.Errorf("lock %q: %w", k.name, ErrLocked)
+		}
+		return c.endAcquire(k, w, start, l, err)
+	}
+	l, err := f.wait(ctx, owner, o, start, attempt)
+	return c.endAcquire(k, w, start, l, err)
+}
+
+// wait takes a place in the queue and waits for its turn: it tries again
+// when an unlock is addressed to it, when its subscription is confirmed or
+// re-established, when the holder's TTL or the place ahead of it may have
+// run out, and at least every WithWaiterTTL/3 to keep its place.
+func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, start time.Time, attempt func(bool) (*Lease, time.Duration, error)) (*Lease, error) {
+	c, k := f.c, f.k
+	fw, err := c.addFair(k, owner)
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: %w", k.name, err)
+	}
+	defer c.removeFair(owner)
+
+	// An unlock addressed to this waiter reaches it only through a
+	// confirmed subscription. If there is one now, the first attempt needs
+	// no second; else subscribe after it, and try again once confirmed.
+	ready := c.be.subscribeIfReady(k)
+	subscribed := ready != nil
+	ready = nil
+	defer func() {
+		if subscribed {
+			c.be.unsubscribe(k)
+		}
+	}()
+	l, sleep, err := attempt(true)
+	if l != nil || err != nil {
+		if err != nil {
+			f.leave(owner)
+		}
+		return l, err
+	}
+	c.setQueued(fw)
+	if !subscribed {
+		ready, subscribed = c.be.subscribe(k), true
+	}
+
+	var deadline <-chan time.Time
+	if o.hasWait {
+		t := time.NewTimer(o.wait - time.Since(start))
+		defer t.Stop()
+		deadline = t.C
+	}
+	timer := time.NewTimer(sleep)
+	defer timer.Stop()
+	var retry backoff
+	for {
+		select {
+		case <-ready:
+			ready = nil
+		case <-fw.wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			f.leave(owner)
+			return nil, ctxErr(ctx, k.name)
+		case <-deadline:
+			f.leave(owner)
+			return nil, fmt.Errorf("lock %q: not acquired within %v: %w", k.name, o.wait, ErrLocked)
+		case <-c.done:
+			f.leave(owner)
+			return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
+		}
+		l, sleep, err := attempt(true)
+		if l != nil {
+			return l, nil
+		}
+		if err != nil {
+			if sleep, err = retry.next(c, k, ctx, err); err != nil {
+				f.leave(owner)
+				return nil, err
+			}
+		} else {
+			retry = 0
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(sleep)
+	}
+}
+
+// leave takes owner's place out of the queue, on a context of its own: the
+// caller's may have ended.
+func (f *fairMutex) leave(owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	head, err := f.c.be.fairLeave(ctx, f.k, owner)
+	switch {
+	case err != nil:
+		f.c.log.Warn("leaving a fair lock's queue failed; the place expires within the waiter TTL",
+			"lock", f.k.name, "owner", owner, "error", err)
+	case head != "":
+		f.c.wakeFair(head)
+	}
+}
+
+// attempt tries once: a lease, or how long to sleep at most before the
+// next try, or an error.
+func (f *fairMutex) attempt(ctx context.Context, owner string, lease time.Duration, fixed, enqueue bool) (*Lease, time.Duration, error) {
+	c, k := f.c, f.k
+	sent := time.Now()
+	r, err := c.be.fairAcquire(ctx, k, owner, lease, c.opt.waiterTTL, enqueue)
+	if err != nil {
+		c.cleanup(fairKind{c}, k, owner, lease)
+		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
+	}
+	switch r.status {
+	case acqAcquired:
+		var fx time.Duration
+		if fixed {
+			fx = lease
+		}
+		l, err := c.newLease(ctx, fairKind{c}, k, owner, r.value, lease, fx, sent)
+		return l, 0, err
+	case acqHeld:
+		return nil, time.Duration(r.value) * time.Millisecond, nil
+	case acqQueueType:
+		return nil, 0, fmt.Errorf("lock %q: key %q or %q holds another type, not a fair lock's queue: %w", k.name, k.queue, k.timeout, ErrBadKey)
+	}
+	return nil, 0, badReply(k, acquireReply{status: r.status, value: r.value})
+}
+
+// addFair registers a fair waiter so that unlocks addressed to owner reach
+// it.
+func (c *Client) addFair(k *keys, owner string) (*fairWaiter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	w := &fairWaiter{k: k, wake: make(chan struct{}, 1)}
+	c.fair[owner] = w
+	return w, nil
+}
+
+func (c *Client) setQueued(w *fairWaiter) {
+	c.mu.Lock()
+	w.queued = true
+	c.mu.Unlock()
+}
+
+func (c *Client) removeFair(owner string) {
+	c.mu.Lock()
+	delete(c.fair, owner)
+	c.mu.Unlock()
+}
+
+// wakeFair wakes the fair waiter with the given owner id, if it is one of
+// this Client's.
+func (c *Client) wakeFair(owner string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w := c.fair[owner]; w != nil {
+		poke(w.wake)
+	}
+}

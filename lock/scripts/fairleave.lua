@@ -1,0 +1,33 @@
+-- fairleave.lua: take a waiter out of a fair lock's queue (its wait ended),
+-- and wake the new head if the lock is free.
+-- KEYS[1] the lock hash
+-- KEYS[2] the lock's Pub/Sub channel
+-- KEYS[3] the queue (list of owner ids)
+-- KEYS[4] the waiters' deadlines (sorted set, Redis time in ms)
+-- ARGV[1] the waiter's owner id
+-- Returns {removed, head}: removed is 1 if the waiter had a place, else 0;
+-- head is the owner id of the waiter woken ('' if none). The message is
+-- "fair\n<ARGV[1]>\n<head>", as fairrelease.lua's.
+if redis.call('TYPE', KEYS[3])['ok'] ~= 'list' or redis.call('TYPE', KEYS[4])['ok'] ~= 'zset' then
+  return {0, ''}
+end
+local removed = redis.call('LREM', KEYS[3], 0, ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+if removed == 0 or redis.call('EXISTS', KEYS[1]) == 1 then
+  return {removed, ''}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+while true do
+  local h = redis.call('LINDEX', KEYS[3], 0)
+  if not h then
+    return {removed, ''}
+  end
+  local d = tonumber(redis.call('ZSCORE', KEYS[4], h))
+  if d and d > now then
+    redis.call('PUBLISH', KEYS[2], 'fair\n' .. ARGV[1] .. '\n' .. h)
+    return {removed, h}
+  end
+  redis.call('LPOP', KEYS[3])
+  redis.call('ZREM', KEYS[4], h)
+end

@@ -1,0 +1,162 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// memSem is a semaphore's permits (semacquire.lua), by owner id.
+type memSem map[string]*memPermit
+
+// memPermit is one permit: its holds, its fencing token and its deadline.
+type memPermit struct {
+	holds   int
+	token   int64
+	expires time.Time // on the monotonic clock
+}
+
+// semAt returns the permits of k with the expired ones dropped; with
+// create, a new set if there is none. s.mu is held.
+func (s *MemoryStore) semAt(k *keys, now time.Time, create bool) memSem {
+	m := s.sems[k.lock]
+	for owner, p := range m {
+		if !now.Before(p.expires) {
+			delete(m, owner)
+		}
+	}
+	if len(m) == 0 {
+		delete(s.sems, k.lock)
+		m = nil
+	}
+	if m == nil && create {
+		m = make(memSem)
+		s.sems[k.lock] = m
+	}
+	return m
+}
+
+// semToken issues a new fencing token for k (semacquire.lua): the larger of
+// the clock in microseconds and the last token plus one. s.mu is held.
+func (s *MemoryStore) semToken(k *keys, now time.Time) int64 {
+	token := now.UnixMicro()
+	if last := s.tokens[k.token]; last >= token {
+		token = last + 1
+	}
+	s.tokens[k.token] = token
+	return token
+}
+
+// semSleepMillis is d in whole milliseconds, rounded up, at least 1.
+func semSleepMillis(d time.Duration) int64 {
+	return max(int64((d+time.Millisecond-1)/time.Millisecond), 1)
+}
+
+func (b *memoryBackend) semAcquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds, permits int) (acquireReply, error) {
+	if err := ctx.Err(); err != nil {
+		return acquireReply{}, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	m := s.semAt(k, now, false)
+	p := m[owner]
+	if holds != 0 {
+		if p == nil {
+			return acquireReply{status: acqGone}, nil
+		}
+		switch p.holds {
+		case holds:
+			p.holds++
+		case holds + 1: // as the script: a repeat of a call that was applied
+		default:
+			return acquireReply{status: acqMismatch, value: int64(p.holds)}, nil
+		}
+		return acquireReply{status: acqAcquired, value: p.token}, nil
+	}
+	if p != nil { // as the script: a repeat of a call that acquired
+		return acquireReply{status: acqAcquired, value: p.token}, nil
+	}
+	if len(m) >= permits {
+		var first time.Time
+		for _, p := range m {
+			if first.IsZero() || p.expires.Before(first) {
+				first = p.expires
+			}
+		}
+		return acquireReply{status: acqHeld, value: semSleepMillis(first.Sub(now))}, nil
+	}
+	token := s.semToken(k, now)
+	s.semAt(k, now, true)[owner] = &memPermit{holds: 1, token: token, expires: now.Add(lease)}
+	return acquireReply{status: acqAcquired, value: token}, nil
+}
+
+func (b *memoryBackend) semRenew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	p := s.semAt(k, now, false)[owner]
+	if p == nil {
+		return false, nil
+	}
+	p.expires = now.Add(lease)
+	return true, nil
+}
+
+func (b *memoryBackend) semRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	m := s.semAt(k, time.Now(), false)
+	p := m[owner]
+	switch {
+	case p == nil:
+		s.mu.Unlock()
+		return relNotHeld, nil
+	case p.holds == holds-drop: // as the script: a repeat of a call that was applied
+		s.mu.Unlock()
+		return relDropped, nil
+	case p.holds != holds:
+		s.mu.Unlock()
+		return relMismatch, nil
+	case p.holds > drop:
+		p.holds -= drop
+		s.mu.Unlock()
+		return relDropped, nil
+	}
+	delete(m, owner)
+	if len(m) == 0 {
+		delete(s.sems, k.lock)
+	}
+	subs := s.subscribers(k, b)
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.wake(k.channel)
+	}
+	return relReleased, nil
+}
+
+func (b *memoryBackend) semForceUnlock(ctx context.Context, k *keys) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	if s.semAt(k, time.Now(), false) == nil {
+		s.mu.Unlock()
+		return 0, nil
+	}
+	delete(s.sems, k.lock)
+	subs := s.subscribers(k, nil)
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.wake(k.channel)
+	}
+	return 1, nil
+}
