@@ -12,6 +12,7 @@ test:
 bench:
 	cd bench && $(GO) run .
 	cd bench && $(GO) run ./schedbench
+	cd bench && $(GO) run ./fairbench
 
 ## lint: gofmt check and go vet, library and bench
 lint:
