@@ -11,7 +11,8 @@
 -- ARGV[5] 1: wait in the queue; 0: one attempt, never queued (TryLock)
 -- ARGV[6] the longest sleep to answer with: the heartbeat period, ms
 -- Returns {1, token} acquired; {0, sleep, position} the caller waits at
--- position (0: the head) and tries again within sleep ms or when woken;
+-- position (0: the head, 1: next, 2: further back) and tries again within
+-- sleep ms or when woken;
 -- {0, pttl, -1} not acquired and not queued (ARGV[5] is 0); {-2, 0} KEYS[1]
 -- is not a hash; {-3, 0} KEYS[1] has no TTL; {-4, 0} KEYS[2] is not a
 -- string; {-6, 0} KEYS[3] or KEYS[4] is of another type.
@@ -24,33 +25,41 @@
 local owner = ARGV[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lt = redis.call('TYPE', KEYS[1])['ok']
-if lt ~= 'none' and lt ~= 'hash' then
-  return {-2, 0}
-end
-local qt = redis.call('TYPE', KEYS[3])['ok']
-local zt = redis.call('TYPE', KEYS[4])['ok']
-if (qt ~= 'none' and qt ~= 'list') or (zt ~= 'none' and zt ~= 'zset') then
+-- The head of the queue, with expired places dropped. Key types are
+-- checked by the first command on each key (pcall), not by TYPE.
+local head = redis.pcall('LINDEX', KEYS[3], 0)
+if type(head) == 'table' then
   return {-6, 0}
 end
--- Drop expired places from the head.
-while true do
-  local head = redis.call('LINDEX', KEYS[3], 0)
-  if not head then
-    break
+local headDeadline
+while head do
+  local d = redis.pcall('ZSCORE', KEYS[4], head)
+  if type(d) == 'table' then
+    return {-6, 0}
   end
-  local d = tonumber(redis.call('ZSCORE', KEYS[4], head))
+  d = tonumber(d)
   if d and d > now then
+    headDeadline = d
     break
   end
   redis.call('LPOP', KEYS[3])
   redis.call('ZREM', KEYS[4], head)
+  head = redis.call('LINDEX', KEYS[3], 0)
 end
 local pttl = redis.call('PTTL', KEYS[1])
-if pttl == -1 then
-  return {-3, 0}
+if pttl ~= -2 then
+  local held = redis.pcall('HEXISTS', KEYS[1], owner)
+  if type(held) == 'table' then
+    return {-2, 0}
+  end
+  if pttl == -1 then
+    return {-3, 0}
+  end
+  if held == 1 then
+    -- A repeat of a call that acquired.
+    return {1, tonumber(redis.call('GET', KEYS[2])) or 0}
+  end
 end
-local head = redis.call('LINDEX', KEYS[3], 0)
 if pttl == -2 and (not head or head == owner) then
   local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local last = redis.pcall('SET', KEYS[2], token, 'PX', ARGV[3], 'GET')
@@ -70,31 +79,37 @@ if pttl == -2 and (not head or head == owner) then
   end
   return {1, token}
 end
-if pttl ~= -2 and redis.call('HEXISTS', KEYS[1], owner) == 1 then
-  -- A repeat of a call that acquired.
-  return {1, tonumber(redis.call('GET', KEYS[2])) or 0}
-end
 if ARGV[5] ~= '1' then
   return {0, math.max(pttl, 0), -1}
 end
 local ttl = tonumber(ARGV[4])
-if not redis.call('ZSCORE', KEYS[4], owner) then
+local mine = redis.pcall('ZSCORE', KEYS[4], owner)
+if type(mine) == 'table' then
+  return {-6, 0}
+end
+if not mine then
+  if not head then
+    head = owner
+  end
   redis.call('RPUSH', KEYS[3], owner)
 end
 redis.call('ZADD', KEYS[4], now + ttl, owner)
-for _, k in ipairs({KEYS[3], KEYS[4]}) do
-  if redis.call('PTTL', k) < ttl then
-    redis.call('PEXPIRE', k, ttl)
-  end
+-- Both keys live as long as the longest place in them.
+if redis.call('PTTL', KEYS[4]) < ttl then
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  redis.call('PEXPIRE', KEYS[4], ttl)
 end
-local pos = redis.call('LPOS', KEYS[3], owner)
 local sleep = tonumber(ARGV[6])
-if pos == 0 and pttl > 0 then
-  sleep = math.min(sleep, pttl)
-elseif pos == 1 then
-  local d = tonumber(redis.call('ZSCORE', KEYS[4], head))
-  if d then
-    sleep = math.min(sleep, d - now + 1)
+if head == owner then
+  if pttl > 0 then
+    sleep = math.min(sleep, pttl)
   end
+  return {0, math.max(sleep, 1), 0}
 end
-return {0, math.max(sleep, 1), pos}
+if redis.call('LINDEX', KEYS[3], 1) == owner then
+  if headDeadline then
+    sleep = math.min(sleep, headDeadline - now + 1)
+  end
+  return {0, math.max(sleep, 1), 1}
+end
+return {0, math.max(sleep, 1), 2}

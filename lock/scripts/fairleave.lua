@@ -8,11 +8,13 @@
 -- Returns {removed, head}: removed is 1 if the waiter had a place, else 0;
 -- head is the owner id of the waiter woken ('' if none). The message is
 -- "fair\n<ARGV[1]>\n<head>", as fairrelease.lua's.
-if redis.call('TYPE', KEYS[3])['ok'] ~= 'list' or redis.call('TYPE', KEYS[4])['ok'] ~= 'zset' then
+local removed = redis.pcall('LREM', KEYS[3], 0, ARGV[1])
+if type(removed) == 'table' then
   return {0, ''}
 end
-local removed = redis.call('LREM', KEYS[3], 0, ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
+if type(redis.pcall('ZREM', KEYS[4], ARGV[1])) == 'table' then
+  return {0, ''}
+end
 if removed == 0 or redis.call('EXISTS', KEYS[1]) == 1 then
   return {removed, ''}
 end

@@ -38,20 +38,20 @@ redis.call('DEL', KEYS[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local head = ''
-if redis.call('TYPE', KEYS[3])['ok'] == 'list' and redis.call('TYPE', KEYS[4])['ok'] == 'zset' then
-  while true do
-    local h = redis.call('LINDEX', KEYS[3], 0)
-    if not h then
-      break
-    end
-    local d = tonumber(redis.call('ZSCORE', KEYS[4], h))
-    if d and d > now then
-      head = h
-      break
-    end
-    redis.call('LPOP', KEYS[3])
-    redis.call('ZREM', KEYS[4], h)
+local h = redis.pcall('LINDEX', KEYS[3], 0)
+while h and type(h) ~= 'table' do
+  local d = redis.pcall('ZSCORE', KEYS[4], h)
+  if type(d) == 'table' then
+    break
   end
+  d = tonumber(d)
+  if d and d > now then
+    head = h
+    break
+  end
+  redis.call('LPOP', KEYS[3])
+  redis.call('ZREM', KEYS[4], h)
+  h = redis.call('LINDEX', KEYS[3], 0)
 end
 redis.call('PUBLISH', KEYS[2], 'fair\n' .. ARGV[1] .. '\n' .. head)
 return {1, head}
