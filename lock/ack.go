@@ -91,7 +91,7 @@ func (b *redisBackend) runAcked(ctx context.Context, script *redis.Script, keys 
 		}
 		return cmd
 	}
-	if want := b.ack.replicas; n < int64(want) {
+	if want := b.ack.replicas; n < int64(want) && tookLock(cmd) {
 		what := "replicas"
 		if b.ack.aof {
 			what = "replicas' append-only files"
@@ -99,6 +99,20 @@ func (b *redisBackend) runAcked(ctx context.Context, script *redis.Script, keys 
 		cmd.SetErr(fmt.Errorf("%d of %d %s acknowledged within %v: %w", n, want, what, b.ack.timeout, ErrNoAck))
 	}
 	return cmd
+}
+
+// tookLock reports whether a script's reply says it took, re-entered or
+// renewed a lock: every acknowledged script answers 1, or {1, ...}, then.
+// A reply that found the lock held or gone needs no acknowledgement.
+func tookLock(cmd *redis.Cmd) bool {
+	switch v := cmd.Val().(type) {
+	case int64:
+		return v == 1
+	case []any:
+		n, ok := v[0].(int64)
+		return len(v) > 0 && ok && n == 1
+	}
+	return false
 }
 
 // pipelineAcked sends the script (EVALSHA, or EVAL) and WAIT or WAITAOF in

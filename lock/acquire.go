@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,20 +44,24 @@ func (m mutexKind) release(ctx context.Context, k *keys, owner string, holds, dr
 // kinds share (Client.acquire): options, re-entry, the first attempt, and
 // the wait in this Client's queue.
 type acquisition struct {
-	k *keys
+	k    *keys
+	kind kind // releases what a failed call may have taken
 	// shared: several owners may hold the lock at once (read locks,
 	// permits). When the head of the queue acquires, the next tries at once
 	// instead of sleeping until an unlock.
 	shared bool
 	// attempt tries once, for a new lease of owner: it returns the lease,
 	// or how long to wait at most before the next try (the holder's TTL),
-	// or an error that ends the call.
+	// or an error. Every attempt of one call uses the same owner id, so an
+	// attempt whose reply was lost and that took the lock is found by the
+	// next one (the scripts answer such a repeat with the lease, and start
+	// its time again); attempt does no clean-up itself.
 	attempt func(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error)
 }
 
 // acquire is Lock (try false) and TryLock (try true) for every kind that
 // waits in this Client's queues.
-func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []AcquireOption) (*Lease, error) {
+func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []AcquireOption) (l *Lease, err error) {
 	k := a.k
 	o, err := buildAcquireOptions(k.name, opts)
 	if err != nil {
@@ -87,7 +94,21 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 	// no second attempt at subscribing: an unlock after the attempt either
 	// wakes the queue, or, if it lands before this goroutine joins it, is
 	// counted by the watch, and the goroutine tries again at once.
-	attempt := func() (*Lease, time.Duration, error) { return a.attempt(ctx, owner, lease, o.hasLease) }
+	errored := false // an attempt failed: its script may have run
+	attempt := func() (*Lease, time.Duration, error) {
+		l, d, err := a.attempt(ctx, owner, lease, o.hasLease)
+		if lostReply(err) {
+			errored = true
+		}
+		return l, d, err
+	}
+	defer func() {
+		if l == nil && errored {
+			// The call failed, and a lost reply may have left the lock
+			// taken under owner: no attempt of this call comes after this.
+			c.cleanup(a.kind, k, owner, lease)
+		}
+	}()
 	sleep := time.Duration(0)
 	var lg lingering
 	if try || !c.hasWaiters(k) {
@@ -104,7 +125,7 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 		}
 		sleep = pttl
 	}
-	l, err := c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, attempt)
+	l, err = c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, attempt)
 	return c.endAcquire(k, w, start, l, err)
 }
 
@@ -214,7 +235,34 @@ type transientError struct{ error }
 
 func (e transientError) Unwrap() error { return e.error }
 
-func transient(err error) error { return transientError{err} }
+// transient marks err as transient if it is one: a network failure, a
+// server that is loading, read-only (a failover under way), down or busy,
+// or ErrNoAck. Any other error (a script error, a permission) ends a wait.
+func transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, ErrNoAck), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
+		return transientError{err}
+	}
+	for _, p := range []string{"LOADING", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "BUSY", "NOREPLICAS"} {
+		if redis.HasErrorPrefix(err, p) {
+			return transientError{err}
+		}
+	}
+	return err
+}
+
+// lostReply reports whether err is an attempt's transient failure: its
+// script may have run although the reply did not arrive.
+func lostReply(err error) bool {
+	var tr transientError
+	return errors.As(err, &tr)
+}
 
 // backoff is the pause of a waiter after its attempts failed: 50ms,
 // doubling up to a second.

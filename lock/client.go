@@ -38,6 +38,10 @@ type backend interface {
 	// finish runs finish.lua. Like release, it does not wake this
 	// Client's own waiters.
 	finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record) (int64, error)
+	// ledgerPause sets or clears a ledger's paused field.
+	ledgerPause(ctx context.Context, key string, paused bool) error
+	// ledgerTrigger adds one to a ledger's triggers field and returns it.
+	ledgerTrigger(ctx context.Context, key string) (int64, error)
 	// ledger reads a ledger's fields (empty if there is none; an error
 	// wrapping ErrBadKey if the key is not a hash) and whether k is held.
 	ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error)
@@ -56,6 +60,8 @@ type backend interface {
 	fairBackend
 	rwBackend
 	semBackend
+	inspectBackend
+	eventBackend
 }
 
 type acquireReply struct {
@@ -194,27 +200,29 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, fmt.Errorf("lock %q: %w", name, ErrClosed)
 	}
 	found := false
+	var errs []error
 	for _, f := range []struct {
+		what  string
 		k     *keys
 		force func(context.Context, *keys) (int64, error)
 	}{
-		{newKeys(c.opt.prefix, name), c.be.forceUnlock},
-		{rwKeys(c.opt.prefix, name), c.be.rwForceUnlock},
-		{semKeys(c.opt.prefix, name), c.be.semForceUnlock},
+		{"lock", newKeys(c.opt.prefix, name), c.be.forceUnlock},
+		{"read-write lock", rwKeys(c.opt.prefix, name), c.be.rwForceUnlock},
+		{"semaphore", semKeys(c.opt.prefix, name), c.be.semForceUnlock},
 	} {
 		n, err := f.force(ctx, f.k)
 		switch {
 		case err != nil:
-			return found, fmt.Errorf("lock %q: force unlock: %w", name, err)
+			errs = append(errs, fmt.Errorf("lock %q: force unlock: %w", name, err))
 		case n == acqWrongType:
-			return found, fmt.Errorf("lock %q: key %q holds another type: %w", name, f.k.lock, ErrBadKey)
+			errs = append(errs, fmt.Errorf("lock %q: force unlock of its %s: key %q, or one beside it, holds another type (left as it is): %w", name, f.what, f.k.lock, ErrBadKey))
 		}
 		found = found || n == 1
 	}
 	if found {
 		c.log.Info("lock force-unlocked", "lock", name)
 	}
-	return found, nil
+	return found, errors.Join(errs...)
 }
 
 // Close releases every lease the Client still holds (each lease's context
@@ -285,14 +293,24 @@ func (c *Client) untrack(l *Lease) {
 	c.mu.Unlock()
 }
 
-// cleanup releases, in the background, a lease that an attempt may have
-// taken although the caller saw an error (a lost reply, a ctx that ended
-// mid-call). The owner id is unique to that attempt, so this touches no
-// one else's lock. It gives up after within, or at Close; the lock, if it
-// was taken, then expires within its lease.
+// cleanup releases, in the background, a lease that a failed Lock call may
+// have taken although it saw an error (a lost reply, a ctx that ended
+// mid-call). The owner id is unique to that call, and no attempt of it
+// comes after the clean-up, so this touches no one else's lock. It gives up
+// after within, or at Close; the lock, if it was taken, then expires within
+// its lease. After Close it releases at once, on the caller's goroutine.
 func (c *Client) cleanup(kd kind, k *keys, owner string, within time.Duration) {
 	within = min(within, cleanupTimeout)
-	c.wg.Add(1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), min(within, time.Second))
+		defer cancel()
+		_, _ = kd.release(ctx, k, owner, 1, 1)
+		return
+	}
+	c.wg.Add(1) // under c.mu: Close's Wait starts after closed is set
+	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.bg, within)

@@ -115,7 +115,9 @@
 // (TIME), never a client's. A waiter's deadline is WithWaiterTTL (3s) ahead
 // and it renews it every third of that; places whose deadline passed are
 // dropped from the head of the queue by whichever script comes next, so a
-// waiter that died delays the others by at most WithWaiterTTL. A waiter
+// waiter that died delays the next by at most WithWaiterTTL (and one
+// further back, which renews its place every third of it, by at most four
+// thirds of it). A waiter
 // whose ctx ends, whose WithWait passes or whose Client closes leaves the
 // queue at once. The last Unlock publishes a message addressed to the head
 // of the queue ("fair\n<releaser>\n<head>"): only that waiter tries again,
@@ -123,7 +125,9 @@
 // number of waiters. The second in line also wakes when the head's place
 // would expire, and the head when the holder's TTL runs out. The lock hash
 // itself is the Mutex's: the two kinds exclude each other, but only
-// FairMutex waiters keep the order.
+// FairMutex waiters keep the order, and a FairMutex's unlock wakes only its
+// queue's head: a Mutex waiter of the same name waits for the holder's TTL
+// or its next wake-up. Use one kind per name.
 //
 // # Semaphores
 //

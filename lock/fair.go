@@ -133,14 +133,28 @@ func (f *fairMutex) acquire(ctx context.Context, try bool, opts []AcquireOption)
 	attempt := func(enqueue bool) (*Lease, time.Duration, error) {
 		return f.attempt(ctx, owner, lease, o.hasLease, enqueue)
 	}
+	errored := false // an attempt failed: its script may have run
+	tryOnce := func(enqueue bool) (*Lease, time.Duration, error) {
+		l, d, err := attempt(enqueue)
+		if lostReply(err) {
+			errored = true
+		}
+		return l, d, err
+	}
+	var l *Lease
 	if try {
-		l, _, err := attempt(false)
+		l, _, err = tryOnce(false)
 		if l == nil && err == nil {
 			err = fmt.Errorf("lock %q: %w", k.name, ErrLocked)
 		}
-		return c.endAcquire(k, w, start, l, err)
+	} else {
+		l, err = f.wait(ctx, owner, o, start, tryOnce)
 	}
-	l, err := f.wait(ctx, owner, o, start, attempt)
+	if l == nil && errored {
+		// A lost reply may have left the lock taken under owner, and no
+		// attempt of this call comes after this.
+		c.cleanup(fairKind{c}, k, owner, lease)
+	}
 	return c.endAcquire(k, w, start, l, err)
 }
 
@@ -248,7 +262,6 @@ func (f *fairMutex) attempt(ctx context.Context, owner string, lease time.Durati
 	sent := time.Now()
 	r, err := c.be.fairAcquire(ctx, k, owner, lease, c.opt.waiterTTL, enqueue)
 	if err != nil {
-		c.cleanup(fairKind{c}, k, owner, lease)
 		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}
 	switch r.status {

@@ -13,6 +13,10 @@ import (
 // way; there is nothing to run.
 var ErrDone = errors.New("lock: tick already done")
 
+// ErrPaused: Ledger.Claim found the ledger paused (Ledger.Pause); nothing
+// was taken.
+var ErrPaused = errors.New("lock: ledger paused")
+
 // LedgerTTL is how long a ledger outlives its last claim or finish: long
 // enough to judge a monthly schedule's missed tick after a downtime.
 const LedgerTTL = 35 * 24 * time.Hour
@@ -109,6 +113,15 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 		}
 		return l, pttl, err
 	}
+	errored := false // an attempt failed: its script may have run
+	inner := attempt
+	attempt = func() (*Lease, time.Duration, error) {
+		l, d, err := inner()
+		if lostReply(err) {
+			errored = true
+		}
+		return l, d, err
+	}
 	lg := c.watchLingering(m.k)
 	l, pttl, err := attempt()
 	if l == nil && err == nil && !(o.hasWait && o.wait == 0) {
@@ -121,6 +134,11 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 	}
 	c.endAcquire(m.k, w, start, l, err)
 	if err != nil {
+		if errored {
+			// A lost reply may have left the lock claimed under owner, and
+			// no attempt of this call comes after this.
+			c.cleanup(mutexKind{c}, m.k, owner, c.opt.leaseTime)
+		}
 		return nil, err
 	}
 	return cl, nil
@@ -134,8 +152,6 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bo
 	sent := time.Now()
 	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick)
 	if err != nil {
-		// The script may have run although the reply was lost.
-		c.cleanup(mutexKind{c}, m.k, owner, c.opt.leaseTime)
 		return nil, 0, nil, transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
 	}
 	switch r.status {
@@ -147,6 +163,8 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bo
 		return l, 0, &Claim{Lease: l, Tick: tick, Try: int(r.try), Unfinished: r.extra, g: g}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
+	case claimPaused:
+		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w", m.k.name, g.id, tick, ErrPaused)
 	case claimHeld:
 		if r.extra == tick || queue {
 			return nil, time.Duration(r.value) * time.Millisecond, nil, nil
@@ -228,6 +246,8 @@ type LedgerState struct {
 	Outcome  string // the outcome recorded by the last Finish
 	Finished string // the owner id of the last Finish
 	Held     bool   // the lock is held now (by a claim or a plain Lock)
+	Paused   bool   // Pause(true) was called and not undone: claims return ErrPaused
+	Triggers int64  // how many times Trigger was called
 }
 
 // State reads the ledger, and whether the lock is held, in one round trip.
@@ -250,12 +270,48 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	st = LedgerState{
 		Done: num("done"), Seen: num("seen"), Running: num("running"),
 		Owner: f["owner"], Tries: int(num("tries")), Outcome: f["outcome"], Finished: f["finished"],
-		Held: held,
+		Held: held, Paused: f["paused"] == "1", Triggers: num("triggers"),
 	}
 	if st.Running <= st.Done {
 		st.Running = 0
 	}
 	return st, nil
+}
+
+// Pause pauses the ledger (paused true) or resumes it: while it is paused,
+// every Claim returns ErrPaused without taking the lock, on every Client
+// of the store; the ticks claimed meanwhile count as seen. It does not
+// touch a claim under way. It returns ErrBadKey if the key is not a hash.
+func (g *Ledger) Pause(ctx context.Context, paused bool) error {
+	if g.c.isClosed() {
+		return fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	if err := g.c.be.ledgerPause(ctx, g.key, paused); err != nil {
+		return g.ledgerErr(err)
+	}
+	return nil
+}
+
+// Trigger counts one more manual request for the task and returns the
+// count, which grows by one each time: a number to claim in a ledger of
+// manual runs (the scheduler's trigger). It returns ErrBadKey if the key
+// is not a hash.
+func (g *Ledger) Trigger(ctx context.Context) (int64, error) {
+	if g.c.isClosed() {
+		return 0, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	n, err := g.c.be.ledgerTrigger(ctx, g.key)
+	if err != nil {
+		return 0, g.ledgerErr(err)
+	}
+	return n, nil
+}
+
+func (g *Ledger) ledgerErr(err error) error {
+	if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)
+	}
+	return fmt.Errorf("lock %q: ledger %q: %w", g.m.k.name, g.id, err)
 }
 
 type claimReply struct {
@@ -271,6 +327,7 @@ const finishRetry = 50 * time.Millisecond
 const (
 	claimAcquired   = 1
 	claimDone       = 2
+	claimPaused     = 3
 	claimHeld       = 0
 	claimLedgerType = -6
 

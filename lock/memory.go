@@ -18,15 +18,18 @@ type MemoryStore struct {
 	locks  map[string]*memLock // by lock key
 	tokens map[string]int64    // high-water marks by token key
 	subs   map[string]map[*memoryBackend]int
-	ledger map[string]*memLedger // by ledger key
-	queues map[string]*memQueue  // fair locks' queues, by queue key
-	sems   map[string]memSem     // semaphores' permits, by permits key
-	rw     map[string]*memRW     // read-write locks, by lock key
+	ledger map[string]*memLedger            // by ledger key
+	queues map[string]*memQueue             // fair locks' queues, by queue key
+	events map[string]map[*handler]struct{} // Subscribe, by channel
+	sems   map[string]memSem                // semaphores' permits, by permits key
+	rw     map[string]*memRW                // read-write locks, by lock key
 }
 
 // memLedger is a ledger's hash (claim.lua).
 type memLedger struct {
 	done, seen, running, tries int64
+	triggers                   int64
+	paused                     bool
 	owner, outcome, finished   string
 	expires                    time.Time
 }
@@ -46,6 +49,7 @@ func NewMemoryStore() *MemoryStore {
 		subs:   make(map[string]map[*memoryBackend]int),
 		ledger: make(map[string]*memLedger),
 		queues: make(map[string]*memQueue),
+		events: make(map[string]map[*handler]struct{}),
 		sems:   make(map[string]memSem),
 		rw:     make(map[string]*memRW),
 	}
@@ -247,6 +251,8 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	}
 	g.seen = max(g.seen, tick)
 	switch {
+	case g.paused:
+		return claimReply{status: claimPaused}, nil
 	case g.done >= tick:
 		return claimReply{status: claimDone, value: g.done}, nil
 	case running > tick:
@@ -321,7 +327,29 @@ func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[st
 	return map[string]string{
 		"done": n(g.done), "seen": n(g.seen), "running": n(g.running), "tries": n(g.tries),
 		"owner": g.owner, "outcome": g.outcome, "finished": g.finished,
+		"paused": map[bool]string{true: "1", false: ""}[g.paused], "triggers": n(g.triggers),
 	}, held, nil
+}
+
+func (b *memoryBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	b.s.ledgerAt(key, time.Now(), true).paused = paused
+	return nil
+}
+
+func (b *memoryBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	g := b.s.ledgerAt(key, time.Now(), true)
+	g.triggers++
+	return g.triggers, nil
 }
 
 // subscribe is in place at once: a release after it will wake us.

@@ -20,14 +20,24 @@ const groupTimeout = 5 * time.Second
 // A group is what makes a Lease composite: the leases of its parts, of
 // which at least quorum must hold for the group to hold.
 type group struct {
-	parts  []*Lease
-	quorum int
-	timer  *time.Timer // RedLock with WithLease: the end of its validity
+	parts     []*Lease
+	quorum    int
+	timer     *time.Timer // RedLock with WithLease: the end of its validity; set before the group is published
+	releasing bool        // the last Unlock is releasing the parts: their ends are not losses; under the lease's mu
 }
 
 // groupKey finds a composite lease in its context, for re-entry: the same
-// parts, in any order.
+// parts of the same Clients, in any order.
 type groupKey struct{ id string }
+
+// identity names a part for re-entry: the lock of one Client.
+func identity(l Locker) string {
+	if pk, ok := l.(partKeyed); ok {
+		c, k := pk.lockKeys()
+		return fmt.Sprintf("%p\x00%s", c, k.id)
+	}
+	return fmt.Sprintf("%T\x00%s", l, l.Name())
+}
 
 // partKeyed is a Locker of this package that can say which lock it is.
 type partKeyed interface{ lockKeys() (*Client, *keys) }
@@ -77,11 +87,22 @@ func newComposite(what string, redlock bool, lockers []Locker) *composite {
 	m := &composite{redlock: redlock, parts: lockers}
 	names := make([]string, 0, len(lockers))
 	keys := make([]string, 0, len(lockers))
+	ids := make([]string, 0, len(lockers))
 	for i, l := range lockers {
-		if l == nil {
+		switch l.(type) {
+		case nil:
 			m.err = fmt.Errorf("lock: %s: locker %d is nil: %w", what, i, ErrInvalid)
 			return m
+		case *composite:
+			m.err = fmt.Errorf("lock: %s: locker %d (%q) is itself a Multi or RedLock; list its parts instead: %w", what, i, l.Name(), ErrInvalid)
+			return m
 		}
+		id := identity(l)
+		if slices.Contains(ids, id) {
+			m.err = fmt.Errorf("lock: %s: locker %d (%q) is given twice; it would wait for itself: %w", what, i, l.Name(), ErrInvalid)
+			return m
+		}
+		ids = append(ids, id)
 		if !slices.Contains(names, l.Name()) {
 			names = append(names, l.Name())
 		}
@@ -101,13 +122,12 @@ func newComposite(what string, redlock bool, lockers []Locker) *composite {
 		m.order[i] = i
 	}
 	slices.SortStableFunc(m.order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
+	slices.Sort(ids)
 	kind := "multi"
 	if redlock {
 		kind = "redlock"
 	}
-	m.id = kind + "\x00" + strings.Join(sorted, "\x01")
+	m.id = kind + "\x00" + strings.Join(ids, "\x01")
 	return m
 }
 
@@ -343,17 +363,19 @@ func (m *composite) newGroupLease(ctx context.Context, leases []*Lease, quorum i
 		gctx = context.WithValue(gctx, leaseKey{p.c, p.k.id}, p) // Lock of one part re-enters it
 	}
 	g.ctx, g.cancel = context.WithCancelCause(gctx)
+	if !deadline.IsZero() {
+		g.mu.Lock() // the timer may fire at once
+		g.group.timer = time.AfterFunc(time.Until(deadline), func() {
+			g.endGroup(fmt.Errorf("%w: the RedLock's validity is over", ErrLockLost))
+		})
+		g.mu.Unlock()
+	}
 	for _, p := range parts {
 		p.mu.Lock()
 		if p.err == nil {
 			p.groups = append(p.groups, g)
 		}
 		p.mu.Unlock()
-	}
-	if !deadline.IsZero() {
-		g.group.timer = time.AfterFunc(time.Until(deadline), func() {
-			g.endGroup(fmt.Errorf("%w: the RedLock's validity is over", ErrLockLost))
-		})
 	}
 	if err := g.groupErr(); err != nil { // a part may have ended already
 		releaseParts(ctx, leases)
@@ -376,21 +398,30 @@ func (l *Lease) Parts() []*Lease {
 // partEnded ends the composite lease g if fewer than its quorum of parts
 // still hold.
 func (g *Lease) partEnded(*Lease) {
+	g.mu.Lock()
+	releasing := g.group.releasing
+	g.mu.Unlock()
+	if releasing {
+		return // the group's own Unlock ends it
+	}
 	held := 0
-	var lost error
+	var cause error
 	for _, x := range g.group.parts {
 		if err := x.Err(); err == nil {
 			held++
-		} else if lost == nil {
-			lost = fmt.Errorf("part %q: %w", x.k.name, err)
+		} else if cause == nil || errors.Is(err, ErrLockLost) && !errors.Is(cause, ErrLockLost) {
+			cause = fmt.Errorf("part %q: %w", x.k.name, err)
 		}
 	}
-	if held < g.group.quorum {
-		if !errors.Is(lost, ErrLockLost) {
-			lost = fmt.Errorf("%w: %w", ErrLockLost, lost)
-		}
-		g.endGroup(lost)
+	if held >= g.group.quorum {
+		return
 	}
+	// A part released by Client.Close ends the group as released; any
+	// other end of a part is a loss.
+	if !errors.Is(cause, ErrLockLost) && !errors.Is(cause, ErrReleased) {
+		cause = fmt.Errorf("%w: %w", ErrLockLost, cause)
+	}
+	g.endGroup(cause)
 }
 
 // endGroup moves a composite lease out of the held state once.
@@ -458,6 +489,11 @@ func (g *Lease) groupUnlock(ctx context.Context) error {
 		drop = g.holds
 	}
 	g.holds -= drop
+	if g.holds == 0 && lost == nil {
+		g.mu.Lock()
+		g.group.releasing = true
+		g.mu.Unlock()
+	}
 	var errs []error
 	for _, p := range g.group.parts {
 		for range drop {

@@ -288,3 +288,35 @@ func TestRedLockValidity(t *testing.T) {
 		t.Fatalf("Err %v, want ErrLockLost", l.Err())
 	}
 }
+
+// A Multi lease is re-entered only through the same locks of the same
+// Clients; its clean Unlock ends it as released, not lost.
+func TestMultiReentryAndRelease(t *testing.T) {
+	store := lock.NewMemoryStore()
+	c1, _ := store.NewClient()
+	c2, _ := store.NewClient()
+	defer c1.Close()
+	defer c2.Close()
+	ctx := testCtx(t)
+	l, err := lock.Multi(c1.Mutex("a"), c1.Mutex("b")).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Multi(c2.Mutex("a"), c2.Mutex("b")).TryLock(l.Context()); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("another Client's Multi under the lease's context: %v, want ErrLocked", err)
+	}
+	again, err := lock.Multi(c1.Mutex("b"), c1.Mutex("a")).Lock(l.Context())
+	if err != nil || again != l {
+		t.Fatalf("re-entry of the same locks in another order: %v, same lease %v", err, again == l)
+	}
+	_ = l.Unlock(ctx)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(l.Err(), lock.ErrReleased) || errors.Is(l.Err(), lock.ErrLockLost) {
+		t.Fatalf("Err after a clean Unlock: %v, want ErrReleased and not ErrLockLost", l.Err())
+	}
+	if cause := context.Cause(l.Context()); errors.Is(cause, lock.ErrLockLost) {
+		t.Fatalf("cause after a clean Unlock: %v", cause)
+	}
+}

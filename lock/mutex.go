@@ -33,11 +33,11 @@ func newMutex(c *Client, name string) *mutex {
 func (m *mutex) Name() string { return m.k.name }
 
 func (m *mutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.c.acquire(ctx, acquisition{k: m.k, attempt: m.attempt}, false, opts)
+	return m.c.acquire(ctx, acquisition{k: m.k, kind: mutexKind{m.c}, attempt: m.attempt}, false, opts)
 }
 
 func (m *mutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.c.acquire(ctx, acquisition{k: m.k, attempt: m.attempt}, true, opts)
+	return m.c.acquire(ctx, acquisition{k: m.k, kind: mutexKind{m.c}, attempt: m.attempt}, true, opts)
 }
 
 func (c *Client) hasWaiters(k *keys) bool {
@@ -53,8 +53,6 @@ func (m *mutex) attempt(ctx context.Context, owner string, lease time.Duration, 
 	sent := time.Now()
 	r, err := m.c.be.acquire(ctx, m.k, owner, lease, 0)
 	if err != nil {
-		// The script may have run although the reply was lost.
-		m.c.cleanup(mutexKind{m.c}, m.k, owner, lease)
 		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", m.k.name, err))
 	}
 	switch r.status {

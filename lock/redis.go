@@ -56,14 +56,15 @@ type redisBackend struct {
 	self     string             // the prefix of this Client's owner ids: its own unlocks
 	log      hclog.Logger
 
-	mu     sync.Mutex
-	closed bool
-	ps     *redis.PubSub // one per Client, opened by the first waiter
-	subs   map[string]*subscription
-	ops    []subOp        // SUBSCRIBE and UNSUBSCRIBE to send, in order
-	kick   chan struct{}  // ops were added
-	stop   chan struct{}  // closed by close
-	wg     sync.WaitGroup // the dispatcher and the sender
+	mu       sync.Mutex
+	closed   bool
+	ps       *redis.PubSub // one per Client, opened by the first waiter
+	subs     map[string]*subscription
+	handlers map[string]map[*handler]struct{} // Subscribe, by channel
+	ops      []subOp                          // SUBSCRIBE and UNSUBSCRIBE to send, in order
+	kick     chan struct{}                    // ops were added
+	stop     chan struct{}                    // closed by close
+	wg       sync.WaitGroup                   // the dispatcher and the sender
 }
 
 // subOp is a SUBSCRIBE (sub) or UNSUBSCRIBE of one channel. They are sent
@@ -77,7 +78,7 @@ type subOp struct {
 // subscription is one channel of the shared Pub/Sub connection.
 type subscription struct {
 	channel string
-	refs    int           // waiting queues (one per Client, so 0 or 1) that need it
+	refs    int           // this Client's queues and fair waiters that need it
 	active  bool          // SUBSCRIBE sent, and no UNSUBSCRIBE since
 	pending int           // SUBSCRIBE commands sent and not yet confirmed
 	ready   chan struct{} // closed at the confirmation of the current SUBSCRIBE
@@ -91,9 +92,10 @@ func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), sel
 	}
 	return &redisBackend{
 		rdb: rdb, wake: wake, wakeFair: wakeFair, self: self, log: log,
-		subs: make(map[string]*subscription),
-		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
+		subs:     make(map[string]*subscription),
+		handlers: make(map[string]map[*handler]struct{}),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
 	}
 }
 
@@ -163,6 +165,32 @@ func (b *redisBackend) finish(ctx context.Context, k *keys, ledger, owner string
 		owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), owner, rec.Seen).Int64()
 }
 
+func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
+	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if paused {
+			p.HSet(ctx, key, "paused", 1)
+		} else {
+			p.HDel(ctx, key, "paused")
+		}
+		p.PExpire(ctx, key, LedgerTTL)
+		return nil
+	})
+	return err
+}
+
+func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
+	var n *redis.IntCmd
+	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.HIncrBy(ctx, key, "triggers", 1)
+		p.PExpire(ctx, key, LedgerTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n.Val(), nil
+}
+
 func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
 	var fields *redis.MapStringStringCmd
 	var exists *redis.IntCmd
@@ -194,16 +222,23 @@ func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
 	}
 	s.active = true
 	s.ready, s.isReady = make(chan struct{}), false
-	if b.ps == nil {
-		b.ps = b.rdb.Subscribe(context.Background()) // connects lazily
-		ch := b.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-		b.wg.Add(2)
-		go b.dispatch(ch)
-		go b.send(b.ps)
-	}
+	b.startPubSub()
 	s.pending++
 	b.enqueueOp(subOp{sub: true, channel: k.channel})
 	return s.ready
+}
+
+// startPubSub opens the shared Pub/Sub connection and starts its
+// dispatcher and sender, once. b.mu is held.
+func (b *redisBackend) startPubSub() {
+	if b.ps != nil {
+		return
+	}
+	b.ps = b.rdb.Subscribe(context.Background()) // connects lazily
+	ch := b.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+	b.wg.Add(2)
+	go b.dispatch(ch)
+	go b.send(b.ps)
 }
 
 // enqueueOp queues a command for send. b.mu is held.
@@ -312,6 +347,15 @@ func (b *redisBackend) dispatch(ch <-chan any) {
 		var wake string
 		switch m := m.(type) {
 		case *redis.Message:
+			b.mu.Lock()
+			fns := b.handlersOf(m.Channel)
+			b.mu.Unlock()
+			if fns != nil {
+				for _, fn := range fns {
+					fn(m.Payload)
+				}
+				continue
+			}
 			if rest, ok := strings.CutPrefix(m.Payload, fairMessage); ok {
 				// Addressed to one waiter: "<releaser>\n<head>".
 				releaser, head, _ := strings.Cut(rest, "\n")

@@ -174,7 +174,7 @@ func (rw *RWMutex) lockRead(ctx context.Context, try bool, opts []AcquireOption)
 		l, sleep, _, err := rw.attempt(ctx, rw.rk, false, owner, lease, fixed, writer, false)
 		return l, sleep, err
 	}
-	a := acquisition{k: rw.rk, shared: true, attempt: attempt}
+	a := acquisition{k: rw.rk, kind: rwKind{c: c}, shared: true, attempt: attempt}
 	if w, ok := ctx.Value(leaseKey{c, rw.wk.id}).(*Lease); ok && !try && w.Err() == nil {
 		// The writer's read lock is granted at once: it must not queue
 		// behind this Client's readers, which wait for that very writer.
@@ -212,7 +212,7 @@ func (rw *RWMutex) lockWrite(ctx context.Context, try bool, opts []AcquireOption
 		owner, marked = o, marked || m
 		return l, sleep, err
 	}
-	l, err := c.acquire(ctx, acquisition{k: rw.wk, attempt: attempt}, try, opts)
+	l, err := c.acquire(ctx, acquisition{k: rw.wk, kind: rwKind{c: c, write: true}, attempt: attempt}, try, opts)
 	if err != nil && marked {
 		rw.leave(owner)
 	}
@@ -232,8 +232,6 @@ func (rw *RWMutex) attempt(ctx context.Context, k *keys, write bool, owner strin
 	sent := time.Now()
 	r, err := c.be.rwAcquire(ctx, k, owner, write, lease, 0, writer, markTTL, rwMaxSleep(c.opt.waiterTTL))
 	if err != nil {
-		// The script may have run although the reply was lost.
-		c.cleanup(kd, k, owner, lease)
 		return nil, 0, mark, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}
 	switch r.status {

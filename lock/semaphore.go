@@ -93,11 +93,11 @@ type semaphore struct {
 func (s *semaphore) Name() string { return s.k.name }
 
 func (s *semaphore) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return s.c.acquire(ctx, acquisition{k: s.k, shared: true, attempt: s.attempt}, false, opts)
+	return s.c.acquire(ctx, acquisition{k: s.k, kind: semKind{s.c}, shared: true, attempt: s.attempt}, false, opts)
 }
 
 func (s *semaphore) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return s.c.acquire(ctx, acquisition{k: s.k, shared: true, attempt: s.attempt}, true, opts)
+	return s.c.acquire(ctx, acquisition{k: s.k, kind: semKind{s.c}, shared: true, attempt: s.attempt}, true, opts)
 }
 
 // attempt tries once for a new permit. It returns a lease, or how long
@@ -107,8 +107,6 @@ func (s *semaphore) attempt(ctx context.Context, owner string, lease time.Durati
 	sent := time.Now()
 	r, err := c.be.semAcquire(ctx, k, owner, lease, 0, s.permits)
 	if err != nil {
-		// The script may have run although the reply was lost.
-		c.cleanup(semKind{c}, k, owner, lease)
 		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}
 	switch r.status {

@@ -53,6 +53,11 @@ if holds == expected then
   redis.call('HSET', KEYS[1], owner, holds + 1)
 elseif holds ~= expected + 1 then
   return {-5, holds}
+elseif expected == 0 then
+  -- A repeat of the call that took the lock (a retry after a lost reply):
+  -- the lease starts again now, so that the caller's deadline, counted
+  -- from this call, is not later than the key's.
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 -- While the lease holds the lock no other token is issued: KEYS[2] has ours.
 return {1, tonumber(redis.call('GET', KEYS[2])) or 0}

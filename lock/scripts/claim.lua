@@ -15,6 +15,7 @@
 -- claim's first try at the tick (1 + the tries before it), unfinished an
 -- earlier tick that was claimed and never finished, else 0;
 -- {2, tick} the tick, or the later one returned, is done or under way;
+-- {3, 0} the ledger is paused (its field paused is 1): nothing is taken;
 -- {0, pttl, running} held by another owner, who claimed the tick running
 -- (0: a tick already done, or a plain lock);
 -- {-2, 0} KEYS[1] is not a hash; {-3, 0} KEYS[1] has no TTL; {-4, 0} KEYS[2]
@@ -25,7 +26,7 @@
 -- first reply can name an unfinished earlier tick (a retry says 0).
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused')
 if f.err then
   return {-6, 0}
 end
@@ -38,6 +39,9 @@ end
 if tick > (tonumber(f[4]) or 0) then
   redis.call('HSET', KEYS[3], 'seen', tick)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
+end
+if f[5] == '1' then
+  return {3, 0}
 end
 if done >= tick then
   return {2, done}
@@ -54,6 +58,8 @@ if pttl ~= -2 then
     return {-3, 0}
   end
   if redis.call('HEXISTS', KEYS[1], owner) == 1 then
+    -- A repeat of the call that claimed: the lease starts again now.
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, 0}
   end
   return {0, pttl, running}

@@ -56,7 +56,8 @@ if pttl ~= -2 then
     return {-3, 0}
   end
   if held == 1 then
-    -- A repeat of a call that acquired.
+    -- A repeat of a call that acquired: the lease starts again now.
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, tonumber(redis.call('GET', KEYS[2])) or 0}
   end
 end

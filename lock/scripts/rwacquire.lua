@@ -58,7 +58,13 @@ if expected ~= 0 then
   return {1, tokenOf(owner)}
 end
 if holding(mode, owner) then
-  -- A repeat of a call that acquired.
+  -- A repeat of a call that acquired: the lease starts again now.
+  if mode == 'w' then
+    redis.call('HSET', KEYS[1], 'deadline', now + tonumber(ARGV[3]))
+  else
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), owner)
+  end
+  settle()
   return {1, tokenOf(owner)}
 end
 

@@ -59,7 +59,13 @@ if expected ~= 0 then
   return {1, tonumber(redis.call('HGET', KEYS[3], owner)) or 0}
 end
 if held then
-  -- A repeat of a call that acquired.
+  -- A repeat of a call that acquired: the permit's lease starts again now.
+  redis.call('ZADD', KEYS[1], 'XX', now + lease, owner)
+  for i = 1, 3 do
+    if redis.call('PTTL', KEYS[i]) < lease then
+      redis.call('PEXPIRE', KEYS[i], lease)
+    end
+  end
   return {1, tonumber(redis.call('HGET', KEYS[3], owner)) or 0}
 end
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[5]) then
