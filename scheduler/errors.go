@@ -13,4 +13,7 @@ var (
 	ErrInvalid = errors.New("scheduler: invalid")
 	// ErrRunning: Run was called on a Scheduler that runs already.
 	ErrRunning = errors.New("scheduler: already running")
+	// ErrUnknownJob: Trigger, Pause or Resume of a job the Scheduler does
+	// not have.
+	ErrUnknownJob = errors.New("scheduler: no such job")
 )

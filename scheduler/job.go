@@ -57,6 +57,15 @@ type Job struct {
 	// Location is the time zone of a Schedule without CRON_TZ=. Default
 	// the Scheduler's (WithLocation, UTC).
 	Location *time.Location
+	// MaxConcurrency, if above 0, limits how many runs of the jobs that
+	// share ConcurrencyGroup go at once across the fleet: a run holds one
+	// permit of lock.Client.Semaphore(group, MaxConcurrency) besides its
+	// job's lock, waiting for it under its job's lock. Every job of a group
+	// must give the same MaxConcurrency. Default 0: no limit.
+	MaxConcurrency int
+	// ConcurrencyGroup names the semaphore of MaxConcurrency. Default the
+	// job's Lock.
+	ConcurrencyGroup string
 }
 
 // LockKind is the kind of lock a job's runs take.
@@ -123,6 +132,22 @@ var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron
 
 // schedule gives the tick after t.
 type schedule interface{ Next(t time.Time) time.Time }
+
+// A Schedule gives the tick after a time.
+type Schedule interface {
+	// Next returns the first tick strictly after t.
+	Next(t time.Time) time.Time
+}
+
+// ParseSchedule reads spec as Job.Schedule does, in loc where spec has no
+// CRON_TZ= prefix (UTC if loc is nil). The error says what is wrong with
+// spec; it does not wrap ErrInvalid.
+func ParseSchedule(spec string, loc *time.Location) (Schedule, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return parseSchedule(spec, loc)
+}
 
 // inZone evaluates a cron schedule in a zone, unless it names its own.
 type inZone struct {
@@ -193,6 +218,16 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		return nil, bad("backoff", "%v is negative", j.Backoff)
 	case j.MisfireGrace < 0:
 		return nil, bad("misfire_grace", "%v is negative", j.MisfireGrace)
+	case j.MaxConcurrency < 0:
+		return nil, bad("max_concurrency", "%d is negative", j.MaxConcurrency)
+	case strings.ContainsAny(j.ConcurrencyGroup, "{}"):
+		return nil, bad("concurrency_group", "%q must not hold { or }", j.ConcurrencyGroup)
+	}
+	if j.ConcurrencyGroup == "" && j.MaxConcurrency > 0 {
+		j.ConcurrencyGroup = j.Lock
+		if j.ConcurrencyGroup == "" {
+			j.ConcurrencyGroup = j.Name
+		}
 	}
 	if j.Lock == "" {
 		j.Lock = j.Name

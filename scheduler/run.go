@@ -16,10 +16,28 @@ import (
 // handle is one tick on this replica: claim it through the ledger (which
 // waits while another replica runs it), run it, finish it.
 func (s *Scheduler) handle(e *entry, tick time.Time) {
+	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: tick.UnixMilli(), queue: e.job.Overlap == OverlapQueue})
+}
+
+// claimSpec says what handleClaim claims: a tick of the job's ledger, or a
+// manual run of its ledger of manual runs.
+type claimSpec struct {
+	ledger *lock.Ledger
+	tick   int64 // the tick in ms, or the manual run's number
+	queue  bool  // wait for a run of an earlier tick
+	manual bool
+}
+
+// handleClaim claims c, runs the job under it, and finishes it. tick is the
+// time the run reports as its tick.
+func (s *Scheduler) handleClaim(e *entry, tick time.Time, c claimSpec) {
 	log := s.runLog(e, tick)
+	if c.manual {
+		log = log.With("trigger", c.tick)
+	}
 	ctx, span := s.tel.startTick(s.stopCtx, e.job.Name, e.job.Lock, tick)
 	fired := time.Now()
-	cl, err := e.ledger.Claim(ctx, tick.UnixMilli(), e.job.Overlap == OverlapQueue)
+	cl, err := c.ledger.Claim(ctx, c.tick, c.queue)
 	if err != nil {
 		outcome := OutcomeError
 		switch {
@@ -27,6 +45,8 @@ func (s *Scheduler) handle(e *entry, tick time.Time) {
 			outcome = OutcomeSkippedDone
 		case errors.Is(err, lock.ErrLocked):
 			outcome = OutcomeSkippedBusy
+		case errors.Is(err, lock.ErrPaused):
+			outcome = OutcomePaused
 		case s.stopCtx.Err() != nil:
 			// Stopped while waiting for another replica's run: nothing
 			// happened here.
@@ -46,7 +66,10 @@ func (s *Scheduler) handle(e *entry, tick time.Time) {
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
 	span.SetAttributes(attribute.Int64("token", cl.Lease.Token()), attribute.Int("attempt", cl.Try))
-	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1}
+	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual}
+	if c.manual {
+		log.Info("manual run claimed")
+	}
 	if cl.Unfinished != 0 {
 		// An earlier tick was given back or its owner died, and this later
 		// one took the lock before anyone took that one over.
@@ -64,7 +87,9 @@ func (s *Scheduler) handle(e *entry, tick time.Time) {
 		endSpan(span, s.finish(r, OutcomeInterrupted, true, nil, log), nil)
 		return
 	}
-	s.tel.late(e.job.Name, s.opt.clock.Now().Sub(tick))
+	if !c.manual {
+		s.tel.late(e.job.Name, s.opt.clock.Now().Sub(tick))
+	}
 	s.execute(r, span, log)
 }
 
@@ -82,6 +107,23 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		s.tel.held(e.job.Name, outcome, time.Since(start))
 		endSpan(span, outcome, err)
 	}()
+	if e.job.MaxConcurrency > 0 {
+		// A permit of the group's semaphore, under the job's lock; the run
+		// ends if the permit is lost.
+		var permit *lock.Lease
+		permit, err = s.locks.Semaphore(e.job.ConcurrencyGroup, e.job.MaxConcurrency).Lock(runCtx)
+		if err != nil {
+			return
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+			defer cancel()
+			if uerr := permit.Unlock(ctx); uerr != nil {
+				log.Warn("concurrency permit not given back; it expires within its lease", "group", e.job.ConcurrencyGroup, "error", uerr)
+			}
+		}()
+		runCtx = permit.Context()
+	}
 	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.Lock, Token: cl.Lease.Token(), Replica: s.opt.replica}
 	backoff := e.job.Backoff
 	for try := cl.Try; ; try++ {
@@ -149,7 +191,11 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	r.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
-	err := r.cl.Finish(ctx, lock.Record{Done: done, Outcome: outcome, Tries: tries, Seen: s.latestDue(r.e, r.tick).UnixMilli()})
+	seen := r.cl.Tick
+	if !r.manual {
+		seen = s.latestDue(r.e, r.tick).UnixMilli()
+	}
+	err := r.cl.Finish(ctx, lock.Record{Done: done, Outcome: outcome, Tries: tries, Seen: seen})
 	cancel()
 	s.mu.Lock()
 	delete(s.active, r)

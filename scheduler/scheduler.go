@@ -52,10 +52,12 @@ type entry struct {
 	job    Job
 	sched  schedule
 	ledger *lock.Ledger
-	runner jobs.Runner // job.Run with Recover and Timeout
+	manual *lock.Ledger // manual runs (Trigger), numbered by the ledger's trigger count
+	runner jobs.Runner  // job.Run with Recover and Timeout
 
 	mu          sync.Mutex
 	inflight    int // ticks of this replica being claimed or run
+	manuals     int // manual runs of this replica being claimed or run
 	next        time.Time
 	lastTick    time.Time
 	lastOutcome string
@@ -63,9 +65,10 @@ type entry struct {
 
 // run is a claimed tick, from its claim to its Finish.
 type run struct {
-	e    *entry
-	cl   *lock.Claim
-	tick time.Time
+	e      *entry
+	cl     *lock.Claim
+	tick   time.Time
+	manual bool // a manual run (Trigger), in e.manual
 
 	mu       sync.Mutex
 	tries    int    // tries of the tick so far, counting earlier claims
@@ -117,7 +120,11 @@ func (s *Scheduler) Add(j Job) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	e := &entry{job: j, sched: sched, ledger: g,
+	manual, err := s.locks.Ledger(j.Lock, j.Name+manualSuffix)
+	if err != nil {
+		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
+	}
+	e := &entry{job: j, sched: sched, ledger: g, manual: manual,
 		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout))}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,6 +168,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	n := len(s.order)
 	s.mu.Unlock()
+	stopControl := s.listen()
+	defer stopControl()
 	s.log.Info("scheduler started", "replica", s.opt.replica, "jobs", n)
 
 	select {

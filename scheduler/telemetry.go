@@ -29,6 +29,7 @@ const (
 	OutcomeHandedOff   = "handed_off"   // stopped by shutdown and given back (handoff policy)
 	OutcomeMissed      = "missed"       // due while every replica was down, and not run (misfire)
 	OutcomeError       = "error"        // the lock or ledger could not be reached
+	OutcomePaused      = "paused"       // the job is paused fleet-wide (Pause): the tick was not run
 )
 
 // Metric names.

@@ -1,0 +1,137 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// A paused job runs on no replica; its ticks count as paused; resumed, it
+// runs again.
+func TestPauseResumeFleetWide(t *testing.T) {
+	srv := redistest.Start(t)
+	const job = "pausable"
+	j := newJournal()
+	fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: "@every 1s", Run: j.fn(nil)})
+	eventually(t, 10*time.Second, "a first run", func() bool { return len(j.all()) >= 1 })
+
+	ctx := testCtx(t)
+	if err := fleet[0].s.Pause(ctx, job, true); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	eventually(t, 10*time.Second, "two ticks paused", func() bool {
+		return runsOf(t, job, scheduler.OutcomePaused, meters...) >= 4 // two ticks, two replicas
+	})
+	for _, x := range j.all() {
+		// A tick claimed before the pause may have started just after it.
+		if x.start.After(paused.Add(500 * time.Millisecond)) {
+			t.Fatalf("tick %s ran at %s, after the pause", fmtT(x.info.Tick), x.start.Format("15:04:05.000"))
+		}
+	}
+	views := fleet[1].s.Jobs(ctx)
+	if len(views) != 1 || !views[0].Ledger.Paused || len(views[0].NextTicks) != 3 {
+		t.Fatalf("Jobs while paused: %+v", views)
+	}
+	n := len(j.all())
+	if err := fleet[1].s.Pause(ctx, job, false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a run after resume", func() bool { return len(j.all()) > n })
+	stopAll(t, fleet...)
+	checkOncePerTick(t, j.byJob(), 0)
+}
+
+// A trigger from a Scheduler that does not run (as the command sends it)
+// runs the job once on one replica of the fleet, under its lock, even
+// while the job is paused; each trigger runs once.
+func TestTriggerRunsOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	const job = "manual"
+	j := newJournal()
+	yearly := scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(sleepWork(200 * time.Millisecond))}
+	fleet, _ := fleetOf(t, srv, 3, nil, yearly)
+	sender := newRedisReplica(t, srv, "cli", nil)
+	sender.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(nil)})
+
+	ctx := testCtx(t)
+	// Each replica subscribes as it starts: trigger until one runs.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(j.all()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no run 10s after the first trigger")
+		}
+		if err := sender.s.Trigger(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-j.ch:
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	eventually(t, 10*time.Second, "the runs finished", func() bool {
+		v := sender.s.Jobs(ctx)[0]
+		return !v.Ledger.Held
+	})
+	first := len(j.all())
+
+	if err := sender.s.Pause(ctx, job, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := sender.s.Trigger(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the paused job's manual run", func() bool { return len(j.all()) > first })
+	time.Sleep(300 * time.Millisecond) // room for a wrong second run of the same trigger
+	stopAll(t, fleet...)
+	runs := j.all()
+	if len(runs) != first+1 {
+		t.Fatalf("%d runs after %d triggers that ran, want one each", len(runs), first+1)
+	}
+	seen := map[int64]bool{}
+	for _, x := range runs {
+		if seen[x.info.Token] {
+			t.Fatalf("token %d ran twice", x.info.Token)
+		}
+		seen[x.info.Token] = true
+		if d := time.Since(x.info.Tick); d > 30*time.Second || d < 0 {
+			t.Fatalf("manual run's tick %s is not the time of its trigger", fmtT(x.info.Tick))
+		}
+	}
+	if err := sender.s.Trigger(ctx, "nope"); !errors.Is(err, scheduler.ErrUnknownJob) {
+		t.Fatalf("Trigger of an unknown job: %v, want ErrUnknownJob", err)
+	}
+}
+
+// Jobs of one concurrency group never run more at once than its
+// MaxConcurrency, across replicas.
+func TestMaxConcurrency(t *testing.T) {
+	srv := redistest.Start(t)
+	var now, peak atomic.Int32
+	work := func(ctx context.Context) error {
+		n := now.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(400 * time.Millisecond)
+		now.Add(-1)
+		return nil
+	}
+	j := newJournal()
+	var js []scheduler.Job
+	for _, name := range []string{"a", "b", "c", "d"} {
+		js = append(js, scheduler.Job{Name: name, Schedule: "@every 1s", Run: j.fn(work),
+			MaxConcurrency: 2, ConcurrencyGroup: "heavy"})
+	}
+	fleet, _ := fleetOf(t, srv, 2, []lock.Option{lock.WithLeaseTime(time.Second)}, js...)
+	eventually(t, 20*time.Second, "12 runs", func() bool { return len(j.all()) >= 12 })
+	stopAll(t, fleet...)
+	if p := peak.Load(); p != 2 {
+		t.Fatalf("at most %d runs of the group at once, want exactly 2", p)
+	}
+}
