@@ -12,8 +12,36 @@
 // A Runner's Run must return when its ctx ends. The scheduler cancels that
 // ctx with a cause, which context.Cause reports: lock.ErrLockLost when the
 // run's lease is lost, scheduler.ErrClosed on a hard stop. Func adapts a
-// plain function. The exec and http job kinds, built from config, will be
-// Runners too, so middleware and the scheduler treat every kind alike.
+// plain function. The exec and http job kinds, built from config, are
+// Runners too (Exec, HTTP), so middleware and the scheduler treat every kind
+// alike.
+//
+// # Exec and HTTP jobs
+//
+// Exec runs a program (no shell unless its Command asks for one) with the
+// run's Info in its environment, LOCKCRON_JOB, LOCKCRON_TICK,
+// LOCKCRON_TOKEN, LOCKCRON_REPLICA and LOCKCRON_ATTEMPT, which win over
+// variables of the same name; Exec.Env may not set LOCKCRON_* names. Its
+// stdout and stderr are logged line by line (message "output", keys job,
+// tick, stream, line). The process leads a process group of its own: when
+// the run's ctx ends, the whole group gets SIGTERM, then SIGKILL after
+// Exec.Grace (DefaultGrace, 10s); when the command exits, what it left in
+// its group is ended the same way. A status other than 0 is an *ExitError
+// with the code and the last lines of stderr.
+//
+//	r := &jobs.Exec{Command: []string{"pg_dump", "-f", "/backup/db.sql"}, Grace: 30 * time.Second, Logger: log}
+//
+// HTTP sends one request per run, with the run's Info in the headers
+// Lockcron-Job, Lockcron-Tick, Lockcron-Token, Lockcron-Replica and
+// Lockcron-Attempt; HTTP.Headers may not set Lockcron-* names. It succeeds
+// on any 2xx status, or on one of HTTP.ExpectStatus; another status is a
+// *StatusError with the start of the body. Errors never show the URL's
+// userinfo or query values, and neither kind logs request headers.
+//
+//	r := &jobs.HTTP{URL: "https://billing.internal/close-day", Method: "POST", Headers: map[string]string{"Authorization": "Bearer " + token}}
+//
+// Config calls Validate on both (errors wrapping ErrInvalid that name the
+// field) before it builds a job; Run validates too.
 //
 // # Middleware
 //
@@ -45,5 +73,8 @@
 //
 // Errors wrap the sentinels of this package (ErrPanic, ErrTimeout,
 // ErrNotFound, ErrDuplicate, ErrInvalid) and name what they are about; match
-// them with errors.Is. Nothing in this package panics.
+// them with errors.Is. Failed Exec and HTTP runs return an *ExitError or a
+// *StatusError, found with errors.As; a run stopped by its ctx returns an
+// error that wraps ctx.Err() and context.Cause(ctx). Nothing in this
+// package panics.
 package jobs
