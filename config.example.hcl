@@ -1,0 +1,235 @@
+# config.example.hcl: every setting of the lockcron scheduler, with its
+# default. As it stands it runs anywhere, on the in-memory backend (one
+# process, no Redis):
+#
+#   scheduler validate -config config.example.hcl
+#   scheduler run      -config config.example.hcl
+#
+# Syntax: HCL. Durations are strings such as "500ms", "30s", "5m", "1h30m",
+# and must be positive; leave a setting out to get its default.
+#
+# Environment variables override this file: LOCKCRON_ and the setting's
+# path in upper case, "__" between levels:
+#
+#   LOCKCRON_LOG__LEVEL=debug        log { level = "debug" }
+#   LOCKCRON_REDIS__URL=redis://...  redis { url = "..." }  (REDIS_URL too)
+#   LOCKCRON_ADMIN__LISTEN=:9090     admin { listen = ":9090" }
+#   LOCKCRON_LOCK__LEASE=15s         lock { lease = "15s" }
+#   LOCKCRON_REDIS__ADDRS=a:6379,b:6379  lists are comma-separated
+#
+# Jobs cannot be set from the environment. An empty variable counts as
+# unset. Unknown keys are errors, with a suggestion when they look like a
+# typo: `scheduler validate` prints every error at once, with its line.
+
+# The name of this replica in lock owners, logs, spans and the LOCKCRON_REPLICA
+# of exec jobs. Default: host name and process id, such as "web-3-4711".
+# replica_id = "web-3"
+
+# How long a graceful stop (SIGTERM, Ctrl-C) waits for running jobs: they
+# are cancelled at once, their ticks handed to another replica, and their
+# locks released when they return. Past this bound the locks are released
+# anyway. It must be longer than every exec job's grace.
+shutdown_timeout = "30s"
+
+# Redis. Leave the block out (and REDIS_URL unset) to run on the in-memory
+# backend: one replica, the same behaviour. Give url, or addrs:
+#
+# redis {
+#   # One server: redis://[user:password@]host:port/db, rediss:// for TLS,
+#   # or unix:///path/to/redis.sock. Settings below (username, password, db,
+#   # tls) replace the URL's when they are set.
+#   url = "redis://127.0.0.1:6379/0"
+#
+#   # Or addresses instead of url:
+#   #   one address                  one server
+#   #   several, with master_name    Sentinels, which name the primary
+#   #   several, no master_name      Redis Cluster nodes (db must be 0)
+#   # addrs       = ["10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"]
+#   # master_name = "mymaster"
+#
+#   # ACL user and password. Prefer password_env, the name of an environment
+#   # variable that holds the password, to a password in this file; a
+#   # password in a file that others can read is warned about.
+#   # username     = "lockcron"
+#   # password     = "..."
+#   password_env = "REDIS_PASSWORD"
+#
+#   # TLS. A tls block turns it on (unless enabled = false); rediss:// does too.
+#   # tls {
+#   #   enabled              = true
+#   #   ca_file              = "/etc/ssl/redis-ca.pem"  # default: the system's CAs
+#   #   cert_file            = "/etc/ssl/client.pem"    # client certificate (mutual TLS),
+#   #   key_file             = "/etc/ssl/client-key.pem"  # with its key
+#   #   server_name          = "redis.internal"         # default: the host dialled
+#   #   insecure_skip_verify = false                    # never in production (warned about)
+#   # }
+#
+#   # Database number (not with Cluster). Default 0, or the URL's.
+#   db = 0
+#
+#   # Prefix of every key: a lock named n lives at <key_prefix>:{n}.
+#   key_prefix = "lockcron"
+#
+#   # Bound on each command (dial, read, write). Must be shorter than
+#   # lock.lease/3, the renewal period (plus lock.replica_ack.timeout).
+#   timeout = "3s"
+# }
+
+lock {
+  # The watchdog lease: a held lock expires this long after its holder
+  # stops renewing it (a crash, SIGKILL), and is renewed every lease/3
+  # while held. At least 1s. Jobs may run far longer than the lease.
+  lease = "30s"
+
+  # How long a waiter for a fair lock keeps its place in the queue without
+  # renewing it: a crashed waiter stops delaying the others after this.
+  waiter_ttl = "3s"
+
+  # Wait, on each acquisition and renewal, until this many Redis replicas
+  # have the lock (WAIT), for at most timeout; an acquisition they do not
+  # acknowledge in time fails. Narrows the window in which a failover loses
+  # a lock. Needs Redis.
+  # replica_ack {
+  #   replicas = 1
+  #   timeout  = "500ms"
+  # }
+}
+
+admin {
+  # The admin HTTP listener: /healthz, /readyz, /metrics and the JSON API.
+  # Default loopback only; a listener others can reach should have a token.
+  listen = "127.0.0.1:9090"
+
+  # Bearer token that the mutating calls (trigger, pause, resume) need.
+  # Prefer token_env, the name of an environment variable holding it.
+  # token_env = "LOCKCRON_ADMIN_TOKEN"
+  # token     = "..."
+}
+
+telemetry {
+  # Spans: "none" (default), "stdout" (pretty JSON, for trying out) or
+  # "otlp" (to otlp_endpoint).
+  traces = "none"
+
+  # Metrics: "prometheus" (default, served at /metrics on the admin
+  # listener), "otlp" (pushed to otlp_endpoint) or "none".
+  metrics = "prometheus"
+
+  # The OTLP collector: host:port, or an http(s):// URL.
+  # Required when traces or metrics is "otlp".
+  # otlp_endpoint = "127.0.0.1:4317"
+}
+
+log {
+  # "trace", "debug", "info" (default), "warn" or "error".
+  level = "info"
+
+  # One JSON object per line instead of text.
+  json = false
+}
+
+# Jobs: job "name" { ... }, one block each. The name is unique, without
+# braces; it names the job's lock (unless lock_name says otherwise), tick
+# ledger, logs and metrics. Each job has exactly one kind: exec, http or
+# func. Every replica must have the same jobs.
+
+# An exec job: runs a program directly (no shell unless you ask for one).
+# It gets the run's info in LOCKCRON_JOB, LOCKCRON_TICK (the scheduled time,
+# RFC 3339 UTC), LOCKCRON_TOKEN (fencing token), LOCKCRON_REPLICA and
+# LOCKCRON_ATTEMPT; its output is logged line by line.
+job "hello" {
+  # When: cron with 5 fields, or 6 with seconds first ("*/10 * * * * *");
+  # descriptors (@hourly, @daily, @every 30s: multiples of 30s since the
+  # Unix epoch, so every replica agrees); an optional CRON_TZ=Zone prefix.
+  schedule = "@every 10s"
+
+  # Zone of a schedule without CRON_TZ=. Default UTC, so replicas on
+  # machines set to different zones agree on every tick. "Local" is refused.
+  time_zone = "UTC"
+
+  # "reentrant" (default) or "fair" (first come, first served across
+  # replicas; the scheduler may not offer it yet).
+  lock = "reentrant"
+
+  # The lock the runs take; jobs that share one never run at the same time.
+  # Default: the job's name.
+  lock_name = "hello"
+
+  # Bound on each try; its context ends then, and an exec job's process
+  # gets SIGTERM. Default: none. A timeout longer than the time between
+  # ticks is warned about (overlap decides what those ticks do).
+  timeout = "5s"
+
+  # A tick whose lock is held by a run of an earlier tick: "skip" (default)
+  # gives it up; "queue" runs it when that run ends.
+  overlap = "skip"
+
+  # Ticks missed while every replica was down: "skip" (default) drops
+  # them; "run_once" runs the latest of them once at start, if it is no
+  # older than misfire_grace (default 1h; only used with run_once).
+  misfire = "skip"
+  # misfire_grace = "1h"
+
+  # A failed try is tried again up to retries times within the same tick,
+  # waiting backoff (default 1s) before the first retry, doubling each time
+  # up to 1m.
+  retries = 1
+  backoff = "1s"
+
+  # A run cut short by this replica's stop: "handoff" (default) gives the
+  # tick back, and a replica that waits for it runs it at once; "abandon"
+  # marks it done.
+  on_shutdown = "handoff"
+
+  # Limit on runs going at once, across the fleet, of all the jobs in one
+  # concurrency_group (default: the lock's name); each job of a group must
+  # give the same max_concurrency. Default: no limit.
+  # max_concurrency   = 2
+  # concurrency_group = "reports"
+
+  exec {
+    # The program and its arguments. "sh -c" for a shell.
+    command = ["sh", "-c", "echo hello from $LOCKCRON_REPLICA at $LOCKCRON_TICK"]
+
+    # Added to the environment (names may not start with LOCKCRON_).
+    env = {
+      GREETING = "hello"
+    }
+
+    # Working directory. Default: the scheduler's.
+    # dir = "/srv/app"
+
+    # After SIGTERM (timeout, lost lock, stop), the process group has this
+    # long before SIGKILL. Default 10s; must be shorter than shutdown_timeout.
+    grace = "2s"
+  }
+}
+
+# A func job: Go code registered with jobs.Register("name", fn) in the
+# program that embeds the scheduler. The scheduler command registers none,
+# so this one is left commented out: a name that is not registered is an
+# error.
+# job "nightly-report" {
+#   schedule = "CRON_TZ=Europe/Berlin 0 2 * * *"
+#   timeout  = "10m"
+#   misfire  = "run_once"
+#   func     = "nightly-report"
+# }
+
+# An http job: one request per run; a status outside expect_status
+# (default: any 2xx) fails the try. The run's info goes along as
+# Lockcron-Job, Lockcron-Tick, Lockcron-Token, Lockcron-Replica and
+# Lockcron-Attempt headers. Commented out: it needs a server to call, and
+# would fail (and log) every minute on a machine without one.
+# job "ping" {
+#   schedule = "*/1 * * * *"
+#   timeout  = "10s"
+#   retries  = 2
+#   http {
+#     url           = "https://example.internal/hooks/cron"
+#     method        = "POST"          # default GET
+#     headers       = { "Content-Type" = "application/json" }
+#     body          = "{\"source\": \"lockcron\"}"
+#     expect_status = [200, 204]
+#   }
+# }

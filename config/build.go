@@ -1,0 +1,243 @@
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// ErrNoRedis: RedisClient was called on a config without Redis; the daemon
+// runs on lock.NewMemory then.
+var ErrNoRedis = errors.New("config: no redis configured")
+
+// ClusterStateReloadInterval is how often a Cluster client reloads the
+// slot map: go-redis's default (up to a minute) keeps sending a failed
+// primary's slots to it for too long.
+const ClusterStateReloadInterval = time.Second
+
+// RedisClient returns a client for c.Redis: redis.NewClient for a url or a
+// single address, redis.NewFailoverClient for addrs with master_name
+// (Sentinel), redis.NewClusterClient for several addrs. Every command is
+// bounded by redis.timeout (dial, read, write) and by its ctx's deadline
+// (ContextTimeoutEnabled). It connects to nothing: go-redis dials on the
+// first command. It returns ErrNoRedis without a redis block, and an error
+// naming the file for TLS files that cannot be read; its errors never show
+// the password. The caller closes the client.
+func (c *Config) RedisClient() (redis.UniversalClient, error) {
+	r := c.Redis
+	if r == nil {
+		return nil, ErrNoRedis
+	}
+	tc, err := r.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.URL.IsSet():
+		o, err := redis.ParseURL(r.URL.Value())
+		if err != nil {
+			// Load checked it; this is a config built by hand.
+			return nil, fmt.Errorf("config: redis.url %q: not a valid Redis URL", redactURL(r.URL.Value()))
+		}
+		if r.Username != "" {
+			o.Username = r.Username
+		}
+		if r.Password.IsSet() {
+			o.Password = r.Password.Value()
+		}
+		if r.dbSet {
+			o.DB = r.DB
+		}
+		if tc != nil {
+			if o.TLSConfig != nil && tc.ServerName == "" {
+				tc.ServerName = o.TLSConfig.ServerName
+			}
+			o.TLSConfig = tc
+		}
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.Timeout, r.Timeout, r.Timeout
+		o.ContextTimeoutEnabled = true
+		return redis.NewClient(o), nil
+	case r.MasterName != "":
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:            r.MasterName,
+			SentinelAddrs:         slices.Clone(r.Addrs),
+			Username:              r.Username,
+			Password:              r.Password.Value(),
+			DB:                    r.DB,
+			TLSConfig:             tc,
+			DialTimeout:           r.Timeout,
+			ReadTimeout:           r.Timeout,
+			WriteTimeout:          r.Timeout,
+			ContextTimeoutEnabled: true,
+		}), nil
+	case len(r.Addrs) > 1:
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                      slices.Clone(r.Addrs),
+			Username:                   r.Username,
+			Password:                   r.Password.Value(),
+			TLSConfig:                  tc,
+			DialTimeout:                r.Timeout,
+			ReadTimeout:                r.Timeout,
+			WriteTimeout:               r.Timeout,
+			ContextTimeoutEnabled:      true,
+			ClusterStateReloadInterval: ClusterStateReloadInterval,
+		}), nil
+	case len(r.Addrs) == 1:
+		return redis.NewClient(&redis.Options{
+			Addr:                  r.Addrs[0],
+			Username:              r.Username,
+			Password:              r.Password.Value(),
+			DB:                    r.DB,
+			TLSConfig:             tc,
+			DialTimeout:           r.Timeout,
+			ReadTimeout:           r.Timeout,
+			WriteTimeout:          r.Timeout,
+			ContextTimeoutEnabled: true,
+		}), nil
+	}
+	return nil, errors.New("config: redis: neither url nor addrs")
+}
+
+// tlsConfig builds the TLS settings, reading the files; nil without TLS.
+func (r *Redis) tlsConfig() (*tls.Config, error) {
+	t := r.TLS
+	if t == nil {
+		return nil, nil
+	}
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // the user asked for it, and Load warned
+	}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: redis.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("config: redis.tls.ca_file %q: no PEM certificate in it", t.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: redis.tls.cert_file, key_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// LockOptions returns the lock client's options: lease, key prefix,
+// client id (replica_id), waiter TTL and, if set, replica acknowledgement.
+// Give them to lock.New, or to lock.NewMemory (then without Redis, so
+// without replica_ack, which Load refuses there). Add the logger and the
+// telemetry providers yourself.
+func (c *Config) LockOptions() []lock.Option {
+	prefix := DefaultKeyPrefix
+	if c.Redis != nil {
+		prefix = c.Redis.KeyPrefix
+	}
+	opts := []lock.Option{
+		lock.WithLeaseTime(c.Lock.Lease),
+		lock.WithKeyPrefix(prefix),
+		lock.WithClientID(c.ReplicaID),
+		lock.WithWaiterTTL(c.Lock.WaiterTTL),
+	}
+	if a := c.Lock.ReplicaAck; a != nil {
+		opts = append(opts, lock.WithReplicaAck(a.Replicas, a.Timeout))
+	}
+	return opts
+}
+
+// SchedulerOptions returns the scheduler's options from the config:
+// replica id and shutdown timeout. Add the logger and the telemetry
+// providers yourself.
+func (c *Config) SchedulerOptions() []scheduler.Option {
+	return []scheduler.Option{
+		scheduler.WithReplicaID(c.ReplicaID),
+		scheduler.WithShutdownTimeout(c.ShutdownTimeout),
+	}
+}
+
+// SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *jobs.Exec
+// logging to log.Named(job name), http jobs as *jobs.HTTP, func jobs looked
+// up in reg (nil means jobs.DefaultRegistry), with every policy. It returns
+// Errors (with places) for funcs reg does not hold: Load checked them
+// against its own registry, which may differ. A nil log discards the
+// jobs' output.
+func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]scheduler.Job, error) {
+	if reg == nil {
+		reg = jobs.DefaultRegistry
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	out := make([]scheduler.Job, 0, len(c.Jobs))
+	var errs Errors
+	for _, j := range c.Jobs {
+		sj := scheduler.Job{
+			Name:             j.Name,
+			Schedule:         j.Schedule,
+			Lock:             j.LockName,
+			LockKind:         j.Lock,
+			Timeout:          j.Timeout,
+			Overlap:          j.Overlap,
+			Misfire:          j.Misfire,
+			MisfireGrace:     j.MisfireGrace,
+			Retries:          j.Retries,
+			Backoff:          j.Backoff,
+			OnShutdown:       j.OnShutdown,
+			Location:         j.Location,
+			MaxConcurrency:   j.MaxConcurrency,
+			ConcurrencyGroup: j.ConcurrencyGroup,
+		}
+		switch {
+		case j.Exec != nil:
+			sj.Run = &jobs.Exec{
+				Command: slices.Clone(j.Exec.Command),
+				Env:     maps.Clone(j.Exec.Env),
+				Dir:     j.Exec.Dir,
+				Grace:   j.Exec.Grace,
+				Logger:  log.Named(j.Name),
+			}
+		case j.HTTP != nil:
+			sj.Run = &jobs.HTTP{
+				URL:          j.HTTP.URL,
+				Method:       j.HTTP.Method,
+				Headers:      maps.Clone(j.HTTP.Headers),
+				Body:         j.HTTP.Body,
+				ExpectStatus: slices.Clone(j.HTTP.ExpectStatus),
+			}
+		case j.Func != "":
+			f, err := reg.Lookup(j.Func)
+			if err != nil {
+				errs = append(errs, &Error{Pos: j.Pos, Job: j.Name, Field: "func", Msg: funcError(j.Func, err)})
+				continue
+			}
+			sj.Run = f
+		default:
+			errs = append(errs, &Error{Pos: j.Pos, Job: j.Name, Field: "kind", Msg: "no kind"})
+			continue
+		}
+		out = append(out, sj)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}

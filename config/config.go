@@ -1,0 +1,282 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// Defaults of settings left out of the file and the environment.
+const (
+	DefaultKeyPrefix       = "lockcron"
+	DefaultRedisTimeout    = 3 * time.Second
+	DefaultAdminListen     = "127.0.0.1:9090"
+	DefaultLogLevel        = "info"
+	DefaultTraces          = TracesNone
+	DefaultMetrics         = MetricsPrometheus
+	DefaultAckReplicas     = 1
+	DefaultAckTimeout      = 500 * time.Millisecond
+	DefaultShutdownTimeout = scheduler.DefaultShutdownTimeout
+	// MinLease is the shortest lock.lease a config may give: the watchdog
+	// renews every lease/3 and needs several round trips of margin.
+	MinLease = time.Second
+)
+
+// Telemetry exporters.
+const (
+	TracesNone   = "none"
+	TracesStdout = "stdout"
+	TracesOTLP   = "otlp"
+
+	MetricsPrometheus = "prometheus"
+	MetricsOTLP       = "otlp"
+	MetricsNone       = "none"
+)
+
+// Job kinds.
+const (
+	KindExec = "exec"
+	KindHTTP = "http"
+	KindFunc = "func"
+)
+
+// Config is a loaded, validated config, with every default filled in. Load
+// returns it; its builders (RedisClient, LockOptions, SchedulerOptions,
+// SchedulerJobs) turn it into what the daemon runs. Printing it (fmt, JSON)
+// never shows a secret. A Config is not changed by its methods, and is safe
+// for concurrent reads.
+type Config struct {
+	// Path is the file it was loaded from.
+	Path string
+	// ReplicaID names this replica in lock owners, logs and spans. Default
+	// host name and process id ("host-1234").
+	ReplicaID string
+	// Redis is the Redis connection; nil means the in-memory backend (one
+	// process, no Redis).
+	Redis *Redis
+	// Lock holds the lock client's settings.
+	Lock Lock
+	// Admin is the admin HTTP listener.
+	Admin Admin
+	// Telemetry chooses where traces and metrics go.
+	Telemetry Telemetry
+	// Log is the root logger's settings.
+	Log Log
+	// ShutdownTimeout bounds the graceful stop (scheduler.WithShutdownTimeout).
+	ShutdownTimeout time.Duration
+	// Jobs are the file's jobs, in the file's order.
+	Jobs []Job
+	// Warnings are things allowed but risky, each on one line, with its
+	// place where it has one. Log them.
+	Warnings []string
+}
+
+// Redis is the redis block: how to reach Redis.
+type Redis struct {
+	// URL is a redis://, rediss:// or unix:// URL (go-redis's ParseURL). It
+	// may hold a password, so it is kept as a Secret; Describe shows it
+	// with the password masked.
+	URL Secret
+	// Addrs are host:port addresses: Sentinels when MasterName is set,
+	// else Cluster nodes when there are several, else one server.
+	Addrs []string
+	// MasterName is the Sentinel master's name.
+	MasterName string
+	// Username and Password authenticate (ACL or requirepass). With URL,
+	// they replace the URL's when set.
+	Username string
+	Password Secret
+	// PasswordEnv names the environment variable Password was read from, if
+	// it came from password_env.
+	PasswordEnv string
+	// TLS is nil for plain connections (unless URL is rediss://).
+	TLS *TLS
+	// DB is the database number; 0 for Cluster. With URL, it replaces the
+	// URL's when it is set.
+	DB    int
+	dbSet bool
+	// KeyPrefix starts every key lockcron writes. Default "lockcron".
+	KeyPrefix string
+	// Timeout bounds each command (dial, read and write). Default 3s.
+	Timeout time.Duration
+}
+
+// TLS is the redis.tls block.
+type TLS struct {
+	CAFile             string // PEM bundle of trusted CAs; default the system's
+	CertFile, KeyFile  string // client certificate, for mutual TLS
+	ServerName         string // default the host name dialled
+	InsecureSkipVerify bool   // do not check the server's certificate (warned about)
+}
+
+// Lock is the lock block.
+type Lock struct {
+	// Lease is the watchdog lease (lock.WithLeaseTime). Default 30s.
+	Lease time.Duration
+	// WaiterTTL is how long a fair-lock waiter keeps its place without
+	// renewing it (lock.WithWaiterTTL). Default 3s.
+	WaiterTTL time.Duration
+	// ReplicaAck, when set, makes each acquisition and renewal wait for
+	// replicas (lock.WithReplicaAck). Needs Redis.
+	ReplicaAck *ReplicaAck
+}
+
+// ReplicaAck is the lock.replica_ack block.
+type ReplicaAck struct {
+	Replicas int           // default 1
+	Timeout  time.Duration // default 500ms
+}
+
+// Admin is the admin block.
+type Admin struct {
+	// Listen is the admin HTTP listener's host:port. Default
+	// "127.0.0.1:9090".
+	Listen string
+	// Token is the bearer token the mutating calls need; empty means none.
+	Token Secret
+	// TokenEnv names the environment variable Token was read from, if it
+	// came from token_env.
+	TokenEnv string
+}
+
+// Telemetry is the telemetry block.
+type Telemetry struct {
+	Traces       string // "none" (default), "stdout" or "otlp"
+	Metrics      string // "prometheus" (default, on the admin listener), "otlp" or "none"
+	OTLPEndpoint string // needed when Traces or Metrics is "otlp"
+}
+
+// Log is the log block.
+type Log struct {
+	Level string // "trace", "debug", "info" (default), "warn" or "error"
+	JSON  bool
+}
+
+// HCLogLevel returns Level as an hclog.Level.
+func (l Log) HCLogLevel() hclog.Level { return hclog.LevelFromString(l.Level) }
+
+// Job is one job block, with the scheduler's defaults filled in.
+type Job struct {
+	Name string
+	// Pos is where the job's block starts.
+	Pos              Pos
+	Schedule         string
+	TimeZone         string         // "" for the scheduler's zone (UTC)
+	Location         *time.Location `json:"-"` // TimeZone loaded; nil if TimeZone is ""
+	Lock             scheduler.LockKind
+	LockName         string // default Name
+	Timeout          time.Duration
+	Overlap          scheduler.Overlap
+	Misfire          scheduler.Misfire
+	MisfireGrace     time.Duration
+	Retries          int
+	Backoff          time.Duration
+	OnShutdown       scheduler.ShutdownPolicy
+	MaxConcurrency   int    // 0: no limit
+	ConcurrencyGroup string // default LockName when MaxConcurrency is set
+
+	// Kind is KindExec, KindHTTP or KindFunc; the matching one of Exec,
+	// HTTP and Func is set.
+	Kind string
+	Exec *ExecJob
+	HTTP *HTTPJob
+	Func string
+}
+
+// ExecJob is a job's exec block (jobs.Exec).
+type ExecJob struct {
+	Command []string
+	Env     map[string]string
+	Dir     string
+	Grace   time.Duration // default jobs.DefaultGrace (10s)
+}
+
+// HTTPJob is a job's http block (jobs.HTTP).
+type HTTPJob struct {
+	URL          string
+	Method       string
+	Headers      map[string]string
+	Body         string
+	ExpectStatus []int
+}
+
+// UsesRedis reports whether the config names a Redis; if not, the daemon
+// runs on the in-memory backend (lock.NewMemory).
+func (c *Config) UsesRedis() bool { return c.Redis != nil }
+
+// Describe returns where r connects, safe to log: the URL with its password
+// masked, or the addresses and the kind of deployment.
+func (r *Redis) Describe() string {
+	if r == nil {
+		return "in-memory"
+	}
+	if r.URL.IsSet() {
+		return redactURL(r.URL.Value())
+	}
+	switch {
+	case r.MasterName != "":
+		return fmt.Sprintf("sentinel master %q via %s", r.MasterName, strings.Join(r.Addrs, ","))
+	case len(r.Addrs) > 1:
+		return "cluster " + strings.Join(r.Addrs, ",")
+	case len(r.Addrs) == 1:
+		return r.Addrs[0]
+	}
+	return ""
+}
+
+// redactURL returns u with its password replaced, or a placeholder if u
+// does not parse (it may still hold a password).
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "[unparsable URL]"
+	}
+	return p.Redacted()
+}
+
+// defaultReplicaID is lock's default client id: host name and process id.
+func defaultReplicaID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "lockcron"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// isLoopback reports whether the host of a host:port listens on loopback
+// only.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// defaults returns a Config with every default, before the file and the
+// environment.
+func defaults() *Config {
+	return &Config{
+		ReplicaID: defaultReplicaID(),
+		Lock: Lock{
+			Lease:     lock.DefaultLeaseTime,
+			WaiterTTL: lock.DefaultWaiterTTL,
+		},
+		Admin:           Admin{Listen: DefaultAdminListen},
+		Telemetry:       Telemetry{Traces: DefaultTraces, Metrics: DefaultMetrics},
+		Log:             Log{Level: DefaultLogLevel},
+		ShutdownTimeout: DefaultShutdownTimeout,
+	}
+}
