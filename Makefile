@@ -20,6 +20,7 @@ lint:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
-## run: the lock demo on the in-memory backend (Ctrl-C stops it)
+## run: the scheduler daemon with config.example.hcl, on the in-memory backend (Ctrl-C stops it)
 run:
-	$(GO) run ./examples/lockdemo
+	$(GO) build -o bin/scheduler ./cmd/scheduler
+	./bin/scheduler run -config config.example.hcl

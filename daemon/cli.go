@@ -1,0 +1,445 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// Exit codes of the scheduler command.
+const (
+	ExitOK    = 0 // success; for run, a clean stop
+	ExitError = 1 // the command failed: an invalid config, an unreachable store, a stop cut short
+	ExitUsage = 2 // a bad command line: unknown command or flag, missing argument
+)
+
+// commandTimeout bounds the store calls of jobs, locks, trigger, pause and
+// resume.
+const commandTimeout = 10 * time.Second
+
+// usageError marks a bad command line.
+type usageError struct{ error }
+
+// Main runs the scheduler command with args (without the program's name)
+// and returns its exit code. A program that registers Go job funcs calls it
+// with its registry, so that the same commands see its func jobs:
+//
+//	func main() { os.Exit(daemon.Main(os.Args[1:], daemon.Options{Registry: reg})) }
+//
+// run stops gracefully on the first SIGTERM or SIGINT, and at once on a
+// second one.
+func Main(args []string, o Options) int {
+	o.defaults()
+	root := Command(o)
+	root.SetArgs(longFlags(root, args))
+	root.SetOut(o.Stdout)
+	root.SetErr(o.Stderr)
+	err := root.Execute()
+	var ue usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "unknown command"):
+		fmt.Fprintf(o.Stderr, "scheduler: %v\nRun 'scheduler --help' for usage.\n", err)
+		return ExitUsage
+	}
+	var cerrs config.Errors
+	if errors.As(err, &cerrs) {
+		fmt.Fprintln(o.Stderr, cerrs.Error())
+		fmt.Fprintf(o.Stderr, "scheduler: %d problem(s) in the config\n", len(cerrs))
+		return ExitError
+	}
+	fmt.Fprintf(o.Stderr, "scheduler: %v\n", err)
+	return ExitError
+}
+
+// Command returns the scheduler command tree, for programs that add
+// commands of their own.
+func Command(o Options) *cobra.Command {
+	o.defaults()
+	var cfgPath string
+	root := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Cron jobs that run once across a fleet",
+		Long: `scheduler runs cron jobs once across every replica that shares a Redis:
+each tick takes the job's lock and its tick ledger, so that one replica runs it,
+and a replica that stops hands its running tick to another.
+
+Exit codes: 0 success (for run: a clean stop), 1 failure (an invalid config,
+an unreachable store, a stop cut short), 2 a bad command line.
+
+Flags may be written -config or --config.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", defaultConfigPath(o.Environ),
+		"the HCL config file (default: $LOCKCRON_CONFIG, else lockcron.hcl)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	var asJSON bool
+	jsonFlag := func(c *cobra.Command) {
+		c.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	}
+	root.AddCommand(
+		&cobra.Command{
+			Use:   "run",
+			Short: "Run the daemon: the jobs of the config, the admin endpoint",
+			Long: `run runs the jobs of the config until SIGTERM or SIGINT, then stops gracefully:
+running jobs are cancelled, their ticks handed to another replica, their locks
+released; it waits for them up to shutdown_timeout. A second signal stops it at
+once. With no redis block and no REDIS_URL it runs on the in-memory backend.`,
+			Args: noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				ctx, force, stop := signals(cmd.Context())
+				defer stop()
+				o := o
+				o.Force = force
+				return Run(ctx, cfgPath, o)
+			},
+		},
+		&cobra.Command{
+			Use:   "validate",
+			Short: "Check the config: every error with its place, or a summary of the jobs",
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				cfg, err := load(cfgPath, o)
+				if err != nil {
+					return err
+				}
+				return printSummary(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
+			},
+		},
+		withFlags(&cobra.Command{
+			Use:   "jobs",
+			Short: "List the jobs: next three fire times, last outcome, current holder",
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return withScheduler(cmd.Context(), cfgPath, o, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, _ *config.Config) error {
+					views := JobsJSON(s.Jobs(ctx))
+					if asJSON {
+						return printJSON(cmd.OutOrStdout(), views)
+					}
+					return printJobs(cmd.OutOrStdout(), views)
+				})
+			},
+		}, jsonFlag),
+		withFlags(&cobra.Command{
+			Use:   "locks",
+			Short: "List the locks in the store: holders, holds, TTL, token, waiters",
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return withScheduler(cmd.Context(), cfgPath, o, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
+					if !cfg.UsesRedis() {
+						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps locks inside the daemon; see its admin API, GET /api/locks")
+					}
+					ls, err := locks.Locks(ctx)
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						return printJSON(cmd.OutOrStdout(), ls)
+					}
+					return printLocks(cmd.OutOrStdout(), ls)
+				})
+			},
+		}, jsonFlag),
+		controlCommand("trigger", "Run a job once now, on one replica of the fleet", &cfgPath, o),
+		controlCommand("pause", "Pause a job on every replica", &cfgPath, o),
+		controlCommand("resume", "Resume a paused job on every replica", &cfgPath, o),
+	)
+	return root
+}
+
+func withFlags(c *cobra.Command, fs ...func(*cobra.Command)) *cobra.Command {
+	for _, f := range fs {
+		f(c)
+	}
+	return c
+}
+
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", args)}
+	}
+	return nil
+}
+
+func defaultConfigPath(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "LOCKCRON_CONFIG="); ok && v != "" {
+			return v
+		}
+	}
+	return "lockcron.hcl"
+}
+
+// longFlags lets long flags be written with one dash, as Go's flag
+// package allows (-config FILE): pflag would read -config as -c onfig.
+func longFlags(root *cobra.Command, args []string) []string {
+	names := map[string]bool{"help": true}
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		add := func(f *pflag.Flag) { names[f.Name] = true }
+		c.Flags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(root)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if names[name] {
+				out[i] = "-" + a
+			}
+		}
+	}
+	return out
+}
+
+// signals returns a ctx that ends at the first SIGTERM or SIGINT, and a
+// channel closed at the second.
+func signals(parent context.Context) (context.Context, <-chan struct{}, func()) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	force := make(chan struct{})
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		for {
+			select {
+			case <-ch:
+				n++
+				if n == 1 {
+					cancel()
+				} else {
+					close(force)
+					return
+				}
+			case <-parent.Done():
+				cancel()
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	stopped := false
+	return ctx, force, func() {
+		signal.Stop(ch)
+		cancel()
+		if !stopped {
+			stopped = true
+			select {
+			case <-done:
+			default:
+				done <- struct{}{}
+			}
+		}
+	}
+}
+
+// withScheduler loads the config, opens the lock store and builds the
+// scheduler (without running it) for one command.
+func withScheduler(parent context.Context, path string, o Options, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
+	cfg, err := load(path, o)
+	if err != nil {
+		return err
+	}
+	// A command's own logs are only its warnings; the daemon's are its own.
+	log := newLogger(cfg, o.Stderr)
+	if log.GetLevel() < hclog.Warn {
+		log.SetLevel(hclog.Warn)
+	}
+	locks, closeRedis, err := newLocks(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	defer locks.Close()
+	s, err := newScheduler(cfg, locks, o.Registry, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, commandTimeout)
+	defer cancel()
+	return f(ctx, s, locks, cfg)
+}
+
+// controlCommand is trigger, pause or resume: through Redis to the whole
+// fleet; without Redis, through the running daemon's admin API.
+func controlCommand(action, short string, cfgPath *string, o Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   action + " JOB",
+		Short: short,
+		Long: short + `.
+
+With Redis configured the request goes through Redis to every replica (a
+trigger is still lock-guarded and runs once). Without Redis it goes to the
+running daemon's admin API (admin.listen, with admin.token if set).`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("%s takes one job name, got %d arguments", action, len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			job := args[0]
+			return withScheduler(cmd.Context(), *cfgPath, o, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				var err error
+				if !cfg.UsesRedis() {
+					err = viaAdmin(ctx, cfg, job, action)
+				} else {
+					switch action {
+					case "trigger":
+						err = s.Trigger(ctx, job)
+					case "pause":
+						err = s.Pause(ctx, job, true)
+					case "resume":
+						err = s.Pause(ctx, job, false)
+					}
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"trigger": "triggered", "pause": "paused", "resume": "resumed"}[action])
+				return nil
+			})
+		},
+	}
+}
+
+// viaAdmin sends a control request to the daemon's admin API.
+func viaAdmin(ctx context.Context, cfg *config.Config, job, action string) error {
+	url := "http://" + cfg.Admin.Listen + "/api/jobs/" + job + "/" + action
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	if tok := cfg.Admin.Token.Value(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("no redis configured, and the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var body struct{ Error string }
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
+		return fmt.Errorf("admin API: %s: %s", resp.Status, body.Error)
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func printSummary(out, errOut io.Writer, cfg *config.Config) error {
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(errOut, "warning: %s\n", w)
+	}
+	backend := "in-memory (no redis: one replica)"
+	if cfg.UsesRedis() {
+		backend = "redis " + cfg.Redis.Describe()
+	}
+	fmt.Fprintf(out, "%s: valid; %d job(s); locks: %s; admin: %s\n", cfg.Path, len(cfg.Jobs), backend, cfg.Admin.Listen)
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tKIND\tSCHEDULE\tLOCK\tNEXT")
+	now := time.Now()
+	for _, j := range cfg.Jobs {
+		next := "-"
+		if sch, err := scheduler.ParseSchedule(j.Schedule, j.Location); err == nil {
+			t := sch.Next(now)
+			next = fmtTime(&t)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Kind, j.Schedule, j.LockName, next)
+	}
+	return tw.Flush()
+}
+
+func printJobs(w io.Writer, views []JobJSON) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT\tLAST DONE\tOUTCOME\tHOLDER\tPAUSED")
+	for _, v := range views {
+		var next []string
+		for _, t := range v.Next {
+			next = append(next, fmtTime(&t))
+		}
+		holder := "-"
+		if v.Fleet.Held {
+			holder = v.Fleet.Owner
+		}
+		outcome := v.Fleet.Outcome
+		if v.Error != "" {
+			outcome = "error: " + v.Error
+		}
+		if outcome == "" {
+			outcome = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", v.Name, v.Schedule, strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, v.Paused)
+	}
+	return tw.Flush()
+}
+
+func printLocks(w io.Writer, ls []lock.LockInfo) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tKIND\tHOLDER\tMODE\tHOLDS\tTTL\tTOKEN\tWAITERS")
+	for _, l := range ls {
+		if l.Err != nil {
+			fmt.Fprintf(tw, "%s\t%s\terror: %v\t\t\t\t\t\n", l.Name, l.Kind, l.Err)
+			continue
+		}
+		if len(l.Holders) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t%v\t%d\t%d\n", l.Name, l.Kind, l.TTL.Round(time.Millisecond), l.Token, l.Waiters)
+		}
+		for _, h := range l.Holders {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\t%d\t%d\n", l.Name, l.Kind, h.Owner, h.Mode, h.Holds, h.TTL.Round(time.Millisecond), max(h.Token, l.Token), l.Waiters)
+		}
+	}
+	return tw.Flush()
+}
+

@@ -1,0 +1,214 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// closeTimeout bounds the flush of telemetry and the admin listener's
+// shutdown after the scheduler has stopped.
+const closeTimeout = 5 * time.Second
+
+// Options are what a program that embeds the daemon may set.
+type Options struct {
+	// Registry holds the Go funcs that func jobs name. Default
+	// jobs.DefaultRegistry.
+	Registry *jobs.Registry
+	// Environ is the environment that overrides the config file. Default
+	// os.Environ().
+	Environ []string
+	// Stdout and Stderr are where command output and logs go. Default the
+	// process's.
+	Stdout, Stderr io.Writer
+	// Force, when it fires, stops the daemon at once (a second signal),
+	// without waiting for running jobs any longer.
+	Force <-chan struct{}
+	// Ready, if set, is called with the admin listener's address once the
+	// scheduler runs (tests use it; the address matters when the config
+	// asks for port 0).
+	Ready func(adminAddr string)
+}
+
+func (o *Options) defaults() {
+	if o.Registry == nil {
+		o.Registry = jobs.DefaultRegistry
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+}
+
+// load reads the config file with o's registry and environment.
+func load(path string, o Options) (*config.Config, error) {
+	return config.Load(path, config.WithRegistry(o.Registry), config.WithEnviron(o.Environ))
+}
+
+// newLogger is the root logger the config asks for.
+func newLogger(cfg *config.Config, w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "lockcron",
+		Level:      cfg.Log.HCLogLevel(),
+		JSONFormat: cfg.Log.JSON,
+		Output:     w,
+	})
+}
+
+// newLocks opens the lock client the config asks for: Redis, or the
+// in-memory backend when there is no Redis.
+func newLocks(cfg *config.Config, log hclog.Logger, opts ...lock.Option) (*lock.Client, func(), error) {
+	opts = append(cfg.LockOptions(), opts...)
+	if !cfg.UsesRedis() {
+		c, err := lock.NewMemory(opts...)
+		return c, func() {}, err
+	}
+	rdb, err := cfg.RedisClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := lock.New(rdb, opts...)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, nil, err
+	}
+	return c, func() { _ = rdb.Close() }, nil
+}
+
+// newScheduler builds a Scheduler with every job of the config, on locks.
+// It does not run it.
+func newScheduler(cfg *config.Config, locks *lock.Client, reg *jobs.Registry, log hclog.Logger, opts ...scheduler.Option) (*scheduler.Scheduler, error) {
+	s, err := scheduler.New(locks, append(append(cfg.SchedulerOptions(), scheduler.WithLogger(log)), opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	js, err := cfg.SchedulerJobs(reg, log.Named("job"))
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range js {
+		if err := s.Add(j); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Run runs the daemon with the config file at path until ctx ends, then
+// stops it gracefully (within the config's shutdown_timeout; o.Force stops
+// it at once). It returns nil after a clean stop, and an error if the
+// config is invalid (a config.Errors), if the admin listener cannot listen,
+// or if the stop was cut short.
+//
+// With no redis block and no REDIS_URL, it runs on the in-memory lock
+// backend and logs once that locks are local to this process.
+func Run(ctx context.Context, path string, o Options) error {
+	o.defaults()
+	cfg, err := load(path, o)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, o.Stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn("config warning", "warning", w)
+	}
+	tel, err := newTelemetry(ctx, cfg.Telemetry, cfg.ReplicaID, o.Stdout)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		if err := tel.close(cctx); err != nil {
+			log.Warn("telemetry not flushed", "error", err)
+		}
+	}()
+
+	locks, closeRedis, err := newLocks(cfg, log, lock.WithLogger(log), lock.WithTracerProvider(tel.tracer), lock.WithMeterProvider(tel.meter))
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	defer locks.Close()
+	if cfg.UsesRedis() {
+		log.Info("locks in redis", "redis", cfg.Redis.Describe(), "replica", cfg.ReplicaID)
+	} else {
+		log.Warn("no redis configured: running on the in-memory lock backend; locks are local to this process, so run one replica only")
+	}
+
+	s, err := newScheduler(cfg, locks, o.Registry, log, scheduler.WithTracerProvider(tel.tracer), scheduler.WithMeterProvider(tel.meter))
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Admin.Listen)
+	if err != nil {
+		return fmt.Errorf("admin: listen on %q: %w", cfg.Admin.Listen, err)
+	}
+	a := &admin{s: s, locks: locks, token: cfg.Admin.Token.Value(), metrics: tel.metrics, log: log.Named("admin")}
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("admin listening", "addr", ln.Addr().String())
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(runCtx) }()
+	if o.Ready != nil {
+		for !s.Running() {
+			select {
+			case err := <-ran:
+				ran <- err // Run ended at once: handled below
+			case <-time.After(time.Millisecond):
+				continue
+			}
+			break
+		}
+		o.Ready(ln.Addr().String())
+	}
+
+	var stopErr error
+	select {
+	case <-ran:
+	case <-ctx.Done():
+		log.Info("stop requested: graceful stop", "timeout", cfg.ShutdownTimeout)
+		select {
+		case <-ran:
+		case <-o.Force:
+			log.Warn("second stop request: stopping at once")
+			_ = s.Close()
+			<-ran
+			stopErr = errors.New("stopped at once by a second signal: running jobs were abandoned")
+		}
+	case err := <-served:
+		stopErr = fmt.Errorf("admin: %w", err)
+		_ = s.Close()
+		<-ran
+	}
+
+	sctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && stopErr == nil {
+		stopErr = fmt.Errorf("admin: %w", err)
+	}
+	log.Info("stopped")
+	return stopErr
+}

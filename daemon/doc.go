@@ -1,0 +1,52 @@
+// Package daemon is the scheduler command: it loads a config file
+// (package config), opens the lock store (Redis, or the in-memory backend
+// when the config names none), runs the scheduler with the config's jobs,
+// serves the admin endpoint, and stops gracefully on a signal. The
+// `scheduler` binary (cmd/scheduler) is Main with the default registry; a
+// program that registers Go job funcs calls Main, or Run, with its own.
+//
+// # Commands
+//
+//	scheduler run      -config FILE   the daemon; SIGTERM/SIGINT stop it gracefully, a second signal at once
+//	scheduler validate -config FILE   every error with its place (exit 1), or a summary of the jobs
+//	scheduler jobs     -config FILE   next three fire times, last outcome, holder, paused (-json)
+//	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
+//	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
+//	scheduler pause    JOB -config FILE   pause a job on every replica
+//	scheduler resume   JOB -config FILE   resume it
+//
+// Exit codes: 0 success (for run, a clean stop); 1 failure (an invalid
+// config, an unreachable store, a stop cut short by a second signal); 2 a
+// bad command line. Long flags take one dash or two. The config path
+// defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
+//
+// trigger, pause and resume go through Redis to every replica. Without
+// Redis (the in-memory backend) they go to the running daemon's admin API.
+//
+// # Admin endpoint
+//
+// On admin.listen (default 127.0.0.1:9090):
+//
+//	GET  /healthz                   200 while the process serves
+//	GET  /readyz                    200 when the scheduler runs and the store answers PING; 503 otherwise,
+//	                                and from the moment a graceful stop begins, so that a load balancer drains it
+//	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
+//	GET  /api/jobs                  JSON: each job's schedule, next ticks, this replica's last tick and
+//	                                outcome, and the fleet's ledger (done tick, outcome, holder, paused)
+//	GET  /api/locks                 JSON: the locks in the store (lock.Client.Locks)
+//	POST /api/jobs/{name}/trigger   run the job once now; pause and resume likewise
+//
+// With admin.token set, the POST calls need "Authorization: Bearer TOKEN";
+// the GET calls do not (keep the listener on loopback, or behind a proxy).
+// Secrets never appear in responses or logs.
+//
+// # Stopping
+//
+// On the first SIGTERM or SIGINT, /readyz turns 503 and the scheduler stops
+// gracefully (scheduler.Shutdown, bounded by shutdown_timeout): running
+// jobs are cancelled, exec jobs get SIGTERM then SIGKILL after their
+// grace, each tick is handed off (or abandoned, per on_shutdown) and its
+// lock released at once, so another replica takes it over. Then the admin
+// listener closes and Run returns nil (exit 0). A second signal stops at
+// once: runs still going are finished as on a forced stop (exit 1).
+package daemon

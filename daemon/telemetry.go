@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/lockcron/lockcron/config"
+)
+
+// telemetry is the daemon's tracer and meter providers, and the /metrics
+// handler when metrics go to Prometheus.
+type telemetry struct {
+	tracer   trace.TracerProvider
+	meter    metric.MeterProvider
+	metrics  http.Handler // nil unless metrics = "prometheus"
+	shutdown []func(context.Context) error
+}
+
+// newTelemetry sets up traces and metrics as cfg says. stdout is where
+// "stdout" traces go.
+func newTelemetry(ctx context.Context, cfg config.Telemetry, replica string, stdout io.Writer) (*telemetry, error) {
+	t := &telemetry{tracer: tracenoop.NewTracerProvider(), meter: metricnoop.NewMeterProvider()}
+	res := resource.NewSchemaless(semconv.ServiceName("lockcron"), semconv.ServiceInstanceID(replica))
+	var exp sdktrace.SpanExporter
+	var err error
+	switch cfg.Traces {
+	case config.TracesStdout:
+		exp, err = stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
+	case config.TracesOTLP:
+		exp, err = otlptracehttp.New(ctx, otlpTraceEndpoint(cfg.OTLPEndpoint)...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: traces %q: %w", cfg.Traces, err)
+	}
+	if exp != nil {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		t.tracer = tp
+		t.shutdown = append(t.shutdown, tp.Shutdown)
+	}
+	switch cfg.Metrics {
+	case config.MetricsPrometheus:
+		reg := prometheus.NewRegistry()
+		pexp, err := otelprom.New(otelprom.WithRegisterer(reg))
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: metrics %q: %w", cfg.Metrics, err)
+		}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(pexp), sdkmetric.WithResource(res))
+		t.meter = mp
+		t.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		t.shutdown = append(t.shutdown, mp.Shutdown)
+	case config.MetricsOTLP:
+		mexp, err := otlpmetrichttp.New(ctx, otlpMetricEndpoint(cfg.OTLPEndpoint)...)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: metrics %q: %w", cfg.Metrics, err)
+		}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)), sdkmetric.WithResource(res))
+		t.meter = mp
+		t.shutdown = append(t.shutdown, mp.Shutdown)
+	}
+	return t, nil
+}
+
+// close flushes and stops the providers.
+func (t *telemetry) close(ctx context.Context) error {
+	var errs []error
+	for _, f := range t.shutdown {
+		errs = append(errs, f(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func otlpTraceEndpoint(ep string) []otlptracehttp.Option {
+	if strings.Contains(ep, "://") {
+		return []otlptracehttp.Option{otlptracehttp.WithEndpointURL(ep)}
+	}
+	return []otlptracehttp.Option{otlptracehttp.WithEndpoint(ep), otlptracehttp.WithInsecure()}
+}
+
+func otlpMetricEndpoint(ep string) []otlpmetrichttp.Option {
+	if strings.Contains(ep, "://") {
+		return []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(ep)}
+	}
+	return []otlpmetrichttp.Option{otlpmetrichttp.WithEndpoint(ep), otlpmetrichttp.WithInsecure()}
+}
