@@ -442,4 +442,3 @@ func printLocks(w io.Writer, ls []lock.LockInfo) error {
 	}
 	return tw.Flush()
 }
-
