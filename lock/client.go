@@ -34,10 +34,10 @@ type backend interface {
 	// forceUnlock runs forceunlock.lua.
 	forceUnlock(ctx context.Context, k *keys) (int64, error)
 	// claim runs claim.lua with the ledger at key ledger.
-	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error)
+	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error)
 	// finish runs finish.lua. Like release, it does not wake this
 	// Client's own waiters.
-	finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record) (int64, error)
+	finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record, fair bool) (int64, error)
 	// ledgerPause sets or clears a ledger's paused field.
 	ledgerPause(ctx context.Context, key string, paused bool) error
 	// ledgerTrigger adds one to a ledger's triggers field and returns it.

@@ -82,7 +82,16 @@ func (b *memoryBackend) fairAcquire(ctx context.Context, k *keys, owner string, 
 	if !enqueue {
 		return fairReply{status: acqHeld, value: pttl, pos: -1}, nil
 	}
-	q = s.queueAt(k, now, true)
+	sleep, pos := s.keepPlace(k, owner, place, now, pttl)
+	return fairReply{status: acqHeld, value: sleep, pos: pos}, nil
+}
+
+// keepPlace takes or keeps owner's place in k's queue for place, and
+// returns how long it may sleep (ms) and its position (0, 1, or 2 for
+// further back), as fairacquire.lua. pttl is the holder's TTL in ms, 0 if
+// the lock is free. s.mu is held.
+func (s *MemoryStore) keepPlace(k *keys, owner string, place time.Duration, now time.Time, pttl int64) (int64, int64) {
+	q := s.queueAt(k, now, true)
 	if _, ok := q.deadline[owner]; !ok {
 		q.order = append(q.order, owner)
 	}
@@ -95,7 +104,7 @@ func (b *memoryBackend) fairAcquire(ctx context.Context, k *keys, owner string, 
 	case pos == 1:
 		sleep = min(sleep, q.deadline[q.order[0]].Sub(now)+time.Millisecond)
 	}
-	return fairReply{status: acqHeld, value: max(sleep.Milliseconds(), 1), pos: pos}, nil
+	return max(sleep.Milliseconds(), 1), pos
 }
 
 func (b *memoryBackend) fairRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, string, error) {

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -355,5 +356,68 @@ func TestFairBadQueueKey(t *testing.T) {
 	}
 	if got := srv.Do("GET", "lockcron:{bad}:queue"); got != "x" {
 		t.Fatalf("queue key overwritten: %v", got)
+	}
+}
+
+// Fair claims queue behind a run for an earlier tick in the order they
+// came, across Clients and ledgers sharing the lock; the release wakes the
+// first alone. A claim of a tick done meanwhile leaves the queue with
+// ErrDone.
+func TestFairLedgerOrder(t *testing.T) {
+	for _, be := range []string{"redis", "memory"} {
+		t.Run(be, func(t *testing.T) {
+			cs := sharedClients(t, be, 3)
+			ctx := testCtx(t)
+			first, err := cs[0].FairLedger("shared", "job-0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := first.Claim(ctx, 1, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				i   int
+				err error
+			}
+			order := make(chan result, 6)
+			for i := range 6 {
+				c := cs[i%3]
+				g, err := c.FairLedger("shared", fmt.Sprintf("job-%d", i%2+1)) // two jobs share the lock
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := c.Waiting("shared")
+				go func() {
+					cl, err := g.Claim(ctx, int64(10+i), true)
+					if err == nil {
+						order <- result{i: i}
+						err = cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1})
+					}
+					if err != nil {
+						order <- result{i: i, err: err}
+					}
+				}()
+				waitQueued(t, c, "shared", before+1)
+			}
+			if err := held.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+				t.Fatal(err)
+			}
+			// job-1 claims 10, 12, 14 and job-2 11, 13, 15, in queue order;
+			// each finishes before the next claims.
+			for want := range 6 {
+				select {
+				case r := <-order:
+					if r.err != nil {
+						t.Fatalf("claim %d: %v", r.i, r.err)
+					}
+					if r.i != want {
+						t.Fatalf("claim %d took the lock %dth, want queue order", r.i, want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("claim %d did not come", want)
+				}
+			}
+		})
 	}
 }

@@ -33,10 +33,19 @@ const LedgerTTL = 35 * 24 * time.Hour
 // hash slot. Several ledgers may share one lock (jobs that exclude each
 // other). A Ledger is safe for concurrent use.
 type Ledger struct {
-	c   *Client
-	m   *mutex
-	id  string
-	key string
+	c    *Client
+	m    *mutex
+	id   string
+	key  string
+	fair bool // claims wait in the FairMutex's queue
+}
+
+// fairClaim is how a claim takes part in a fair lock's queue (claim.lua's
+// ARGV[6..9]); the zero value is a claim of the reentrant lock.
+type fairClaim struct {
+	on    bool
+	place time.Duration // a place's lifetime without a heartbeat
+	queue bool          // the claimant waits whatever tick holds the lock
 }
 
 // Ledger returns the ledger named id beside the lock named lockName. It
@@ -51,6 +60,21 @@ func (c *Client) Ledger(lockName, id string) (*Ledger, error) {
 	}
 	m := newMutex(c, lockName)
 	return &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id}, nil
+}
+
+// FairLedger is Ledger whose claims take the lock in FairMutex order:
+// claimants that wait for the lock (for the same tick, or for any tick when
+// queue is true) keep a place in the lock's queue, take it in the order
+// they came, and only the head is woken when it is released. The lock is
+// the same as Ledger's: a Ledger and a FairLedger of one name exclude each
+// other, but only FairLedger claims keep the order.
+func (c *Client) FairLedger(lockName, id string) (*Ledger, error) {
+	g, err := c.Ledger(lockName, id)
+	if err != nil {
+		return nil, err
+	}
+	g.fair = true
+	return g, nil
 }
 
 // Key is the ledger's Redis key.
@@ -122,14 +146,22 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 		}
 		return l, d, err
 	}
-	lg := c.watchLingering(m.k)
-	l, pttl, err := attempt()
-	if l == nil && err == nil && !(o.hasWait && o.wait == 0) {
-		l, err = c.wait(ctx, m.k, false, o, lease, pttl, lg, start, attempt) // ends the watch
-	} else {
-		c.endWatch(m.k.channel, lg)
-		if l == nil && err == nil {
-			err = fmt.Errorf("lock %q: %w", m.k.name, ErrLocked)
+	var l *Lease
+	switch {
+	case g.fair && !(o.hasWait && o.wait == 0):
+		f := &fairMutex{c: c, k: m.k}
+		l, err = f.wait(ctx, owner, o, start, func(bool) (*Lease, time.Duration, error) { return attempt() })
+	default:
+		lg := c.watchLingering(m.k)
+		var pttl time.Duration
+		l, pttl, err = attempt()
+		if l == nil && err == nil && !(o.hasWait && o.wait == 0) {
+			l, err = c.wait(ctx, m.k, false, o, lease, pttl, lg, start, attempt) // ends the watch
+		} else {
+			c.endWatch(m.k.channel, lg)
+			if l == nil && err == nil {
+				err = fmt.Errorf("lock %q: %w", m.k.name, ErrLocked)
+			}
 		}
 	}
 	c.endAcquire(m.k, w, start, l, err)
@@ -137,7 +169,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 		if errored {
 			// A lost reply may have left the lock claimed under owner, and
 			// no attempt of this call comes after this.
-			c.cleanup(mutexKind{c}, m.k, owner, c.opt.leaseTime)
+			c.cleanup(g.kind(), m.k, owner, c.opt.leaseTime)
 		}
 		return nil, err
 	}
@@ -150,13 +182,13 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bool) (*Lease, time.Duration, *Claim, error) {
 	m, c := g.m, g.c
 	sent := time.Now()
-	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick)
+	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick, fairClaim{on: g.fair, place: c.opt.waiterTTL, queue: queue})
 	if err != nil {
 		return nil, 0, nil, transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
 	}
 	switch r.status {
 	case claimAcquired:
-		l, err := c.newLease(ctx, mutexKind{c}, m.k, owner, r.value, c.opt.leaseTime, 0, sent)
+		l, err := c.newLease(ctx, g.kind(), m.k, owner, r.value, c.opt.leaseTime, 0, sent)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -172,6 +204,8 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bo
 		return nil, 0, nil, fmt.Errorf("lock %q: held for an earlier tick than %d: %w", m.k.name, tick, ErrLocked)
 	case claimLedgerType:
 		return nil, 0, nil, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", m.k.name, g.key, ErrBadKey)
+	case claimQueueType:
+		return nil, 0, nil, fmt.Errorf("lock %q: key %q or %q holds another type, not a fair lock's queue: %w", m.k.name, m.k.queue, m.k.timeout, ErrBadKey)
 	}
 	return nil, 0, nil, badReply(m.k, acquireReply{status: r.status, value: r.value})
 }
@@ -211,7 +245,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	}
 	var ledgerErr error
 	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
-		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec)
+		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec, g.fair)
 		// A tick whose outcome is not recorded may run again: retry
 		// failures while ctx lasts (finish.lua answers a repeat with 1).
 		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, time.Second) {
@@ -222,7 +256,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 				t.Stop()
 				continue
 			}
-			n, err = l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec)
+			n, err = l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec, g.fair)
 		}
 		if n == finishLedgerType {
 			ledgerErr = fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", l.k.name, g.key, ErrBadKey)
@@ -234,6 +268,15 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 		return n, err
 	})
 	return errors.Join(err, ledgerErr)
+}
+
+// kind is the kind of the claims' leases: the reentrant lock's, or the fair
+// lock's, whose release wakes the head of its queue.
+func (g *Ledger) kind() kind {
+	if g.fair {
+		return fairKind{g.c}
+	}
+	return mutexKind{g.c}
 }
 
 // LedgerState is what a ledger says now.
@@ -330,6 +373,7 @@ const (
 	claimPaused     = 3
 	claimHeld       = 0
 	claimLedgerType = -6
+	claimQueueType  = -7
 
 	finishLedgerType = -6
 )

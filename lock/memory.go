@@ -236,7 +236,7 @@ func (s *MemoryStore) ledgerAt(key string, now time.Time, create bool) *memLedge
 	return g
 }
 
-func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error) {
+func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error) {
 	if err := ctx.Err(); err != nil {
 		return claimReply{}, err
 	}
@@ -258,11 +258,31 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	case running > tick:
 		return claimReply{status: claimDone, value: running}, nil
 	}
+	var q *memQueue
+	if fair.on {
+		q = s.queueAt(k, now, false)
+	}
+	waits := fair.on && (running == tick || fair.queue)
 	if l := s.live(k.lock, now); l != nil {
 		if l.owner == owner {
 			return claimReply{status: claimAcquired, value: l.token, try: g.tries}, nil
 		}
-		return claimReply{status: claimHeld, value: max(l.expires.Sub(now).Milliseconds(), 1), extra: running}, nil
+		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
+		if waits {
+			pttl, _ = s.keepPlace(k, owner, fair.place, now, pttl)
+		}
+		return claimReply{status: claimHeld, value: pttl, extra: running}, nil
+	}
+	if head := q.head(); head != "" && head != owner {
+		// Free, but others came first.
+		sleep := int64(1)
+		if waits {
+			sleep, _ = s.keepPlace(k, owner, fair.place, now, 0)
+		}
+		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
+	}
+	if q != nil && q.remove(owner) && len(q.order) == 0 {
+		delete(s.queues, k.queue)
 	}
 	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now)}
 	if running == tick {
@@ -275,7 +295,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	return r, nil
 }
 
-func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
+func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record, fair bool) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -303,9 +323,19 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 	g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
 	delete(s.locks, k.lock)
 	subs := s.subscribers(k, b)
+	head := ""
+	if fair {
+		head = s.queueAt(k, now, false).head()
+	}
 	s.mu.Unlock()
 	for _, sub := range subs {
-		sub.wake(k.channel)
+		if fair {
+			if head != "" {
+				sub.wakeFair(head)
+			}
+		} else {
+			sub.wake(k.channel)
+		}
 	}
 	return relReleased, nil
 }

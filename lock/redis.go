@@ -135,9 +135,18 @@ func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) 
 	return forceUnlockScript.Run(ctx, b.rdb, []string{k.lock, k.channel}).Int64()
 }
 
-func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64) (claimReply, error) {
-	v, err := b.runAcked(ctx, claimScript, []string{k.lock, k.token, ledger},
-		owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()).Int64Slice()
+func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error) {
+	keys := []string{k.lock, k.token, ledger}
+	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()}
+	if fair.on {
+		q := 0
+		if fair.queue {
+			q = 1
+		}
+		keys = append(keys, k.queue, k.timeout)
+		args = append(args, 1, fair.place.Milliseconds(), max((fair.place/3).Milliseconds(), 1), q)
+	}
+	v, err := b.runAcked(ctx, claimScript, keys, args...).Int64Slice()
 	if err != nil {
 		return claimReply{}, err
 	}
@@ -156,13 +165,19 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	return r, nil
 }
 
-func (b *redisBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
+func (b *redisBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record, fair bool) (int64, error) {
 	d := 0
 	if rec.Done {
 		d = 1
 	}
-	return finishScript.Run(ctx, b.rdb, []string{k.lock, k.channel, ledger},
-		owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), owner, rec.Seen).Int64()
+	keys := []string{k.lock, k.channel, ledger}
+	f := 0
+	if fair {
+		f = 1
+		keys = append(keys, k.queue, k.timeout)
+	}
+	return finishScript.Run(ctx, b.rdb, keys,
+		owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), owner, rec.Seen, f).Int64()
 }
 
 func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {

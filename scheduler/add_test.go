@@ -42,7 +42,6 @@ func TestAddValidation(t *testing.T) {
 		{"negative retries", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Retries: -1}, "retries"},
 		{"negative backoff", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Backoff: -1}, "backoff"},
 		{"negative grace", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, MisfireGrace: -1}, "misfire_grace"},
-		{"fair lock not yet", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, LockKind: scheduler.LockFair}, "lock_kind"},
 		{"unknown lock kind", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, LockKind: "spin"}, "lock_kind"},
 		{"unknown overlap", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Overlap: "replace"}, "overlap"},
 		{"unknown misfire", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Misfire: "all"}, "misfire"},

@@ -74,9 +74,11 @@ type LockKind string
 const (
 	// LockReentrant is lock.Client.Mutex: Redisson's RLock.
 	LockReentrant LockKind = "reentrant"
-	// LockFair is lock.Client.FairMutex: first come, first served across
-	// replicas. Not available until the lock package has it; Add refuses
-	// it.
+	// LockFair is lock.Client.FairMutex: claims that wait for the lock (a
+	// tick queued behind a run, overlap queue; a run of the same tick on
+	// another replica) take it first come, first served across replicas
+	// and jobs sharing the lock, and an unlock wakes only the first of
+	// them (lock.Client.FairLedger).
 	LockFair LockKind = "fair"
 )
 
@@ -237,7 +239,6 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		j.LockKind = LockReentrant
 	case LockReentrant:
 	case LockFair:
-		return nil, bad("lock_kind", "the fair lock is not available yet; use %q", LockReentrant)
 	default:
 		return nil, bad("lock_kind", "%q is not one of %q, %q", j.LockKind, LockReentrant, LockFair)
 	}

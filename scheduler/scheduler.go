@@ -116,11 +116,15 @@ func (s *Scheduler) Add(j Job) error {
 	if err != nil {
 		return err
 	}
-	g, err := s.locks.Ledger(j.Lock, j.Name)
+	ledger := s.locks.Ledger
+	if j.LockKind == LockFair {
+		ledger = s.locks.FairLedger
+	}
+	g, err := ledger(j.Lock, j.Name)
 	if err != nil {
 		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := s.locks.Ledger(j.Lock, j.Name+manualSuffix)
+	manual, err := ledger(j.Lock, j.Name+manualSuffix)
 	if err != nil {
 		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}

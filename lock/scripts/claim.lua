@@ -11,6 +11,15 @@
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
 -- ARGV[4] the tick: an integer that grows from tick to tick
 -- ARGV[5] lifetime of KEYS[3] in milliseconds
+-- ARGV[6] 1: the claim is fair (FairMutex order): KEYS[4] and KEYS[5] are
+--         the lock's queue and its waiters' deadlines (see fairacquire.lua)
+-- ARGV[7] fair: how long a place in the queue lasts without a heartbeat, ms
+-- ARGV[8] fair: the longest sleep to answer with (the heartbeat period), ms
+-- ARGV[9] fair: 1 if the caller waits for the lock whatever tick holds it
+--         (overlap queue); it waits anyway for the tick it claims
+-- A fair claim takes a free lock only when the queue is empty or the caller
+-- is its head; a fair caller that is to wait takes or keeps its place, and
+-- the sleep in {0, sleep, running} is the time to its next heartbeat.
 -- Returns {1, token, try, unfinished} acquired: try is the number of this
 -- claim's first try at the tick (1 + the tries before it), unfinished an
 -- earlier tick that was claimed and never finished, else 0;
@@ -19,7 +28,8 @@
 -- {0, pttl, running} held by another owner, who claimed the tick running
 -- (0: a tick already done, or a plain lock);
 -- {-2, 0} KEYS[1] is not a hash; {-3, 0} KEYS[1] has no TTL; {-4, 0} KEYS[2]
--- is not a string; {-6, 0} KEYS[3] is not a hash.
+-- is not a string; {-6, 0} KEYS[3] is not a hash; {-7, 0} KEYS[4] or
+-- KEYS[5] is of another type.
 --
 -- Idempotent: the owner id is unique, so a client retry after a lost reply
 -- finds the lock its own and returns the same claim, except that only the
@@ -49,6 +59,63 @@ end
 if running > tick then
   return {2, running}
 end
+local fair = ARGV[6] == '1'
+local head, headDeadline, clock
+if fair then
+  clock = redis.call('TIME')
+  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  head = redis.pcall('LINDEX', KEYS[4], 0)
+  if type(head) == 'table' then
+    return {-7, 0}
+  end
+  while head do
+    local d = redis.pcall('ZSCORE', KEYS[5], head)
+    if type(d) == 'table' then
+      return {-7, 0}
+    end
+    d = tonumber(d)
+    if d and d > now then
+      headDeadline = d
+      break
+    end
+    redis.call('LPOP', KEYS[4])
+    redis.call('ZREM', KEYS[5], head)
+    head = redis.call('LINDEX', KEYS[4], 0)
+  end
+end
+-- wait takes or keeps the fair caller's place, and answers how long to
+-- sleep; a caller that will not wait gets the holder's TTL.
+local function wait(pttl)
+  if not fair or (running ~= tick and ARGV[9] ~= '1') then
+    return {0, math.max(pttl, 1), running}
+  end
+  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local ttl = tonumber(ARGV[7])
+  local mine = redis.pcall('ZSCORE', KEYS[5], owner)
+  if type(mine) == 'table' then
+    return {-7, 0}
+  end
+  if not mine then
+    if not head then
+      head = owner
+    end
+    redis.call('RPUSH', KEYS[4], owner)
+  end
+  redis.call('ZADD', KEYS[5], now + ttl, owner)
+  if redis.call('PTTL', KEYS[5]) < ttl then
+    redis.call('PEXPIRE', KEYS[4], ttl)
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  end
+  local sleep = tonumber(ARGV[8])
+  if head == owner then
+    if pttl > 0 then
+      sleep = math.min(sleep, pttl)
+    end
+  elseif headDeadline and redis.call('LINDEX', KEYS[4], 1) == owner then
+    sleep = math.min(sleep, headDeadline - now + 1)
+  end
+  return {0, math.max(sleep, 1), running}
+end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then
@@ -62,7 +129,11 @@ if pttl ~= -2 then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, 0}
   end
-  return {0, pttl, running}
+  return wait(pttl)
+end
+if fair and head and head ~= owner then
+  -- Free, but others came first.
+  return wait(0)
 end
 local now = redis.call('TIME')
 local token = now[1] * 1000000 + now[2]
@@ -77,6 +148,10 @@ if last and last >= token then
 end
 redis.call('HSET', KEYS[1], owner, 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if fair and head == owner then
+  redis.call('LPOP', KEYS[4])
+  redis.call('ZREM', KEYS[5], owner)
+end
 local unfinished = 0
 if running == tick then
   tries = tries + 1

@@ -13,6 +13,9 @@
 -- ARGV[8] the message to publish: the releasing owner id
 -- ARGV[9] a tick up to which the claimant handled every tick: the ledger's
 --         seen moves up to it
+-- ARGV[10] 1: the claim was fair: KEYS[4] and KEYS[5] are the lock's queue
+--         and waiters' deadlines, and the message wakes the queue's head
+--         alone ("fair\n<ARGV[1]>\n<head>", see fairrelease.lua)
 -- Returns 1 finished; 0 the caller does not hold the lock (nothing
 -- touched); -5 the hold count differs; -6 KEYS[3] is not a hash (the lock
 -- was released all the same).
@@ -51,7 +54,29 @@ if ok then
   redis.call('PEXPIRE', KEYS[3], ARGV[7])
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], ARGV[8])
+if ARGV[10] == '1' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local head = ''
+  local h = redis.pcall('LINDEX', KEYS[4], 0)
+  while h and type(h) ~= 'table' do
+    local d = redis.pcall('ZSCORE', KEYS[5], h)
+    if type(d) == 'table' then
+      break
+    end
+    d = tonumber(d)
+    if d and d > now then
+      head = h
+      break
+    end
+    redis.call('LPOP', KEYS[4])
+    redis.call('ZREM', KEYS[5], h)
+    h = redis.call('LINDEX', KEYS[4], 0)
+  end
+  redis.call('PUBLISH', KEYS[2], 'fair\n' .. ARGV[1] .. '\n' .. head)
+else
+  redis.call('PUBLISH', KEYS[2], ARGV[8])
+end
 if ok then
   return 1
 end
