@@ -104,7 +104,11 @@
 // when that one finishes, and takes the tick over, with its try count
 // going on, when the owner gives it back or dies. Claim.Finish records the
 // outcome and releases the lock in one script (finish.lua). The scheduler
-// package is built on it.
+// package is built on it. A FairLedger's claims wait in the FairMutex's
+// queue (the same scripts in fair mode). Ledger.Pause makes every claim
+// return ErrPaused until it is undone; Ledger.Trigger counts manual
+// requests, and Client.Publish and Client.Subscribe carry messages between
+// the Clients of a store (the scheduler's fleet requests).
 //
 // # Fair locks
 //

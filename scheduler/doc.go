@@ -79,10 +79,34 @@
 // panic is recovered into an error (jobs.Recover). RunInfo.Attempt counts
 // the tries of the tick, across retries and replicas.
 //
+// # Fleet control: pause, trigger
+//
+// Pause(ctx, job, true) marks the job's ledger paused: on every replica its
+// claims return at once and its ticks count as paused (they are not
+// missed: resuming runs the next tick, not the ones paused). A run under
+// way goes on. Trigger(ctx, job) counts a manual request in the job's
+// ledger and publishes it (lock.Client.Publish); every replica that runs
+// the job claims the manual run in a second ledger of manual runs, under
+// the job's lock, so one runs it once (RunInfo.Tick is the time of the
+// request). A manual run waits for a run under way, and runs while the job
+// is paused, as Kubernetes runs a Job made from a suspended CronJob.
+// Neither needs Run: the scheduler command builds a Scheduler only to send
+// them. A trigger published while no replica is connected is lost.
+//
+// # Lock kinds and concurrency
+//
+// LockFair makes the job's claims wait in the lock's FIFO queue
+// (lock.Client.FairLedger): when several wait for the lock (jobs that share
+// it, ticks queued behind a run), the one that waited first gets it, and an
+// unlock wakes it alone. MaxConcurrency limits how many runs of the jobs of
+// one ConcurrencyGroup go at once across the fleet: each run holds a permit
+// of a lock.Client.Semaphore besides its job's lock, waiting for it under
+// that lock; its ctx ends if the permit is lost.
+//
 // # Outcomes and telemetry
 //
 // Each tick handled by a replica ends with one outcome: ran, failed,
-// skipped_done, skipped_busy, lost_lock, interrupted, handed_off, or error
+// skipped_done, skipped_busy, lost_lock, interrupted, handed_off, paused, or error
 // (the lock's backend could not be reached); missed counts ticks no replica
 // claimed. A replica that stops while it waits for another's run records
 // nothing. Each tick handled records a "job.tick" span (attributes job,
