@@ -102,7 +102,7 @@ admin {
 
   # Bearer token that the mutating calls (trigger, pause, resume) need.
   # Prefer token_env, the name of an environment variable holding it.
-  # token_env = "LOCKCRON_ADMIN_TOKEN"
+  # token_env = "ADMIN_TOKEN"
   # token     = "..."
 }
 

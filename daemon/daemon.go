@@ -195,6 +195,9 @@ func Run(ctx context.Context, path string, o Options) error {
 		case <-o.Force:
 			log.Warn("second stop request: stopping at once")
 			_ = s.Close()
+			if n := jobs.KillRunning(); n > 0 {
+				log.Warn("exec jobs killed", "process_groups", n)
+			}
 			<-ran
 			stopErr = errors.New("stopped at once by a second signal: running jobs were abandoned")
 		}

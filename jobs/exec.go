@@ -204,6 +204,8 @@ func (e *Exec) Run(ctx context.Context) error {
 		return fmt.Errorf("jobs: exec %q: %w", prog, err)
 	}
 	g.setPgid(cmd.Process.Pid) // Setpgid: the group's id is the leader's pid
+	running.add(g)
+	defer running.remove(g)
 	log.Debug("process started", "pid", cmd.Process.Pid)
 
 	var wg sync.WaitGroup
@@ -294,6 +296,52 @@ func ctxErr(ctx context.Context) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", err, cause)
+}
+
+// running is the process groups of the exec runs under way, for
+// KillRunning.
+var running = groups{m: make(map[*group]struct{})}
+
+type groups struct {
+	mu sync.Mutex
+	m  map[*group]struct{}
+}
+
+func (gs *groups) add(g *group) {
+	gs.mu.Lock()
+	gs.m[g] = struct{}{}
+	gs.mu.Unlock()
+}
+
+func (gs *groups) remove(g *group) {
+	gs.mu.Lock()
+	delete(gs.m, g)
+	gs.mu.Unlock()
+}
+
+// KillRunning sends SIGKILL at once to the process group of every exec run
+// of this process still under way, without waiting for their grace. A
+// daemon that stops at once (a second signal) calls it before it exits, so
+// that no job process outlives it and runs on while another replica takes
+// its tick over. It returns how many groups it signalled. It is safe for
+// concurrent use.
+func KillRunning() int {
+	running.mu.Lock()
+	gs := make([]*group, 0, len(running.m))
+	for g := range running.m {
+		gs = append(gs, g)
+	}
+	running.mu.Unlock()
+	n := 0
+	for _, g := range gs {
+		g.mu.Lock()
+		pgid := g.pgid
+		g.mu.Unlock()
+		if pgid > 0 && syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // group is the process group of one run. It is used by Run's goroutine and

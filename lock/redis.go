@@ -292,6 +292,11 @@ func (b *redisBackend) send(ps *redis.PubSub) {
 				err = ps.Unsubscribe(ctx, op.channel)
 			}
 			cancel()
+			select {
+			case <-b.stop:
+				return // closing: the connection goes with it
+			default:
+			}
 			if err != nil {
 				// go-redis subscribes again on its next connection to
 				// what it was asked for; a waiter's TTL timer covers the

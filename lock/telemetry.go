@@ -51,10 +51,10 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 	m := o.meter.Meter(instrumentation)
 	var errs []error
 	var err error
-	t.wait, err = m.Float64Histogram(metricWait, metric.WithUnit("s"),
+	t.wait, err = m.Float64Histogram(metricWait, metric.WithUnit("s"), secondBuckets,
 		metric.WithDescription("Time from a Lock or TryLock call to its result, by outcome."))
 	errs = append(errs, err)
-	t.hold, err = m.Float64Histogram(metricHold, metric.WithUnit("s"),
+	t.hold, err = m.Float64Histogram(metricHold, metric.WithUnit("s"), secondBuckets,
 		metric.WithDescription("Time a lease held its lock, by outcome (released or lost)."))
 	errs = append(errs, err)
 	t.renewals, err = m.Int64Counter(metricRenewals, metric.WithUnit("{renewal}"),
@@ -131,3 +131,9 @@ func (t *telemetry) renewed(name, outcome string) {
 func (t *telemetry) lost(name string) {
 	t.lostN.Add(context.Background(), 1, metric.WithAttributes(attribute.String("lock", name)))
 }
+
+// secondBuckets are the histograms' bucket bounds, in seconds: the SDK's
+// default bounds are meant for milliseconds.
+var secondBuckets = metric.WithExplicitBucketBoundaries(
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+	1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)

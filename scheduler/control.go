@@ -183,6 +183,12 @@ func (s *Scheduler) Jobs(ctx context.Context) []JobView {
 			v.NextTicks = append(v.NextTicks, t)
 		}
 		v.Ledger, v.LedgerErr = e.ledger.State(ctx)
+		if v.LedgerErr == nil && v.Ledger.Held && v.Ledger.Running == 0 {
+			// Perhaps a manual run holds the lock: name its owner.
+			if m, err := e.manual.State(ctx); err == nil && m.Running != 0 {
+				v.Ledger.Owner = m.Owner
+			}
+		}
 		out[i] = v
 	}
 	return out

@@ -34,6 +34,7 @@ type Scheduler struct {
 	stopping chan struct{} // closed by beginStop: trigger loops return
 	drained  chan struct{} // closed when every loop and run has returned, after beginStop
 	stopped  chan struct{} // closed when the stop is complete: Run returns
+	closed   chan struct{} // closed by Close: a Shutdown waiting for its runs returns
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -44,6 +45,7 @@ type Scheduler struct {
 
 	wg          sync.WaitGroup // trigger loops and tick goroutines
 	stopOnce    sync.Once
+	closeOnce   sync.Once
 	stoppedOnce sync.Once
 }
 
@@ -99,6 +101,7 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 		stopping: make(chan struct{}),
 		drained:  make(chan struct{}),
 		stopped:  make(chan struct{}),
+		closed:   make(chan struct{}),
 		entries:  make(map[string]*entry),
 		active:   make(map[*run]struct{}),
 	}
@@ -204,7 +207,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // going at once, releasing their locks, and returns ctx's error: a job func
 // that ignores its ctx then runs on without the lock (and its goroutine with
 // it), and another replica may take the tick over. Calling it again, or
-// after Close, waits for the same stop.
+// after Close, waits for the same stop; a Close while it waits makes it
+// return ErrClosed at once.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.beginStop()
 	select {
@@ -213,6 +217,8 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.forceFinish()
 		s.markStopped()
 		return ctx.Err()
+	case <-s.closed:
+		return ErrClosed // Close cut the wait short
 	}
 	s.markStopped()
 	return nil
@@ -225,6 +231,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 // nothing.
 func (s *Scheduler) Close() error {
 	s.beginStop()
+	s.closeOnce.Do(func() { close(s.closed) })
 	s.forceFinish()
 	s.markStopped()
 	return nil
@@ -296,7 +303,7 @@ func (s *Scheduler) Status() []Status {
 		e.mu.Lock()
 		out = append(out, Status{
 			Job: e.job.Name, Schedule: e.job.Schedule, Lock: e.job.Lock,
-			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight > 0,
+			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight+e.manuals > 0,
 		})
 		e.mu.Unlock()
 	}

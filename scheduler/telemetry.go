@@ -59,13 +59,13 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 	t.runs, err = m.Int64Counter(metricRuns, metric.WithUnit("{tick}"),
 		metric.WithDescription("Ticks handled by this replica, by job and outcome."))
 	errs = append(errs, err)
-	t.wait, err = m.Float64Histogram(metricWait, metric.WithUnit("s"),
+	t.wait, err = m.Float64Histogram(metricWait, metric.WithUnit("s"), secondBuckets,
 		metric.WithDescription("Time from a tick's firing to its claim's result: the lock wait, by job and outcome."))
 	errs = append(errs, err)
-	t.hold, err = m.Float64Histogram(metricHold, metric.WithUnit("s"),
+	t.hold, err = m.Float64Histogram(metricHold, metric.WithUnit("s"), secondBuckets,
 		metric.WithDescription("Time a run held the job's lock, by job and outcome."))
 	errs = append(errs, err)
-	t.lateness, err = m.Float64Histogram(metricLateness, metric.WithUnit("s"),
+	t.lateness, err = m.Float64Histogram(metricLateness, metric.WithUnit("s"), secondBuckets,
 		metric.WithDescription("Start of a run minus its scheduled time, by job."))
 	errs = append(errs, err)
 	t.lost, err = m.Int64Counter(metricLost, metric.WithUnit("{lease}"),
@@ -124,3 +124,9 @@ func (t *telemetry) late(job string, d time.Duration) {
 func (t *telemetry) lostLock(job string) {
 	t.lost.Add(context.Background(), 1, metric.WithAttributes(attribute.String("job", job)))
 }
+
+// secondBuckets are the histograms' bucket bounds, in seconds: the SDK's
+// default bounds are meant for milliseconds.
+var secondBuckets = metric.WithExplicitBucketBoundaries(
+	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+	1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
