@@ -63,18 +63,9 @@ type acquisition struct {
 // waits in this Client's queues.
 func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []AcquireOption) (l *Lease, err error) {
 	k := a.k
-	o, err := buildAcquireOptions(k.name, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctxErr(ctx, k.name); err != nil {
-		return nil, err
-	}
-	if c.isClosed() {
-		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
-	}
-	if l, ok := ctx.Value(leaseKey{c, k.id}).(*Lease); ok {
-		return l.reenter(ctx)
+	o, l, err := c.begin(ctx, k, opts)
+	if l != nil || err != nil {
+		return l, err
 	}
 	if o.hasWait && o.wait == 0 {
 		try = true
@@ -127,6 +118,28 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 	}
 	l, err = c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, attempt)
 	return c.endAcquire(k, w, start, l, err)
+}
+
+// begin is the start that every Lock and TryLock shares: the options, the
+// ctx, the Client's state, and re-entry through ctx. It returns the
+// options, or the lease re-entered, or an error; with either of the last
+// two the call is over.
+func (c *Client) begin(ctx context.Context, k *keys, opts []AcquireOption) (acquireOptions, *Lease, error) {
+	o, err := buildAcquireOptions(k.name, opts)
+	if err != nil {
+		return o, nil, err
+	}
+	if err := ctxErr(ctx, k.name); err != nil {
+		return o, nil, err
+	}
+	if c.isClosed() {
+		return o, nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
+	}
+	if l, ok := ctx.Value(leaseKey{c, k.id}).(*Lease); ok {
+		l, err := l.reenter(ctx)
+		return o, l, err
+	}
+	return o, nil, nil
 }
 
 func (c *Client) endAcquire(k *keys, w waitSpan, start time.Time, l *Lease, err error) (*Lease, error) {

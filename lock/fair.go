@@ -107,18 +107,9 @@ func (f fairKind) release(ctx context.Context, k *keys, owner string, holds, dro
 
 func (f *fairMutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Lease, error) {
 	c, k := f.c, f.k
-	o, err := buildAcquireOptions(k.name, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctxErr(ctx, k.name); err != nil {
-		return nil, err
-	}
-	if c.isClosed() {
-		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
-	}
-	if l, ok := ctx.Value(leaseKey{c, k.id}).(*Lease); ok {
-		return l.reenter(ctx)
+	o, l, err := c.begin(ctx, k, opts)
+	if l != nil || err != nil {
+		return l, err
 	}
 	if o.hasWait && o.wait == 0 {
 		try = true
@@ -141,7 +132,6 @@ func (f *fairMutex) acquire(ctx context.Context, try bool, opts []AcquireOption)
 		}
 		return l, d, err
 	}
-	var l *Lease
 	if try {
 		l, _, err = tryOnce(false)
 		if l == nil && err == nil {

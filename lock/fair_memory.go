@@ -114,20 +114,13 @@ func (b *memoryBackend) fairRelease(ctx context.Context, k *keys, owner string, 
 	s := b.s
 	s.mu.Lock()
 	l := s.live(k.lock, time.Now())
-	switch {
-	case l == nil || l.owner != owner:
+	if l == nil || l.owner != owner {
 		s.mu.Unlock()
 		return relNotHeld, "", nil
-	case l.holds == holds-drop:
+	}
+	if n, last := dropHolds(&l.holds, holds, drop); !last {
 		s.mu.Unlock()
-		return relDropped, "", nil
-	case l.holds != holds:
-		s.mu.Unlock()
-		return relMismatch, "", nil
-	case l.holds > drop:
-		l.holds -= drop
-		s.mu.Unlock()
-		return relDropped, "", nil
+		return n, "", nil
 	}
 	delete(s.locks, k.lock)
 	head := s.queueAt(k, time.Now(), false).head()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -44,13 +42,7 @@ type ledgerScripts struct {
 
 func newLedgerScripts(t *testing.T) *ledgerScripts {
 	t.Helper()
-	load := func(name string) *redis.Script {
-		src, err := os.ReadFile(filepath.Join("scripts", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return redis.NewScript(string(src))
-	}
+	load := func(name string) *redis.Script { return redis.NewScript(scriptSource(t, "lib.lua", name)) }
 	return &ledgerScripts{rdb: redistest.Start(t).Client(), claimS: load("claim.lua"), finS: load("finish.lua")}
 }
 

@@ -49,13 +49,25 @@ func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func scriptSHA(t *testing.T, file string) string {
+// scriptSource is a script as the Client sends it: the files of
+// lock/scripts named, one after the other (lib.lua first, for the scripts
+// that use it).
+func scriptSource(t *testing.T, files ...string) string {
 	t.Helper()
-	src, err := os.ReadFile("scripts/" + file)
-	if err != nil {
-		t.Fatal(err)
+	var src []byte
+	for _, f := range files {
+		b, err := os.ReadFile("scripts/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
-	sum := sha1.Sum(src)
+	return string(src)
+}
+
+func scriptSHA(t *testing.T, files ...string) string {
+	t.Helper()
+	sum := sha1.Sum([]byte(scriptSource(t, files...)))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -76,7 +88,7 @@ func TestLostReplyDuringWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer waiterC.Close()
-	acquireSHA, releaseSHA := scriptSHA(t, "acquire.lua"), scriptSHA(t, "release.lua")
+	acquireSHA, releaseSHA := scriptSHA(t, "lib.lua", "acquire.lua"), scriptSHA(t, "release.lua")
 
 	held, err := holder.Mutex("lost").Lock(ctx)
 	if err != nil {

@@ -175,28 +175,44 @@ func (b *memoryBackend) release(ctx context.Context, k *keys, owner string, hold
 	s := b.s
 	s.mu.Lock()
 	l := s.live(k.lock, time.Now())
-	switch {
-	case l == nil || l.owner != owner:
+	if l == nil || l.owner != owner {
 		s.mu.Unlock()
 		return relNotHeld, nil
-	case l.holds == holds-drop: // as the script: a repeat of a call that was applied
+	}
+	if n, last := dropHolds(&l.holds, holds, drop); !last {
 		s.mu.Unlock()
-		return relDropped, nil
-	case l.holds != holds:
-		s.mu.Unlock()
-		return relMismatch, nil
-	case l.holds > drop:
-		l.holds -= drop
-		s.mu.Unlock()
-		return relDropped, nil
+		return n, nil
 	}
 	delete(s.locks, k.lock)
-	subs := s.subscribers(k, b)
+	s.unlockAndWake(k, b)
+	return relReleased, nil
+}
+
+// dropHolds applies release.lua's compare-and-set to a lease's hold count
+// cur: the caller's lease has holds, and drops drop of them. It returns the
+// reply, and whether that was the last hold (then the caller deletes the
+// lease, and the reply is relReleased).
+func dropHolds(cur *int, holds, drop int) (reply int64, last bool) {
+	switch {
+	case *cur == holds-drop: // as the script: a repeat of a call that was applied
+		return relDropped, false
+	case *cur != holds:
+		return relMismatch, false
+	case *cur > drop:
+		*cur -= drop
+		return relDropped, false
+	}
+	return relReleased, true
+}
+
+// unlockAndWake releases s.mu, then tells the Clients subscribed to k's
+// channel, less except, that k was unlocked. s.mu is held.
+func (s *MemoryStore) unlockAndWake(k *keys, except *memoryBackend) {
+	subs := s.subscribers(k, except)
 	s.mu.Unlock()
 	for _, sub := range subs {
 		sub.wake(k.channel)
 	}
-	return relReleased, nil
 }
 
 func (b *memoryBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
@@ -210,11 +226,7 @@ func (b *memoryBackend) forceUnlock(ctx context.Context, k *keys) (int64, error)
 		return 0, nil
 	}
 	delete(s.locks, k.lock)
-	subs := s.subscribers(k, nil)
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.wake(k.channel)
-	}
+	s.unlockAndWake(k, nil)
 	return 1, nil
 }
 

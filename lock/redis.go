@@ -13,6 +13,9 @@ import (
 )
 
 var (
+	// lib.lua goes in front of the scripts that use its functions.
+	//go:embed scripts/lib.lua
+	libSrc string
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/renew.lua
@@ -27,12 +30,12 @@ var (
 	finishSrc string
 
 	// Run sends EVALSHA, and EVAL on NOSCRIPT.
-	acquireScript     = redis.NewScript(acquireSrc)
+	acquireScript     = redis.NewScript(libSrc + acquireSrc)
 	renewScript       = redis.NewScript(renewSrc)
 	releaseScript     = redis.NewScript(releaseSrc)
 	forceUnlockScript = redis.NewScript(forceUnlockSrc)
-	claimScript       = redis.NewScript(claimSrc)
-	finishScript      = redis.NewScript(finishSrc)
+	claimScript       = redis.NewScript(libSrc + claimSrc)
+	finishScript      = redis.NewScript(libSrc + finishSrc)
 )
 
 // tokenTTL is how long the fencing high-water mark outlives its last use.
@@ -459,9 +462,9 @@ var (
 	//go:embed scripts/fairleave.lua
 	fairLeaveSrc string
 
-	fairAcquireScript = redis.NewScript(fairAcquireSrc)
-	fairReleaseScript = redis.NewScript(fairReleaseSrc)
-	fairLeaveScript   = redis.NewScript(fairLeaveSrc)
+	fairAcquireScript = redis.NewScript(libSrc + fairAcquireSrc)
+	fairReleaseScript = redis.NewScript(libSrc + fairReleaseSrc)
+	fairLeaveScript   = redis.NewScript(libSrc + fairLeaveSrc)
 )
 
 // fairMessage starts an unlock message of a fair lock, addressed to the

@@ -191,18 +191,9 @@ func (b *memoryBackend) rwRelease(ctx context.Context, k *keys, owner string, wr
 		return relNotHeld, false, nil
 	}
 	l := rw.leases[owner]
-	switch {
-	case l.holds == holds && l.holds > drop:
-		l.holds -= drop
+	if n, last := dropHolds(&l.holds, holds, drop); !last {
 		s.mu.Unlock()
-		return relDropped, false, nil
-	case l.holds == holds:
-	case l.holds == holds-drop: // as the script: a repeat of a call that was applied
-		s.mu.Unlock()
-		return relDropped, false, nil
-	default:
-		s.mu.Unlock()
-		return relMismatch, false, nil
+		return n, false, nil
 	}
 	delete(rw.leases, owner)
 	if write {
@@ -264,11 +255,7 @@ func (b *memoryBackend) rwForceUnlock(ctx context.Context, k *keys) (int64, erro
 	}
 	held := len(rw.leases) > 0
 	delete(s.rw, k.lock)
-	subs := s.subscribers(k, nil)
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.wake(k.channel)
-	}
+	s.unlockAndWake(k, nil)
 	if held {
 		return 1, nil
 	}

@@ -25,7 +25,7 @@ var (
 	//go:embed scripts/rwforceunlock.lua
 	rwForceUnlockSrc string
 
-	rwAcquireScript     = redis.NewScript(rwLibSrc + rwAcquireSrc)
+	rwAcquireScript     = redis.NewScript(libSrc + rwLibSrc + rwAcquireSrc)
 	rwRenewScript       = redis.NewScript(rwLibSrc + rwRenewSrc)
 	rwReleaseScript     = redis.NewScript(rwLibSrc + rwReleaseSrc)
 	rwLeaveScript       = redis.NewScript(rwLibSrc + rwLeaveSrc)

@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -855,18 +854,10 @@ func TestRWMutexInvalidName(t *testing.T) {
 }
 
 // rwScript is one of the read-write lock's scripts as the Client sends it:
-// rwlib.lua, then the script.
+// lib.lua, rwlib.lua, then the script.
 func rwScript(t *testing.T, name string) *redis.Script {
 	t.Helper()
-	var src []byte
-	for _, f := range []string{"scripts/rwlib.lua", "scripts/" + name} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = append(src, b...)
-	}
-	return redis.NewScript(string(src))
+	return redis.NewScript(scriptSource(t, "lib.lua", "rwlib.lua", name))
 }
 
 // go-redis may send a script again after a reply was lost: each run of the

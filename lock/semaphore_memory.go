@@ -115,30 +115,19 @@ func (b *memoryBackend) semRelease(ctx context.Context, k *keys, owner string, h
 	s.mu.Lock()
 	m := s.semAt(k, time.Now(), false)
 	p := m[owner]
-	switch {
-	case p == nil:
+	if p == nil {
 		s.mu.Unlock()
 		return relNotHeld, nil
-	case p.holds == holds-drop: // as the script: a repeat of a call that was applied
+	}
+	if n, last := dropHolds(&p.holds, holds, drop); !last {
 		s.mu.Unlock()
-		return relDropped, nil
-	case p.holds != holds:
-		s.mu.Unlock()
-		return relMismatch, nil
-	case p.holds > drop:
-		p.holds -= drop
-		s.mu.Unlock()
-		return relDropped, nil
+		return n, nil
 	}
 	delete(m, owner)
 	if len(m) == 0 {
 		delete(s.sems, k.lock)
 	}
-	subs := s.subscribers(k, b)
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.wake(k.channel)
-	}
+	s.unlockAndWake(k, b)
 	return relReleased, nil
 }
 
@@ -153,10 +142,6 @@ func (b *memoryBackend) semForceUnlock(ctx context.Context, k *keys) (int64, err
 		return 0, nil
 	}
 	delete(s.sems, k.lock)
-	subs := s.subscribers(k, nil)
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.wake(k.channel)
-	}
+	s.unlockAndWake(k, nil)
 	return 1, nil
 }

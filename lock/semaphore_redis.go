@@ -20,7 +20,7 @@ var (
 	semForceUnlockSrc string
 
 	// Run sends EVALSHA, and EVAL on NOSCRIPT.
-	semAcquireScript     = redis.NewScript(semAcquireSrc)
+	semAcquireScript     = redis.NewScript(libSrc + semAcquireSrc)
 	semRenewScript       = redis.NewScript(semRenewSrc)
 	semReleaseScript     = redis.NewScript(semReleaseSrc)
 	semForceUnlockScript = redis.NewScript(semForceUnlockSrc)

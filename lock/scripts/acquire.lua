@@ -21,16 +21,9 @@ if pttl == -2 then
   if expected ~= 0 then
     return {-1, 0}
   end
-  local now = redis.call('TIME')
-  local token = now[1] * 1000000 + now[2]
-  local last = redis.pcall('SET', KEYS[2], token, 'PX', ARGV[4], 'GET')
-  if type(last) == 'table' and last.err then
+  local token = newToken(KEYS[2], ARGV[4], redis.call('TIME'))
+  if not token then
     return {-4, 0}
-  end
-  last = tonumber(last)
-  if last and last >= token then
-    token = last + 1
-    redis.call('SET', KEYS[2], token, 'PX', ARGV[4])
   end
   redis.call('HSET', KEYS[1], owner, 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])

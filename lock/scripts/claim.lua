@@ -60,27 +60,14 @@ if running > tick then
   return {2, running}
 end
 local fair = ARGV[6] == '1'
-local head, headDeadline, clock
+local head, headDeadline, clock, now
 if fair then
   clock = redis.call('TIME')
-  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  head = redis.pcall('LINDEX', KEYS[4], 0)
-  if type(head) == 'table' then
+  now = millis(clock)
+  local bad
+  head, headDeadline, bad = queueHead(KEYS[4], KEYS[5], now)
+  if bad then
     return {-7, 0}
-  end
-  while head do
-    local d = redis.pcall('ZSCORE', KEYS[5], head)
-    if type(d) == 'table' then
-      return {-7, 0}
-    end
-    d = tonumber(d)
-    if d and d > now then
-      headDeadline = d
-      break
-    end
-    redis.call('LPOP', KEYS[4])
-    redis.call('ZREM', KEYS[5], head)
-    head = redis.call('LINDEX', KEYS[4], 0)
   end
 end
 -- wait takes or keeps the fair caller's place, and answers how long to
@@ -89,32 +76,11 @@ local function wait(pttl)
   if not fair or (running ~= tick and ARGV[9] ~= '1') then
     return {0, math.max(pttl, 1), running}
   end
-  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  local ttl = tonumber(ARGV[7])
-  local mine = redis.pcall('ZSCORE', KEYS[5], owner)
-  if type(mine) == 'table' then
+  local sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
+  if not sleep then
     return {-7, 0}
   end
-  if not mine then
-    if not head then
-      head = owner
-    end
-    redis.call('RPUSH', KEYS[4], owner)
-  end
-  redis.call('ZADD', KEYS[5], now + ttl, owner)
-  if redis.call('PTTL', KEYS[5]) < ttl then
-    redis.call('PEXPIRE', KEYS[4], ttl)
-    redis.call('PEXPIRE', KEYS[5], ttl)
-  end
-  local sleep = tonumber(ARGV[8])
-  if head == owner then
-    if pttl > 0 then
-      sleep = math.min(sleep, pttl)
-    end
-  elseif headDeadline and redis.call('LINDEX', KEYS[4], 1) == owner then
-    sleep = math.min(sleep, headDeadline - now + 1)
-  end
-  return {0, math.max(sleep, 1), running}
+  return {0, sleep, running}
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
@@ -135,16 +101,9 @@ if fair and head and head ~= owner then
   -- Free, but others came first.
   return wait(0)
 end
-local now = redis.call('TIME')
-local token = now[1] * 1000000 + now[2]
-local last = redis.pcall('SET', KEYS[2], token, 'PX', ARGV[3], 'GET')
-if type(last) == 'table' and last.err then
+local token = newToken(KEYS[2], ARGV[3], clock or redis.call('TIME'))
+if not token then
   return {-4, 0}
-end
-last = tonumber(last)
-if last and last >= token then
-  token = last + 1
-  redis.call('SET', KEYS[2], token, 'PX', ARGV[3])
 end
 redis.call('HSET', KEYS[1], owner, 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])

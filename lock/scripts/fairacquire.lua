@@ -24,27 +24,12 @@
 -- lock, or refreshes its place.
 local owner = ARGV[1]
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- The head of the queue, with expired places dropped. Key types are
--- checked by the first command on each key (pcall), not by TYPE.
-local head = redis.pcall('LINDEX', KEYS[3], 0)
-if type(head) == 'table' then
+local now = millis(t)
+-- Key types are checked by the first command on each key (pcall), not by
+-- TYPE.
+local head, headDeadline, bad = queueHead(KEYS[3], KEYS[4], now)
+if bad then
   return {-6, 0}
-end
-local headDeadline
-while head do
-  local d = redis.pcall('ZSCORE', KEYS[4], head)
-  if type(d) == 'table' then
-    return {-6, 0}
-  end
-  d = tonumber(d)
-  if d and d > now then
-    headDeadline = d
-    break
-  end
-  redis.call('LPOP', KEYS[3])
-  redis.call('ZREM', KEYS[4], head)
-  head = redis.call('LINDEX', KEYS[3], 0)
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
@@ -62,15 +47,9 @@ if pttl ~= -2 then
   end
 end
 if pttl == -2 and (not head or head == owner) then
-  local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = redis.pcall('SET', KEYS[2], token, 'PX', ARGV[3], 'GET')
-  if type(last) == 'table' and last.err then
+  local token = newToken(KEYS[2], ARGV[3], t)
+  if not token then
     return {-4, 0}
-  end
-  last = tonumber(last)
-  if last and last >= token then
-    token = last + 1
-    redis.call('SET', KEYS[2], token, 'PX', ARGV[3])
   end
   redis.call('HSET', KEYS[1], owner, 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -83,34 +62,8 @@ end
 if ARGV[5] ~= '1' then
   return {0, math.max(pttl, 0), -1}
 end
-local ttl = tonumber(ARGV[4])
-local mine = redis.pcall('ZSCORE', KEYS[4], owner)
-if type(mine) == 'table' then
+local sleep, pos = keepPlace(KEYS[3], KEYS[4], owner, now, tonumber(ARGV[4]), tonumber(ARGV[6]), head, headDeadline, pttl)
+if not sleep then
   return {-6, 0}
 end
-if not mine then
-  if not head then
-    head = owner
-  end
-  redis.call('RPUSH', KEYS[3], owner)
-end
-redis.call('ZADD', KEYS[4], now + ttl, owner)
--- Both keys live as long as the longest place in them.
-if redis.call('PTTL', KEYS[4]) < ttl then
-  redis.call('PEXPIRE', KEYS[3], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
-end
-local sleep = tonumber(ARGV[6])
-if head == owner then
-  if pttl > 0 then
-    sleep = math.min(sleep, pttl)
-  end
-  return {0, math.max(sleep, 1), 0}
-end
-if redis.call('LINDEX', KEYS[3], 1) == owner then
-  if headDeadline then
-    sleep = math.min(sleep, headDeadline - now + 1)
-  end
-  return {0, math.max(sleep, 1), 1}
-end
-return {0, math.max(sleep, 1), 2}
+return {0, sleep, pos}

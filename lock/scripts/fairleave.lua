@@ -18,18 +18,9 @@ end
 if removed == 0 or redis.call('EXISTS', KEYS[1]) == 1 then
   return {removed, ''}
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-while true do
-  local h = redis.call('LINDEX', KEYS[3], 0)
-  if not h then
-    return {removed, ''}
-  end
-  local d = tonumber(redis.call('ZSCORE', KEYS[4], h))
-  if d and d > now then
-    redis.call('PUBLISH', KEYS[2], 'fair\n' .. ARGV[1] .. '\n' .. h)
-    return {removed, h}
-  end
-  redis.call('LPOP', KEYS[3])
-  redis.call('ZREM', KEYS[4], h)
+local head = queueHead(KEYS[3], KEYS[4], millis(redis.call('TIME')))
+if not head then
+  return {removed, ''}
 end
+redis.call('PUBLISH', KEYS[2], 'fair\n' .. ARGV[1] .. '\n' .. head)
+return {removed, head}

@@ -35,23 +35,4 @@ else
   return {-5, ''}
 end
 redis.call('DEL', KEYS[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local head = ''
-local h = redis.pcall('LINDEX', KEYS[3], 0)
-while h and type(h) ~= 'table' do
-  local d = redis.pcall('ZSCORE', KEYS[4], h)
-  if type(d) == 'table' then
-    break
-  end
-  d = tonumber(d)
-  if d and d > now then
-    head = h
-    break
-  end
-  redis.call('LPOP', KEYS[3])
-  redis.call('ZREM', KEYS[4], h)
-  h = redis.call('LINDEX', KEYS[3], 0)
-end
-redis.call('PUBLISH', KEYS[2], 'fair\n' .. ARGV[1] .. '\n' .. head)
-return {1, head}
+return {1, wakeHead(KEYS[3], KEYS[4], KEYS[2], ARGV[1], millis(redis.call('TIME')))}

@@ -55,25 +55,7 @@ if ok then
 end
 redis.call('DEL', KEYS[1])
 if ARGV[10] == '1' then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local head = ''
-  local h = redis.pcall('LINDEX', KEYS[4], 0)
-  while h and type(h) ~= 'table' do
-    local d = redis.pcall('ZSCORE', KEYS[5], h)
-    if type(d) == 'table' then
-      break
-    end
-    d = tonumber(d)
-    if d and d > now then
-      head = h
-      break
-    end
-    redis.call('LPOP', KEYS[4])
-    redis.call('ZREM', KEYS[5], h)
-    h = redis.call('LINDEX', KEYS[4], 0)
-  end
-  redis.call('PUBLISH', KEYS[2], 'fair\n' .. ARGV[1] .. '\n' .. head)
+  wakeHead(KEYS[4], KEYS[5], KEYS[2], ARGV[1], millis(redis.call('TIME')))
 else
   redis.call('PUBLISH', KEYS[2], ARGV[8])
 end

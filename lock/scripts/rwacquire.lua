@@ -97,15 +97,9 @@ else
   end
 end
 
-local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = redis.pcall('SET', KEYS[4], token, 'PX', ARGV[5], 'GET')
-if type(last) == 'table' and last.err then
+local token = newToken(KEYS[4], ARGV[5], t)
+if not token then
   return {-4, 0}
-end
-last = tonumber(last)
-if last and last >= token then
-  token = last + 1
-  redis.call('SET', KEYS[4], token, 'PX', ARGV[5])
 end
 redis.call('HSET', KEYS[1], owner, 1, owner .. ':token', token)
 if mode == 'w' then

@@ -72,15 +72,9 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[5]) then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return {0, math.max(tonumber(first[2]) - now, 1)}
 end
-local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = redis.pcall('SET', KEYS[4], token, 'PX', ARGV[4], 'GET')
-if type(last) == 'table' and last.err then
+local token = newToken(KEYS[4], ARGV[4], t)
+if not token then
   return {-4, 0}
-end
-last = tonumber(last)
-if last and last >= token then
-  token = last + 1
-  redis.call('SET', KEYS[4], token, 'PX', ARGV[4])
 end
 redis.call('ZADD', KEYS[1], now + lease, owner)
 redis.call('HSET', KEYS[2], owner, 1)

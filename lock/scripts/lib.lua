@@ -1,0 +1,99 @@
+-- lib.lua: functions that several scripts share; the Go code puts this
+-- file in front of each script that uses it (see redis.go). It defines
+-- functions only, and touches no key until one is called.
+
+-- newToken issues the next fencing token of a lock whose high-water mark
+-- is the string at key: the larger of the server's clock t (a TIME reply)
+-- in microseconds and the last token plus one. The mark lives ttl ms. It
+-- returns nil if key holds another type (left as it is).
+local function newToken(key, ttl, t)
+  local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = redis.pcall('SET', key, token, 'PX', ttl, 'GET')
+  if type(last) == 'table' and last.err then
+    return nil
+  end
+  last = tonumber(last)
+  if last and last >= token then
+    token = last + 1
+    redis.call('SET', key, token, 'PX', ttl)
+  end
+  return token
+end
+
+-- millis is a TIME reply in milliseconds.
+local function millis(t)
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- queueHead drops the expired places at the head of a fair lock's queue
+-- (the list q, with the waiters' deadlines in the sorted set z, in Redis
+-- time ms) and returns the head and its deadline, or false when the queue
+-- is empty. The third value is true when q or z holds another type.
+local function queueHead(q, z, now)
+  local head = redis.pcall('LINDEX', q, 0)
+  if type(head) == 'table' then
+    return false, nil, true
+  end
+  while head do
+    local d = redis.pcall('ZSCORE', z, head)
+    if type(d) == 'table' then
+      return false, nil, true
+    end
+    d = tonumber(d)
+    if d and d > now then
+      return head, d, false
+    end
+    redis.call('LPOP', q)
+    redis.call('ZREM', z, head)
+    head = redis.call('LINDEX', q, 0)
+  end
+  return false, nil, false
+end
+
+-- keepPlace takes or keeps owner's place in the queue q (deadlines z) for
+-- ttl ms, and returns how long it may sleep before its next try or
+-- heartbeat (at most maxSleep; until the holder's pttl for the head; until
+-- the head's deadline for the next in line) and its position (0 the head,
+-- 1 next, 2 further back); nil if z holds another type. head and
+-- headDeadline are queueHead's.
+local function keepPlace(q, z, owner, now, ttl, maxSleep, head, headDeadline, pttl)
+  local mine = redis.pcall('ZSCORE', z, owner)
+  if type(mine) == 'table' then
+    return nil
+  end
+  if not mine then
+    if not head then
+      head = owner
+    end
+    redis.call('RPUSH', q, owner)
+  end
+  redis.call('ZADD', z, now + ttl, owner)
+  -- Both keys live as long as the longest place in them.
+  if redis.call('PTTL', z) < ttl then
+    redis.call('PEXPIRE', q, ttl)
+    redis.call('PEXPIRE', z, ttl)
+  end
+  local sleep = maxSleep
+  if head == owner then
+    if pttl > 0 then
+      sleep = math.min(sleep, pttl)
+    end
+    return math.max(sleep, 1), 0
+  end
+  if redis.call('LINDEX', q, 1) == owner then
+    if headDeadline then
+      sleep = math.min(sleep, headDeadline - now + 1)
+    end
+    return math.max(sleep, 1), 1
+  end
+  return math.max(sleep, 1), 2
+end
+
+-- wakeHead publishes on channel the unlock addressed to the head of the
+-- queue q (deadlines z): "fair\n<releaser>\n<head>". Only that waiter
+-- tries again; the others ignore it. It returns the head, '' if none.
+local function wakeHead(q, z, channel, releaser, now)
+  local head = queueHead(q, z, now) or ''
+  redis.call('PUBLISH', channel, 'fair\n' .. releaser .. '\n' .. head)
+  return head
+end
