@@ -21,8 +21,8 @@ var (
 
 	// Run sends EVALSHA, and EVAL on NOSCRIPT.
 	semAcquireScript     = redis.NewScript(libSrc + semAcquireSrc)
-	semRenewScript       = redis.NewScript(semRenewSrc)
-	semReleaseScript     = redis.NewScript(semReleaseSrc)
+	semRenewScript       = redis.NewScript(libSrc + semRenewSrc)
+	semReleaseScript     = redis.NewScript(libSrc + semReleaseSrc)
 	semForceUnlockScript = redis.NewScript(semForceUnlockSrc)
 )
 

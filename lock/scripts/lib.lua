@@ -97,3 +97,27 @@ local function wakeHead(q, z, channel, releaser, now)
   redis.call('PUBLISH', channel, 'fair\n' .. releaser .. '\n' .. head)
   return head
 end
+
+-- semWrongType is the index of the first of a semaphore's keys that holds
+-- another type (KEYS[1] the permits, a sorted set; KEYS[2] their holds and
+-- KEYS[3] their tokens, hashes), or nil.
+local function semWrongType()
+  local types = {'zset', 'hash', 'hash'}
+  for i = 1, 3 do
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t ~= 'none' and t ~= types[i] then
+      return i
+    end
+  end
+  return nil
+end
+
+-- prunePermits drops a semaphore's permits whose deadline is not after
+-- now, with their holds and tokens (KEYS[1..3] as semWrongType's).
+local function prunePermits(now)
+  for _, p in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
+    redis.call('ZREM', KEYS[1], p)
+    redis.call('HDEL', KEYS[2], p)
+    redis.call('HDEL', KEYS[3], p)
+  end
+end

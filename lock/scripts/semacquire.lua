@@ -39,12 +39,8 @@ for i = 1, 3 do
   end
 end
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, p in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
-  redis.call('ZREM', KEYS[1], p)
-  redis.call('HDEL', KEYS[2], p)
-  redis.call('HDEL', KEYS[3], p)
-end
+local now = millis(t)
+prunePermits(now)
 local held = redis.call('ZSCORE', KEYS[1], owner)
 if expected ~= 0 then
   local holds = tonumber(redis.call('HGET', KEYS[2], owner))

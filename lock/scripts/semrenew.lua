@@ -11,20 +11,11 @@
 -- Permits whose deadline has passed are dropped first. Idempotent: a repeat
 -- moves the deadline to the same place, give or take the time between the
 -- two.
-local types = {'zset', 'hash', 'hash'}
-for i = 1, 3 do
-  local t = redis.call('TYPE', KEYS[i])['ok']
-  if t ~= 'none' and t ~= types[i] then
-    return 0
-  end
+if semWrongType() then
+  return 0
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, p in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
-  redis.call('ZREM', KEYS[1], p)
-  redis.call('HDEL', KEYS[2], p)
-  redis.call('HDEL', KEYS[3], p)
-end
+local now = millis(redis.call('TIME'))
+prunePermits(now)
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   return 0
 end
