@@ -12,16 +12,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"regexp"
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,30 +68,18 @@ func main() {
 		}
 		cfg.filter = re
 	}
-	if err := mainErr(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		benchutil.Abort(1)
-	}
+	benchutil.Main("bench", func(ctx context.Context) error { return mainErr(ctx, cfg) })
 }
 
-func mainErr(cfg *config) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	srv, err := redistest.Launch()
+func mainErr(ctx context.Context, cfg *config) error {
+	srv, err := benchutil.Launch()
 	if err != nil {
 		return err
 	}
-	cfg.srv = srv
-	benchutil.AddCleanup(srv.Close)
 	defer srv.Close()
-	cfg.ctl = redis.NewClient(srv.Options())
-	defer cfg.ctl.Close()
+	cfg.srv, cfg.ctl = srv.Server, srv.Ctl
 
-	version, err := benchutil.ServerVersion(ctx, cfg.ctl)
-	if errors.Is(err, benchutil.ErrNoVersion) {
-		version, err = "?", nil
-	}
+	version, err := benchutil.ServerVersionOr(ctx, cfg.ctl, "?")
 	if err != nil {
 		return err
 	}
@@ -109,7 +94,7 @@ func mainErr(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	cfg.infoOverhead = benchutil.Sum(benchutil.StatsDelta(a.calls, b.calls))
+	cfg.infoOverhead = benchutil.Sum(benchutil.StatsDelta(a.Calls, b.Calls))
 
 	fmt.Printf("lockcron bench: %s, Go %s, GOMAXPROCS %d, redis-server %s on %s (loopback TCP)\n",
 		time.Now().Format("2006-01-02 15:04"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), version, srv.Addr())
@@ -121,7 +106,7 @@ func mainErr(cfg *config) error {
 	var results []*result
 	selected := func(im impl) bool { return im.floor || cfg.filter == nil || cfg.filter.MatchString(im.name) }
 	progress := func(r *result) {
-		fmt.Fprintf(os.Stderr, "  %-28s %-30s %9.0f/s  fails %d errs %d\n", r.scenario, r.impl, r.rate, r.fails, r.errs)
+		fmt.Fprintf(os.Stderr, "  %-28s %-30s %9.0f/s  fails %d errs %d\n", r.scenario, r.impl, r.rate, r.Fails, r.Errs)
 	}
 
 	// Warm up the process, the server and the loopback path before the

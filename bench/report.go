@@ -29,7 +29,7 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 			benchutil.FmtDur(r.lock.Pct(50)), benchutil.FmtDur(r.lock.Pct(99)), benchutil.FmtDur(r.lock.Max()),
 			benchutil.FmtDur(r.unlock.Pct(50)), benchutil.FmtDur(r.unlock.Pct(99)),
 			"-", "-", "-", "-", "-", "-", fmtUsec(r.srvUsecPerOp()),
-			fmt.Sprint(r.fails), fmt.Sprint(r.errs),
+			fmt.Sprint(r.Fails), fmt.Sprint(r.Errs),
 		}
 		if r.floor {
 			row[3] = "1 (ref)"
@@ -145,11 +145,11 @@ func printNotes(w io.Writer, cfg *config, results []*result) {
 		if r.violations > 0 {
 			notes = append(notes, fmt.Sprintf("%s / %s: MUTUAL EXCLUSION VIOLATED %d times", r.scenario, r.impl, r.violations))
 		}
-		if r.firstEr != "" {
-			notes = append(notes, fmt.Sprintf("%s / %s: first error (of %d): %s", r.scenario, r.impl, r.errs, r.firstEr))
+		if r.FirstErr != "" {
+			notes = append(notes, fmt.Sprintf("%s / %s: first error (of %d): %s", r.scenario, r.impl, r.Errs, r.FirstErr))
 		}
-		if r.firstFail != "" && cfg.verbose {
-			notes = append(notes, fmt.Sprintf("%s / %s: first failed attempt (of %d): %s", r.scenario, r.impl, r.fails, r.firstFail))
+		if r.FirstFail != "" && cfg.verbose {
+			notes = append(notes, fmt.Sprintf("%s / %s: first failed attempt (of %d): %s", r.scenario, r.impl, r.Fails, r.FirstFail))
 		}
 		if a := r.acct; a != nil && a.monErr != nil {
 			notes = append(notes, fmt.Sprintf("%s / %s: %v (cmds/acq counts Lua-internal calls as client commands)", r.scenario, r.impl, a.monErr))

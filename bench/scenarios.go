@@ -12,30 +12,6 @@ import (
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
-// errorCounts counts failed attempts (not acquired within the retry
-// budget) and unexpected errors, keeping the first message of each.
-type errorCounts struct {
-	mu                 sync.Mutex
-	fails, errs        int64
-	firstFail, firstEr string
-}
-
-func (e *errorCounts) add(fail bool, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if fail {
-		e.fails++
-		if e.firstFail == "" {
-			e.firstFail = err.Error()
-		}
-		return
-	}
-	e.errs++
-	if e.firstEr == "" {
-		e.firstEr = err.Error()
-	}
-}
-
 // result is one row of the table.
 type result struct {
 	scenario string
@@ -78,7 +54,7 @@ type result struct {
 	srvUsec  int64   // server time of all commands but INFO (INFO commandstats usec)
 	acct     *result // scenario 3: the accounting window (MONITOR on)
 
-	errorCounts
+	benchutil.ErrorCounts
 }
 
 func (r *result) clientCmdsPerAcq() float64 {
@@ -101,8 +77,8 @@ func (r *result) srvUsecPerOp() float64 {
 }
 
 // serverUsec is the server time spent on all commands but INFO.
-func serverUsec(before, after cmdStats) int64 {
-	d := benchutil.StatsDelta(before.usec, after.usec)
+func serverUsec(before, after benchutil.InfoStats) int64 {
+	d := benchutil.StatsDelta(before.Usec, after.Usec)
 	delete(d, "info")
 	return benchutil.Sum(d)
 }
@@ -117,14 +93,7 @@ func (r *result) srvCmdsPerAcq() float64 {
 // waitGroup waits for wg, and gives up after grace: a library that ignores
 // its ctx would otherwise hang the benchmark forever.
 func waitGroup(wg *sync.WaitGroup, what string, grace time.Duration) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(grace):
-		fmt.Fprintf(os.Stderr, "bench: %s: goroutines still running %v after the stop; every operation has a timeout, so a library is hanging; giving up\n", what, grace)
-		benchutil.Abort(3)
-	}
+	benchutil.WaitOrAbort(wg, grace, fmt.Sprintf("bench: %s: goroutines still running %v after the stop; every operation has a timeout, so a library is hanging; giving up", what, grace))
 }
 
 // A runner is one implementation in one scenario: its clients stay open
@@ -196,7 +165,7 @@ func (p *pairsRunner) loop(ctx context.Context, window time.Duration, record boo
 				t1 := time.Now()
 				if err != nil {
 					if record {
-						res.add(im.failure(err), err)
+						res.Add(im.failure(err), err)
 					}
 					continue
 				}
@@ -206,7 +175,7 @@ func (p *pairsRunner) loop(ctx context.Context, window time.Duration, record boo
 				t2 := time.Now()
 				if err != nil {
 					if record {
-						res.add(false, fmt.Errorf("unlock: %w", err))
+						res.Add(false, fmt.Errorf("unlock: %w", err))
 					}
 					continue
 				}
@@ -367,7 +336,7 @@ func (c *contendedRunner) window(ctx context.Context, window time.Duration, res 
 					if err == nil || ctx.Err() != nil {
 						break
 					}
-					res.add(im.failure(err), err) // a failed attempt: ask again
+					res.Add(im.failure(err), err) // a failed attempt: ask again
 					if stopped.Load() && time.Duration(since(time.Now())-stopAt.Load()) > cfg.wait {
 						break // the drain is bounded too
 					}
@@ -397,7 +366,7 @@ func (c *contendedRunner) window(ctx context.Context, window time.Duration, res 
 				cancel()
 				t3 := time.Now()
 				if err != nil {
-					res.add(false, fmt.Errorf("unlock: %w", err))
+					res.Add(false, fmt.Errorf("unlock: %w", err))
 				}
 				wt = append(wt, t1.Sub(t0))
 				ul = append(ul, t3.Sub(t2))
@@ -417,10 +386,7 @@ func (c *contendedRunner) window(ctx context.Context, window time.Duration, res 
 			mu.Unlock()
 		})
 	}
-	select {
-	case <-time.After(window):
-	case <-ctx.Done():
-	}
+	_ = benchutil.Sleep(ctx, window) // ctx ended: stop as at the window's end
 	stopAt.Store(since(time.Now()))
 	stopped.Store(true)
 	elapsed := time.Since(start)
@@ -436,7 +402,7 @@ func (c *contendedRunner) window(ctx context.Context, window time.Duration, res 
 	if err != nil {
 		return err
 	}
-	delta := benchutil.StatsDelta(before.calls, after.calls)
+	delta := benchutil.StatsDelta(before.Calls, after.Calls)
 	res.srvUsec += serverUsec(before, after)
 	res.srvCmds += benchutil.Sum(delta) - cfg.infoOverhead
 	for k, v := range delta {
@@ -469,10 +435,10 @@ const rttSamples = 100
 
 func (c *contendedRunner) finish() *result {
 	res, acct := c.res, c.acct
-	res.fails += acct.fails
-	res.errs += acct.errs
-	if res.firstEr == "" {
-		res.firstEr = acct.firstEr
+	res.Fails += acct.Fails
+	res.Errs += acct.Errs
+	if res.FirstErr == "" {
+		res.FirstErr = acct.FirstErr
 	}
 	res.acct = acct
 	if err := c.g.close(); err != nil {
@@ -489,7 +455,7 @@ func (c *contendedRunner) finish() *result {
 	if res.ops > 0 {
 		res.prevHolder = float64(res.prevWins) / float64(res.ops)
 	}
-	res.jain = jain(res.counts)
+	res.jain = benchutil.Jain(res.counts)
 	if res.rttN > 0 {
 		res.rtt = res.rttSum / time.Duration(res.rttN)
 	}

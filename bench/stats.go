@@ -6,67 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
-// jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when every goroutine
-// got the same share, 1/n when one got everything.
-func jain(xs []int64) float64 {
-	var sum, sq float64
-	for _, x := range xs {
-		sum += float64(x)
-		sq += float64(x) * float64(x)
-	}
-	if sq == 0 {
-		return 0
-	}
-	return sum * sum / (float64(len(xs)) * sq)
-}
-
-// cmdStats is a snapshot of INFO commandstats: calls and microseconds of
-// server time per command name ("evalsha", "config|get", ...).
-type cmdStats struct{ calls, usec map[string]int64 }
-
-// commandStats takes a snapshot of INFO commandstats.
-func commandStats(ctx context.Context, rdb *redis.Client) (cmdStats, error) {
+// commandStats takes a snapshot of INFO commandstats: calls and
+// microseconds of server time per command name ("evalsha", "config|get",
+// ...).
+func commandStats(ctx context.Context, rdb *redis.Client) (benchutil.InfoStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	s, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return cmdStats{}, fmt.Errorf("INFO commandstats: %w", err)
+		return benchutil.InfoStats{}, fmt.Errorf("INFO commandstats: %w", err)
 	}
-	out := cmdStats{calls: map[string]int64{}, usec: map[string]int64{}}
-	for line := range strings.Lines(s) {
-		line = strings.TrimSpace(line)
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		name = strings.TrimPrefix(name, "cmdstat_")
-		for field := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			var m map[string]int64
-			switch k {
-			case "calls":
-				m = out.calls
-			case "usec":
-				m = out.usec
-			default:
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return cmdStats{}, fmt.Errorf("INFO commandstats: %q: %w", line, err)
-			}
-			m[name] = n
-		}
-	}
-	return out, nil
+	return benchutil.ParseInfo(s)
 }
 
 // monitor reads the server's MONITOR stream on its own connection and

@@ -30,22 +30,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
-	"github.com/lockcron/lockcron/internal/redistest"
 )
 
 type config struct {
@@ -90,28 +83,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fairbench: -clients and -pings must be ≥ 1, -duration and -timeout > 0, -warmup, -hold, -think and -sample ≥ 0")
 		os.Exit(2)
 	}
-	if err := mainErr(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "fairbench:", err)
-		benchutil.Abort(1)
-	}
+	benchutil.Main("fairbench", func(ctx context.Context) error { return mainErr(ctx, cfg) })
 }
 
-func mainErr(cfg *config) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	srv, err := redistest.Launch()
+func mainErr(ctx context.Context, cfg *config) error {
+	srv, err := benchutil.Launch()
 	if err != nil {
 		return err
 	}
-	benchutil.AddCleanup(srv.Close)
 	defer srv.Close()
-	ctl := redis.NewClient(srv.Options()) // INFO and PING, never in a measured window
-	defer ctl.Close()
-	version, err := benchutil.ServerVersion(ctx, ctl)
-	if errors.Is(err, benchutil.ErrNoVersion) {
-		version, err = "?", nil
-	}
+	version, err := benchutil.ServerVersionOr(ctx, srv.Ctl, "?")
 	if err != nil {
 		return err
 	}
@@ -123,27 +104,21 @@ func mainErr(cfg *config) error {
 		cfg.goroutines, cfg.clients, cfg.hold, cfg.think, cfg.duration, cfg.warmup, cfg.timeout, cfg.sample)
 	fmt.Printf("load average at the start: %s\n\n", benchutil.Loadavg())
 
-	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchutil.StartCPUProfile(cfg.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 
 	var results []*result
 	for _, g := range cfg.goroutines {
 		fmt.Fprintf(os.Stderr, "  %d goroutines over %d Clients for %v ...\n", g, cfg.clients, cfg.warmup+cfg.duration)
-		r, err := runOne(ctx, cfg, srv, ctl, g)
+		r, err := runOne(ctx, cfg, srv.Server, srv.Ctl, g)
 		if err != nil {
 			return fmt.Errorf("%d goroutines: %w", g, err)
 		}
 		fmt.Fprintf(os.Stderr, "  %d goroutines: %.0f acquisitions/s, %d inversions, fails %d errs %d\n",
-			g, r.rate(), r.order.inversions+r.order.outOfOrder, r.fails, r.errs)
+			g, r.rate(), r.order.inversions+r.order.outOfOrder, r.Fails, r.Errs)
 		results = append(results, r)
 	}
 	fmt.Printf("load average at the end: %s\n\n", benchutil.Loadavg())

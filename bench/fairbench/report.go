@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ type result struct {
 	violations          int64         // acquisitions while another goroutine held the lock
 	goroutinesLeft      int
 	firstCloseErr       string
-	errorCounts
+	benchutil.ErrorCounts
 
 	// from the journal, over the window
 	all      int   // acquisitions of the whole run (warm-up, window, drain)
@@ -68,7 +67,7 @@ var handoffNames = [3]string{"same goroutine", "same Client", "other Client"}
 
 // analyze turns the journal, the snapshots and the INFO pair into the
 // result.
-func (r *result) analyze(recs []acqRec, s *sampler, before, after statsSnap) {
+func (r *result) analyze(recs []acqRec, s *sampler, before, after benchutil.Snapshot) {
 	r.all = len(recs)
 	r.counts = make([]int64, r.goroutines)
 	var holdSum time.Duration
@@ -115,7 +114,7 @@ func (r *result) analyze(recs []acqRec, s *sampler, before, after statsSnap) {
 		r.ownWant = map[string]int64{"multi": s.n, "lrange": s.n, "get": s.n, "exec": s.n}
 	}
 	r.client, r.lua, r.own = map[string]int64{}, map[string]int64{}, map[string]int64{}
-	for k, v := range benchutil.StatsDelta(before.calls, after.calls) {
+	for k, v := range benchutil.StatsDelta(before.Calls, after.Calls) {
 		if k == "info" {
 			continue
 		}
@@ -131,14 +130,9 @@ func (r *result) analyze(recs []acqRec, s *sampler, before, after statsSnap) {
 			r.client[k] = v
 		}
 	}
-	r.usec = benchutil.StatsDelta(before.usec, after.usec)
+	r.usec = benchutil.StatsDelta(before.Usec, after.Usec)
 	delete(r.usec, "info")
-	r.redisCPU = after.redisCPU - before.redisCPU
-	r.procCPU = after.procCPU - before.procCPU
-	r.otherCPU = -1
-	if before.machine > 0 && after.machine > 0 {
-		r.otherCPU = max(0, after.machine-before.machine-r.procCPU-time.Duration(r.redisCPU*float64(time.Second)))
-	}
+	r.redisCPU, r.procCPU, r.otherCPU = after.CPUSince(before)
 	r.order = analyzeOrder(recs, s)
 }
 
@@ -178,17 +172,7 @@ func (r *result) perAcq(n int64) float64 {
 
 func (r *result) clientCmds() float64 { return r.perAcq(benchutil.Sum(r.client)) }
 
-func (r *result) jain() float64 {
-	var sum, sq float64
-	for _, x := range r.counts {
-		sum += float64(x)
-		sq += float64(x) * float64(x)
-	}
-	if sq == 0 {
-		return 0
-	}
-	return sum * sum / (float64(len(r.counts)) * sq)
-}
+func (r *result) jain() float64 { return benchutil.Jain(r.counts) }
 
 func (r *result) gapMean(k int) time.Duration {
 	if r.gapN[k] == 0 {
@@ -215,18 +199,8 @@ func (r *result) label() string {
 }
 
 func printTable(w io.Writer, cfg *config, results []*result) {
-	header := []string{"metric"}
-	for _, r := range results {
-		header = append(header, r.label())
-	}
-	var rows [][]string
-	row := func(label string, f func(r *result) string) {
-		cells := []string{label}
-		for _, r := range results {
-			cells = append(cells, f(r))
-		}
-		rows = append(rows, cells)
-	}
+	t := benchutil.NewMetricTable("metric", results, (*result).label)
+	row := t.Row
 	dur := benchutil.FmtDur
 	row("measured window (UTC)", func(r *result) string {
 		return fmt.Sprintf("%s–%s", r.start.UTC().Format("15:04:05.0"), r.end.UTC().Format("15:04:05.0"))
@@ -311,10 +285,10 @@ func printTable(w io.Writer, cfg *config, results []*result) {
 		}
 		return fmt.Sprintf("%.0f%% of a core", 100*r.otherCPU.Seconds()/r.window().Seconds())
 	})
-	row("failed Locks / errors", func(r *result) string { return fmt.Sprintf("%d / %d", r.fails, r.errs) })
+	row("failed Locks / errors", func(r *result) string { return fmt.Sprintf("%d / %d", r.Fails, r.Errs) })
 	row("mutual-exclusion violations", func(r *result) string { return fmt.Sprint(r.violations) })
 	row("drain after the window", func(r *result) string { return dur(r.drain) })
-	benchutil.WriteMarkdown(w, header, rows, 1)
+	t.Write(w)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%d lock.Clients, each on its own go-redis client; goroutine i on Client i mod %d; one lock name per column. The window lies between two\n", cfg.clients, cfg.clients)
 	fmt.Fprintln(w, "INFO commandstats snapshots, after the warm-up; acquisitions: Lock returned within it; waits: Lock called within it (finished in the drain if need be).")
@@ -355,11 +329,7 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 		add("commands sent by clients, per acquisition: %s", benchutil.FormatCounts(r.client, float64(max(r.acq, 1)), 3))
 		add("calls inside Lua scripts, per acquisition: %s", benchutil.FormatCounts(r.lua, float64(max(r.acq, 1)), 3))
 		add("the sampler's calls, subtracted: %s", benchutil.FormatCounts(r.own, 0, 0))
-		var srv []string
-		for _, k := range slices.Sorted(maps.Keys(r.client)) {
-			srv = append(srv, fmt.Sprintf("%s %.1fµs", k, float64(r.usec[k])/float64(r.client[k])))
-		}
-		add("server time per call (scripts included): %s", strings.Join(srv, ", "))
+		add("server time per call (scripts included): %s", benchutil.FormatUsecPerCall(r.client, r.usec))
 		var hs []string
 		for k := range handoffNames {
 			hs = append(hs, fmt.Sprintf("%s %d (%.1f%%, gap %s)", handoffNames[k], r.handoffs[k], 100*r.perAcq(r.handoffs[k]), benchutil.FmtDur(r.gapMean(k))))
@@ -396,11 +366,11 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 	if r.violations > 0 {
 		add("MUTUAL EXCLUSION: %d acquisitions while another goroutine held the lock", r.violations)
 	}
-	if r.fails > 0 {
-		add("failed Locks: %d, first: %s", r.fails, r.firstFail)
+	if r.Fails > 0 {
+		add("failed Locks: %d, first: %s", r.Fails, r.FirstFail)
 	}
-	if r.errs > 0 {
-		add("errors: %d, first: %s", r.errs, r.firstErr)
+	if r.Errs > 0 {
+		add("errors: %d, first: %s", r.Errs, r.FirstErr)
 	}
 	if r.firstCloseErr != "" {
 		add("close: %s", r.firstCloseErr)

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,38 +56,6 @@ func (j *journal) unlocked(i int64, d time.Duration) {
 	j.mu.Unlock()
 }
 
-// errorCounts counts failed Locks (not acquired within WithWait) and
-// anything else, keeping the first message of each.
-type errorCounts struct {
-	mu                  sync.Mutex
-	fails, errs         int64
-	firstFail, firstErr string
-}
-
-func (e *errorCounts) add(fail bool, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if fail {
-		e.fails++
-		if e.firstFail == "" {
-			e.firstFail = err.Error()
-		}
-		return
-	}
-	e.errs++
-	if e.firstErr == "" {
-		e.firstErr = err.Error()
-	}
-}
-
-// statsSnap is what is read at each edge of the measured window.
-type statsSnap struct {
-	calls, usec map[string]int64 // INFO commandstats per command
-	redisCPU    float64          // used_cpu_sys + used_cpu_user, seconds
-	procCPU     time.Duration    // this process, user + sys
-	machine     time.Duration    // every CPU's busy time (/proc/stat); 0 if unreadable
-}
-
 // inScripts are the commands that the fair lock's scripts (fairacquire,
 // fairrelease, fairleave) and the watchdog's renew.lua run with
 // redis.call. INFO commandstats counts them as well, but no client sends
@@ -103,90 +67,6 @@ var inScripts = map[string]bool{
 	"rpush": true, "zadd": true, "lpos": true, "hget": true, "del": true, "publish": true,
 	"lrem": true, "exists": true,
 }
-
-// readStats reads INFO commandstats and cpu in one call, so that the
-// counts and the CPU are taken at the same instant.
-func readStats(ctx context.Context, ctl *redis.Client) (statsSnap, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	info, err := ctl.Info(ctx, "commandstats", "cpu").Result()
-	if err != nil {
-		return statsSnap{}, fmt.Errorf("INFO: %w", err)
-	}
-	s := statsSnap{calls: map[string]int64{}, usec: map[string]int64{}, procCPU: processCPU(), machine: machineCPU()}
-	for line := range strings.Lines(info) {
-		line = strings.TrimSpace(line)
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		if name == "used_cpu_sys" || name == "used_cpu_user" {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				return s, fmt.Errorf("INFO cpu: %q: %w", line, err)
-			}
-			s.redisCPU += v
-			continue
-		}
-		name, ok = strings.CutPrefix(name, "cmdstat_")
-		if !ok {
-			continue
-		}
-		for field := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			if k != "calls" && k != "usec" {
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return s, fmt.Errorf("INFO commandstats: %q: %w", line, err)
-			}
-			if k == "calls" {
-				s.calls[name] = n
-			} else {
-				s.usec[name] = n
-			}
-		}
-	}
-	return s, nil
-}
-
-// processCPU is this process's user + system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// machineCPU is the busy time of all CPUs since boot (user, nice, system,
-// irq, softirq, steal), from the first line of /proc/stat, or 0. Less this
-// process's and redis-server's CPU time, it tells how busy the rest of the
-// machine was during the window.
-func machineCPU() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0
-	}
-	var ticks int64
-	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			return 0
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
-}
-
-// clockTicks is USER_HZ, the unit of /proc/stat: 100 on Linux.
-const clockTicks = 100
 
 // pings sends n PINGs one after the other and returns their round trips,
 // sorted.
@@ -294,7 +174,7 @@ func runOne(ctx context.Context, cfg *config, srv *redistest.Server, ctl *redis.
 					if err == nil || ctx.Err() != nil {
 						break
 					}
-					res.add(errors.Is(err, lock.ErrLocked), err)
+					res.Add(errors.Is(err, lock.ErrLocked), err)
 					if stopped.Load() {
 						break // after the stop: no new wait
 					}
@@ -321,7 +201,7 @@ func runOne(ctx context.Context, cfg *config, srv *redistest.Server, ctl *redis.
 				cancel()
 				d := time.Since(t2)
 				if err != nil {
-					res.add(false, fmt.Errorf("unlock: %w", err))
+					res.Add(false, fmt.Errorf("unlock: %w", err))
 					d = -1
 				}
 				j.unlocked(i, d)
@@ -336,11 +216,11 @@ func runOne(ctx context.Context, cfg *config, srv *redistest.Server, ctl *redis.
 		waitGroup(&wg, fmt.Sprintf("%d goroutines", g), cfg.timeout+30*time.Second)
 	}
 
-	if err := sleepCtx(ctx, cfg.warmup); err != nil {
+	if err := benchutil.Sleep(ctx, cfg.warmup); err != nil {
 		stopAll()
 		return nil, err
 	}
-	before, err := readStats(ctx, ctl)
+	before, err := benchutil.TakeSnapshot(ctx, ctl)
 	if err != nil {
 		stopAll()
 		return nil, err
@@ -352,7 +232,7 @@ func runOne(ctx context.Context, cfg *config, srv *redistest.Server, ctl *redis.
 	if cfg.sample > 0 {
 		sampling.Go(func() { s.run(cfg.sample, &stopSampling) })
 	}
-	err = sleepCtx(ctx, cfg.duration)
+	err = benchutil.Sleep(ctx, cfg.duration)
 	stopSampling.Store(true)
 	sampling.Wait()
 	res.end = time.Now()
@@ -360,7 +240,7 @@ func runOne(ctx context.Context, cfg *config, srv *redistest.Server, ctl *redis.
 		stopAll()
 		return nil, err
 	}
-	after, err := readStats(context.Background(), ctl)
+	after, err := benchutil.TakeSnapshot(context.Background(), ctl)
 	res.loadEnd = benchutil.Loadavg()
 	stopAll()
 	res.drain = time.Since(res.end)
@@ -379,28 +259,9 @@ func runOne(ctx context.Context, cfg *config, srv *redistest.Server, ctl *redis.
 	return res, nil
 }
 
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // waitGroup waits for wg and gives up after grace: every Lock has a
 // WithWait and every Unlock a timeout, so goroutines still running then
 // mean the library hangs.
 func waitGroup(wg *sync.WaitGroup, what string, grace time.Duration) {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(grace):
-		fmt.Fprintf(os.Stderr, "fairbench: %s: still running %v after the stop; every call has a timeout, so the library hangs; giving up\n", what, grace)
-		benchutil.Abort(3)
-	}
+	benchutil.WaitOrAbort(wg, grace, fmt.Sprintf("fairbench: %s: still running %v after the stop; every call has a timeout, so the library hangs; giving up", what, grace))
 }

@@ -23,19 +23,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
-	"github.com/lockcron/lockcron/internal/redistest"
 )
 
 type config struct {
@@ -74,33 +69,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "schedbench: -duration must leave at least 2 s after -warmup and -cooldown")
 		os.Exit(2)
 	}
-	if err := mainErr(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "schedbench:", err)
-		benchutil.Abort(1)
-	}
+	benchutil.Main("schedbench", func(ctx context.Context) error { return mainErr(ctx, cfg) })
 }
 
-func mainErr(cfg *config) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
+func mainErr(ctx context.Context, cfg *config) error {
 	fmt.Printf("lockcron schedbench: %s, Go %s, GOMAXPROCS %d, %d CPUs\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), runtime.NumCPU())
 	fmt.Printf("%d jobs @every 1s; %v per run (measured window without the first %v and the last %v); job func lasts %v; go-redis PoolSize %d\n",
 		cfg.jobs, cfg.duration, cfg.warmup, cfg.cooldown, cfg.work, cfg.poolSize)
 	fmt.Printf("load average at the start: %s\n\n", benchutil.Loadavg())
 
-	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchutil.StartCPUProfile(cfg.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 
 	sizes := []int{cfg.replicas}
 	if cfg.baseline > 0 && cfg.baseline != cfg.replicas {
@@ -130,14 +113,12 @@ func mainErr(cfg *config) error {
 // runFleet runs one configuration on a fresh redis-server and returns what
 // it measured.
 func runFleet(ctx context.Context, cfg *config, replicas int) (*result, error) {
-	srv, err := redistest.Launch()
+	srv, err := benchutil.Launch()
 	if err != nil {
 		return nil, err
 	}
-	benchutil.AddCleanup(srv.Close)
 	defer srv.Close()
-	ctl := redis.NewClient(srv.Options()) // INFO only, never measured
-	defer ctl.Close()
+	ctl := srv.Ctl // INFO only, never measured
 	version, err := benchutil.ServerVersion(ctx, ctl)
 	if err != nil {
 		return nil, err
@@ -157,7 +138,7 @@ func runFleet(ctx context.Context, cfg *config, replicas int) (*result, error) {
 		return res
 	}
 	for i := range replicas {
-		r, err := newReplica(srv, i, cfg.jobs, cfg.poolSize, cfg.work, j)
+		r, err := newReplica(srv.Server, i, cfg.jobs, cfg.poolSize, cfg.work, j)
 		if err != nil {
 			stopAll()
 			return nil, err
@@ -225,12 +206,5 @@ func ceilSecond(t time.Time) time.Time {
 
 // sleepUntil waits until t or until ctx ends.
 func sleepUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return benchutil.Sleep(ctx, time.Until(t))
 }

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,14 +27,10 @@ var inScripts = map[string]bool{
 
 // snapshot is what the benchmark reads at each edge of the measured window.
 type snapshot struct {
-	at       time.Time
-	calls    map[string]int64 // INFO commandstats calls per command
-	usec     map[string]int64 // INFO commandstats usec per command
-	redisCPU float64          // redis-server used_cpu_sys + used_cpu_user, seconds
-	procCPU  time.Duration    // this process, user + sys (getrusage)
-	machine  time.Duration    // every CPU's busy time, from /proc/stat (0 if unreadable)
-	load     string
-	metrics  []replicaMetrics // per replica, cumulative
+	benchutil.Snapshot // INFO commandstats and cpu, this process's and the machine's CPU time
+	at                 time.Time
+	load               string
+	metrics            []replicaMetrics // per replica, cumulative
 }
 
 // takeSnapshot reads the server's counters and this process's CPU time.
@@ -47,49 +40,9 @@ func takeSnapshot(ctx context.Context, ctl *redis.Client, readers []*sdkmetric.M
 	s := snapshot{at: time.Now(), load: benchutil.Loadavg()}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	// One INFO for both sections, so that the CPU and the counts are read
-	// at the same instant.
-	info, err := ctl.Info(ctx, "commandstats", "cpu").Result()
-	if err != nil {
-		return s, fmt.Errorf("INFO: %w", err)
-	}
-	s.procCPU = processCPU()
-	s.machine = machineCPU()
-	s.calls, s.usec = map[string]int64{}, map[string]int64{}
-	for line := range strings.Lines(info) {
-		line = strings.TrimSpace(line)
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch name {
-		case "used_cpu_sys", "used_cpu_user":
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				return s, fmt.Errorf("INFO cpu: %q: %w", line, err)
-			}
-			s.redisCPU += v
-			continue
-		}
-		name, ok = strings.CutPrefix(name, "cmdstat_")
-		if !ok {
-			continue
-		}
-		for field := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			if k != "calls" && k != "usec" {
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return s, fmt.Errorf("INFO commandstats: %q: %w", line, err)
-			}
-			if k == "calls" {
-				s.calls[name] = n
-			} else {
-				s.usec[name] = n
-			}
-		}
+	var err error
+	if s.Snapshot, err = benchutil.TakeSnapshot(ctx, ctl); err != nil {
+		return s, err
 	}
 	for _, r := range readers {
 		m, err := collect(ctx, r)
@@ -100,43 +53,6 @@ func takeSnapshot(ctx context.Context, ctl *redis.Client, readers []*sdkmetric.M
 	}
 	return s, nil
 }
-
-// processCPU is this process's user + system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// machineCPU is the busy time of all CPUs since boot (user, nice, system,
-// irq, softirq, steal), from the first line of /proc/stat, or 0. With this
-// process's and redis-server's CPU time it tells how busy the rest of the
-// machine was during the window.
-func machineCPU() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0
-	}
-	var ticks int64
-	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			return 0
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
-}
-
-// clockTicks is USER_HZ, the unit of /proc/stat: 100 on Linux.
-const clockTicks = 100
 
 // splitCommands splits a commandstats delta into the commands clients sent
 // and those Lua scripts ran; the benchmark's own INFO calls are dropped.

@@ -110,17 +110,12 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 	}
 
 	r.wall = after.at.Sub(before.at)
-	r.client, r.lua = splitCommands(benchutil.StatsDelta(before.calls, after.calls))
-	usec := benchutil.StatsDelta(before.usec, after.usec)
+	r.client, r.lua = splitCommands(benchutil.StatsDelta(before.Calls, after.Calls))
+	usec := benchutil.StatsDelta(before.Usec, after.Usec)
 	delete(usec, "info")
 	r.usec = usec
 	r.srvUsec = benchutil.Sum(usec)
-	r.procCPU = after.procCPU - before.procCPU
-	r.redisCPU = after.redisCPU - before.redisCPU
-	r.otherCPU = -1
-	if before.machine > 0 && after.machine > 0 {
-		r.otherCPU = max(0, after.machine-before.machine-r.procCPU-time.Duration(r.redisCPU*float64(time.Second)))
-	}
+	r.redisCPU, r.procCPU, r.otherCPU = after.CPUSince(before.Snapshot)
 	r.loadWin = [2]string{before.load, after.load}
 	for i := range after.metrics {
 		r.window = append(r.window, after.metrics[i].minus(before.metrics[i]))
@@ -182,18 +177,8 @@ const (
 )
 
 func printTable(w io.Writer, results []*result) {
-	header := []string{"metric"}
-	for _, r := range results {
-		header = append(header, r.name())
-	}
-	var rows [][]string
-	row := func(label string, f func(r *result) string) {
-		cells := []string{label}
-		for _, r := range results {
-			cells = append(cells, f(r))
-		}
-		rows = append(rows, cells)
-	}
+	t := benchutil.NewMetricTable("metric", results, (*result).name)
+	row := t.Row
 	row("measured window (UTC)", func(r *result) string {
 		return fmt.Sprintf("%s–%s, %d ticks", r.first.UTC().Format(time.TimeOnly), r.last.Add(-time.Second).UTC().Format(time.TimeOnly), r.ticks)
 	})
@@ -246,7 +231,7 @@ func printTable(w io.Writer, results []*result) {
 	row("load average: start / window / end", func(r *result) string {
 		return fmt.Sprintf("%s / %s / %s", first(r.loadStart), first(r.loadWin[1]), first(r.loadEnd))
 	})
-	benchutil.WriteMarkdown(w, header, rows, 1)
+	t.Write(w)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "lateness: time.Now() at the start of the job func minus info.Tick, over the runs of the window's ticks (nearest rank).")
 	fmt.Fprintln(w, "claim: the scheduler's own histogram lockcron.job.wait.duration (timer fired → claim answered), summed over replicas; p99 is a bucket bound.")
@@ -321,11 +306,7 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 	per := float64(max(r.jobTicks, 1))
 	fmt.Fprintf(w, "- commands sent by clients, per job-tick: %s\n", benchutil.FormatCounts(r.client, per, 3))
 	fmt.Fprintf(w, "- calls inside Lua scripts (not counted above), per job-tick: %s\n", benchutil.FormatCounts(r.lua, per, 3))
-	var srv []string
-	for _, k := range slices.Sorted(maps.Keys(r.client)) {
-		srv = append(srv, fmt.Sprintf("%s %.1fµs", k, float64(r.usec[k])/float64(r.client[k])))
-	}
-	fmt.Fprintf(w, "- server time per call (INFO commandstats usec, scripts included): %s\n", strings.Join(srv, ", "))
+	fmt.Fprintf(w, "- server time per call (INFO commandstats usec, scripts included): %s\n", benchutil.FormatUsecPerCall(r.client, r.usec))
 	waits := map[string]bool{}
 	for _, m := range r.window {
 		for k := range m.wait {

@@ -76,3 +76,36 @@ func Verdict(ok bool) string {
 	}
 	return "MISS"
 }
+
+// MetricTable is a table with a row per metric and a column per result
+// (of type T), the metrics' names in the first column.
+type MetricTable[T any] struct {
+	results []T
+	header  []string
+	rows    [][]string
+}
+
+// NewMetricTable starts a table for results whose header is corner, then
+// name of each result.
+func NewMetricTable[T any](corner string, results []T, name func(T) string) *MetricTable[T] {
+	t := &MetricTable[T]{results: results, header: []string{corner}}
+	for _, r := range results {
+		t.header = append(t.header, name(r))
+	}
+	return t
+}
+
+// Row adds the row of the metric label: f of each result.
+func (t *MetricTable[T]) Row(label string, f func(T) string) {
+	cells := []string{label}
+	for _, r := range t.results {
+		cells = append(cells, f(r))
+	}
+	t.rows = append(t.rows, cells)
+}
+
+// Write writes the table to w with WriteMarkdown, the metrics' names
+// left-aligned and the results right-aligned.
+func (t *MetricTable[T]) Write(w io.Writer) {
+	WriteMarkdown(w, t.header, t.rows, 1)
+}

@@ -2,8 +2,10 @@ package benchutil
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -88,4 +90,56 @@ func FormatCounts(m map[string]int64, per float64, prec int) string {
 		}
 	}
 	return b.String()
+}
+
+// FormatUsecPerCall renders the server time per call of each command of
+// calls, by name: "evalsha 12.3µs, get 1.0µs", usec being the µs of
+// server time per command.
+func FormatUsecPerCall(calls, usec map[string]int64) string {
+	var s []string
+	for _, k := range slices.Sorted(maps.Keys(calls)) {
+		s = append(s, fmt.Sprintf("%s %.1fµs", k, float64(usec[k])/float64(calls[k])))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Jain is Jain's fairness index (Σx)²/(n·Σx²) of the shares xs: 1 when
+// every one got the same, 1/n when one got everything; 0 when all are 0.
+func Jain(xs []int64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += float64(x)
+		sq += float64(x) * float64(x)
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// ErrorCounts counts failed attempts (the lock not acquired within the
+// wait or retry budget) and any other errors, keeping the first message of
+// each. Add is safe for concurrent use; read the fields once the
+// goroutines that add are done.
+type ErrorCounts struct {
+	mu                  sync.Mutex
+	Fails, Errs         int64
+	FirstFail, FirstErr string
+}
+
+// Add counts err: as a failed attempt if fail, else as an error.
+func (e *ErrorCounts) Add(fail bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if fail {
+		e.Fails++
+		if e.FirstFail == "" {
+			e.FirstFail = err.Error()
+		}
+		return
+	}
+	e.Errs++
+	if e.FirstErr == "" {
+		e.FirstErr = err.Error()
+	}
 }
