@@ -2,13 +2,13 @@ GO ?= go
 
 .PHONY: test bench lint run
 
-## test: vet and race-test everything (needs redis-server in PATH; the tests start their own)
+## test: vet and race-test everything, and the bench module's own tests (needs redis-server and redis-sentinel in PATH; the tests start their own)
 test:
 	$(GO) vet ./...
-	cd bench && $(GO) vet ./...
+	cd bench && $(GO) vet ./... && $(GO) test ./...
 	$(GO) test -race -count=1 ./...
 
-## bench: the benchmark against peer libraries, then the scheduler's (bench/, a module of its own)
+## bench: the benchmark against peer libraries, then the scheduler's and the fair lock's (bench/, a module of its own)
 bench:
 	cd bench && $(GO) run .
 	cd bench && $(GO) run ./schedbench

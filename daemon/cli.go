@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -221,8 +222,9 @@ func longFlags(root *cobra.Command, args []string) []string {
 	return out
 }
 
-// signals returns a ctx that ends at the first SIGTERM or SIGINT, and a
-// channel closed at the second.
+// signals returns a ctx that ends at the first SIGTERM or SIGINT, a
+// channel closed at the second, and a func that stops listening (and waits
+// for the listener to return).
 func signals(parent context.Context) (context.Context, <-chan struct{}, func()) {
 	if parent == nil {
 		parent = context.Background()
@@ -231,40 +233,28 @@ func signals(parent context.Context) (context.Context, <-chan struct{}, func()) 
 	force := make(chan struct{})
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n := 0
-		for {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for n := 1; ; n++ {
 			select {
 			case <-ch:
-				n++
-				if n == 1 {
-					cancel()
-				} else {
-					close(force)
-					return
-				}
-			case <-parent.Done():
-				cancel()
-				return
-			case <-done:
+			case <-stop:
 				return
 			}
+			if n == 1 {
+				cancel()
+				continue
+			}
+			close(force)
+			return
 		}
-	}()
-	stopped := false
+	})
 	return ctx, force, func() {
 		signal.Stop(ch)
+		close(stop)
+		wg.Wait()
 		cancel()
-		if !stopped {
-			stopped = true
-			select {
-			case <-done:
-			default:
-				done <- struct{}{}
-			}
-		}
 	}
 }
 
