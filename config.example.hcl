@@ -117,7 +117,7 @@ telemetry {
 
   # The OTLP collector: host:port, or an http(s):// URL.
   # Required when traces or metrics is "otlp".
-  # otlp_endpoint = "127.0.0.1:4317"
+  # otlp_endpoint = "127.0.0.1:4318"   # OTLP over HTTP
 }
 
 log {
@@ -147,8 +147,9 @@ job "hello" {
   # machines set to different zones agree on every tick. "Local" is refused.
   time_zone = "UTC"
 
-  # "reentrant" (default) or "fair" (first come, first served across
-  # replicas; the scheduler may not offer it yet).
+  # "reentrant" (default) or "fair": claims that wait for the lock (jobs
+  # sharing it, a tick queued behind a run) get it first come, first served
+  # across replicas. Jobs that share a lock must use the same kind.
   lock = "reentrant"
 
   # The lock the runs take; jobs that share one never run at the same time.

@@ -96,6 +96,9 @@ func (d *decoder) decodeJobs(raw any, cfg *Config) {
 		case strings.ContainsFunc(item.name, unicode.IsControl):
 			d.errAt(path, item.name, "name", "has control characters")
 			nameOK = false
+		case strings.HasSuffix(item.name, scheduler.ManualSuffix):
+			d.errAt(path, item.name, "name", fmt.Sprintf("must not end with %q: that names the ledger of a job's manual runs", scheduler.ManualSuffix))
+			nameOK = false
 		}
 		if p, dup := first[item.name]; dup && item.name != "" {
 			d.errAt(path, item.name, "name", fmt.Sprintf("duplicate job name: a job %q is at line %d already", item.name, p.Line))
@@ -418,6 +421,20 @@ func (d *decoder) checkGroups(cfg *Config) {
 		if f.max != j.MaxConcurrency {
 			d.errAt(d.jobPath(cfg, i, "max_concurrency"), j.Name, "max_concurrency",
 				fmt.Sprintf("%d, but job %q gives %d for the same concurrency group %q: the jobs of a group share one limit", j.MaxConcurrency, f.job, f.max, j.ConcurrencyGroup))
+		}
+	}
+	// Jobs that share a lock must take it the same way: a fair release
+	// wakes only the fair queue, and reentrant claims ignore it.
+	kinds := make(map[string]Job)
+	for i, j := range cfg.Jobs {
+		f, ok := kinds[j.LockName]
+		if !ok {
+			kinds[j.LockName] = j
+			continue
+		}
+		if f.Lock != j.Lock {
+			d.errAt(d.jobPath(cfg, i, "lock"), j.Name, "lock",
+				fmt.Sprintf("%q, but job %q takes the same lock %q as %q: jobs that share a lock must use one kind", j.Lock, f.Name, j.LockName, f.Lock))
 		}
 	}
 }

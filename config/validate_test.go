@@ -565,6 +565,28 @@ job "b" {
 }`,
 		want: []want{{mark: 1, job: "b", field: "max_concurrency", msg: `job "a" gives 2 for the same concurrency group "reports"`}},
 	}, {
+		name: "one lock, two kinds",
+		src: `job "a" {
+  schedule = "@every 1m"
+  lock = "fair"
+  lock_name = "shared"
+  func = "cleanup"
+}
+job "b" {
+  schedule = "@every 1m"
+  @@lock = "reentrant"
+  lock_name = "shared"
+  func = "cleanup"
+}`,
+		want: []want{{mark: 1, job: "b", field: "lock", msg: `job "a" takes the same lock "shared" as "fair"`}},
+	}, {
+		name: "name of a ledger of manual runs",
+		src: `@@job "x!manual" {
+  schedule = "@every 1m"
+  func = "cleanup"
+}`,
+		want: []want{{mark: 1, job: "x!manual", field: "name", msg: `must not end with "!manual"`}},
+	}, {
 		name: "lock name with braces",
 		src: `job "a" {
   schedule = "@every 1m"

@@ -134,7 +134,43 @@ func (a *admin) lockList(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, locks)
+	writeJSON(w, http.StatusOK, LocksJSON(locks))
+}
+
+// LockJSON is a lock in the admin API and in `scheduler locks -json`.
+type LockJSON struct {
+	Name    string       `json:"name"`
+	Kind    string       `json:"kind"`
+	Holders []HolderJSON `json:"holders"`
+	TTLms   int64        `json:"ttl_ms"`
+	Token   int64        `json:"token"`
+	Waiters int          `json:"waiters"`
+	Error   string       `json:"error,omitempty"`
+}
+
+// HolderJSON is a holder of a lock.
+type HolderJSON struct {
+	Owner string `json:"owner"`
+	Holds int    `json:"holds"`
+	Mode  string `json:"mode,omitempty"`
+	Token int64  `json:"token,omitempty"`
+	TTLms int64  `json:"ttl_ms"`
+}
+
+// LocksJSON converts lock.Client.Locks to its JSON form.
+func LocksJSON(ls []lock.LockInfo) []LockJSON {
+	out := make([]LockJSON, 0, len(ls))
+	for _, l := range ls {
+		j := LockJSON{Name: l.Name, Kind: l.Kind, Holders: []HolderJSON{}, TTLms: l.TTL.Milliseconds(), Token: l.Token, Waiters: l.Waiters}
+		if l.Err != nil {
+			j.Error = l.Err.Error()
+		}
+		for _, h := range l.Holders {
+			j.Holders = append(j.Holders, HolderJSON{Owner: h.Owner, Holds: h.Holds, Mode: h.Mode, Token: h.Token, TTLms: h.TTL.Milliseconds()})
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 func (a *admin) act(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -132,7 +133,10 @@ once. With no redis block and no REDIS_URL it runs on the in-memory backend.`,
 			Short: "List the jobs: next three fire times, last outcome, current holder",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return withScheduler(cmd.Context(), cfgPath, o, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, _ *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+					if !cfg.UsesRedis() {
+						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
+					}
 					views := JobsJSON(s.Jobs(ctx))
 					if asJSON {
 						return printJSON(cmd.OutOrStdout(), views)
@@ -155,7 +159,7 @@ once. With no redis block and no REDIS_URL it runs on the in-memory backend.`,
 						return err
 					}
 					if asJSON {
-						return printJSON(cmd.OutOrStdout(), ls)
+						return printJSON(cmd.OutOrStdout(), LocksJSON(ls))
 					}
 					return printLocks(cmd.OutOrStdout(), ls)
 				})
@@ -334,7 +338,7 @@ running daemon's admin API (admin.listen, with admin.token if set).`,
 
 // viaAdmin sends a control request to the daemon's admin API.
 func viaAdmin(ctx context.Context, cfg *config.Config, job, action string) error {
-	url := "http://" + cfg.Admin.Listen + "/api/jobs/" + job + "/" + action
+	url := "http://" + cfg.Admin.Listen + "/api/jobs/" + neturl.PathEscape(job) + "/" + action
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return err

@@ -168,10 +168,10 @@ func Run(ctx context.Context, path string, o Options) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("admin listening", "addr", ln.Addr().String())
 
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
+	// The scheduler runs until this function stops it: Shutdown's error
+	// tells whether the graceful stop was cut short.
 	ran := make(chan error, 1)
-	go func() { ran <- s.Run(runCtx) }()
+	go func() { ran <- s.Run(context.Background()) }()
 	if o.Ready != nil {
 		for !s.Running() {
 			select {
@@ -186,24 +186,37 @@ func Run(ctx context.Context, path string, o Options) error {
 	}
 
 	var stopErr error
+	forceStop := func() {
+		// Kill the exec jobs first: Close hands their ticks off, and a
+		// survivor must not start one while the old process still runs.
+		if n := jobs.KillRunning(); n > 0 {
+			log.Warn("exec jobs killed", "process_groups", n)
+		}
+		_ = s.Close()
+	}
 	select {
 	case <-ran:
 	case <-ctx.Done():
 		log.Info("stop requested: graceful stop", "timeout", cfg.ShutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		shut := make(chan error, 1)
+		go func() { shut <- s.Shutdown(sctx) }()
 		select {
-		case <-ran:
+		case err := <-shut:
+			if err != nil {
+				stopErr = fmt.Errorf("graceful stop cut short after %v: %w", cfg.ShutdownTimeout, err)
+			}
 		case <-o.Force:
 			log.Warn("second stop request: stopping at once")
-			_ = s.Close()
-			if n := jobs.KillRunning(); n > 0 {
-				log.Warn("exec jobs killed", "process_groups", n)
-			}
-			<-ran
-			stopErr = errors.New("stopped at once by a second signal: running jobs were abandoned")
+			forceStop()
+			<-shut
+			stopErr = errors.New("stopped at once by a second signal: running jobs were killed")
 		}
+		cancel()
+		<-ran
 	case err := <-served:
 		stopErr = fmt.Errorf("admin: %w", err)
-		_ = s.Close()
+		forceStop()
 		<-ran
 	}
 

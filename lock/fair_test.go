@@ -421,3 +421,56 @@ func TestFairLedgerOrder(t *testing.T) {
 		})
 	}
 }
+
+// A fair claim that would not wait takes a free lock even while the queue
+// still holds the waiters of a tick just done (on their way out), and a
+// one-attempt claim never leaves a place behind.
+func TestFairLedgerNoWaitClaims(t *testing.T) {
+	for _, be := range []string{"redis", "memory"} {
+		t.Run(be, func(t *testing.T) {
+			cs := sharedClients(t, be, 3, lock.WithWaiterTTL(time.Minute))
+			ctx := testCtx(t)
+			ledger := func(c *lock.Client) *lock.Ledger {
+				g, err := c.FairLedger("job", "job")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g
+			}
+			first, err := ledger(cs[0]).Claim(ctx, 1, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another replica waits for the same tick: it has a place.
+			waited := make(chan error, 1)
+			go func() {
+				_, err := ledger(cs[1]).Claim(ctx, 1, false)
+				waited <- err
+			}()
+			waitQueued(t, cs[1], "job", 1)
+			// A one-attempt claim of a later tick finds the lock held and
+			// takes no place.
+			if _, err := ledger(cs[2]).Claim(ctx, 2, false, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
+				t.Fatalf("one attempt while held: %v, want ErrLocked", err)
+			}
+			if err := first.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+				t.Fatal(err)
+			}
+			// The next tick's claim does not wait behind the waiter of the
+			// tick done, whether or not that one has left yet.
+			next, err := ledger(cs[0]).Claim(ctx, 2, false)
+			if err != nil {
+				t.Fatalf("claim of the next tick after a finish: %v", err)
+			}
+			if err := <-waited; !errors.Is(err, lock.ErrDone) {
+				t.Fatalf("the waiter of the tick done: %v, want ErrDone", err)
+			}
+			if err := next.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if n := cs[0].Waiting("job") + cs[1].Waiting("job") + cs[2].Waiting("job"); n != 0 {
+				t.Fatalf("%d waiters left", n)
+			}
+		})
+	}
+}

@@ -45,7 +45,7 @@ type Ledger struct {
 type fairClaim struct {
 	on    bool
 	place time.Duration // a place's lifetime without a heartbeat
-	queue bool          // the claimant waits whatever tick holds the lock
+	wait  int           // 0 no wait (one attempt); 1 for the same tick; 2 for any tick (queue)
 }
 
 // Ledger returns the ledger named id beside the lock named lockName. It
@@ -131,7 +131,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 	lease := c.opt.leaseTime
 	var cl *Claim
 	attempt := func() (*Lease, time.Duration, error) {
-		l, pttl, got, err := g.attempt(ctx, owner, tick, queue)
+		l, pttl, got, err := g.attempt(ctx, owner, tick, queue, o.hasWait && o.wait == 0)
 		if got != nil {
 			cl = got
 		}
@@ -179,10 +179,17 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 // attempt claims once. It returns the claim and its lease, or the holder's
 // remaining TTL to wait for, or an error: ErrDone, ErrLocked (held for an
 // earlier tick, and queue is false), or a failure.
-func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue bool) (*Lease, time.Duration, *Claim, error) {
+func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, once bool) (*Lease, time.Duration, *Claim, error) {
 	m, c := g.m, g.c
 	sent := time.Now()
-	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick, fairClaim{on: g.fair, place: c.opt.waiterTTL, queue: queue})
+	fc := fairClaim{on: g.fair, place: c.opt.waiterTTL, wait: 1}
+	switch {
+	case once:
+		fc.wait = 0
+	case queue:
+		fc.wait = 2
+	}
+	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick, fc)
 	if err != nil {
 		return nil, 0, nil, transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
 	}

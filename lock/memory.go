@@ -262,19 +262,27 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		running = 0
 	}
 	g.seen = max(g.seen, tick)
-	switch {
-	case g.paused:
-		return claimReply{status: claimPaused}, nil
-	case g.done >= tick:
-		return claimReply{status: claimDone, value: g.done}, nil
-	case running > tick:
-		return claimReply{status: claimDone, value: running}, nil
-	}
 	var q *memQueue
 	if fair.on {
 		q = s.queueAt(k, now, false)
 	}
-	waits := fair.on && (running == tick || fair.queue)
+	leave := func() {
+		if q != nil && q.remove(owner) && len(q.order) == 0 {
+			delete(s.queues, k.queue)
+		}
+	}
+	switch {
+	case g.paused:
+		leave()
+		return claimReply{status: claimPaused}, nil
+	case g.done >= tick:
+		leave()
+		return claimReply{status: claimDone, value: g.done}, nil
+	case running > tick:
+		leave()
+		return claimReply{status: claimDone, value: running}, nil
+	}
+	waits := fair.on && (fair.wait == 1 && running == tick || fair.wait == 2)
 	if l := s.live(k.lock, now); l != nil {
 		if l.owner == owner {
 			return claimReply{status: claimAcquired, value: l.token, try: g.tries}, nil
@@ -285,17 +293,12 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		}
 		return claimReply{status: claimHeld, value: pttl, extra: running}, nil
 	}
-	if head := q.head(); head != "" && head != owner {
+	if head := q.head(); waits && head != "" && head != owner {
 		// Free, but others came first.
-		sleep := int64(1)
-		if waits {
-			sleep, _ = s.keepPlace(k, owner, fair.place, now, 0)
-		}
+		sleep, _ := s.keepPlace(k, owner, fair.place, now, 0)
 		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
 	}
-	if q != nil && q.remove(owner) && len(q.order) == 0 {
-		delete(s.queues, k.queue)
-	}
+	leave()
 	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now)}
 	if running == tick {
 		g.tries++

@@ -142,12 +142,8 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	keys := []string{k.lock, k.token, ledger}
 	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()}
 	if fair.on {
-		q := 0
-		if fair.queue {
-			q = 1
-		}
 		keys = append(keys, k.queue, k.timeout)
-		args = append(args, 1, fair.place.Milliseconds(), max((fair.place/3).Milliseconds(), 1), q)
+		args = append(args, 1, fair.place.Milliseconds(), max((fair.place/3).Milliseconds(), 1), fair.wait)
 	}
 	v, err := b.runAcked(ctx, claimScript, keys, args...).Int64Slice()
 	if err != nil {

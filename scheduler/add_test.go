@@ -47,6 +47,8 @@ func TestAddValidation(t *testing.T) {
 		{"unknown misfire", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Misfire: "all"}, "misfire"},
 		{"unknown shutdown policy", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, OnShutdown: "wait"}, "on_shutdown"},
 		{"name taken", scheduler.Job{Name: "taken", Schedule: "@daily", Run: noop}, "already taken"},
+		{"manual ledger's name", scheduler.Job{Name: "x!manual", Schedule: "@daily", Run: noop}, "name"},
+		{"one lock, two kinds", scheduler.Job{Name: "j", Lock: "taken", LockKind: scheduler.LockFair, Schedule: "@daily", Run: noop}, "lock_kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := s.Add(tc.job)

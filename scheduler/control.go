@@ -14,8 +14,9 @@ import (
 // controlTopic is the lock.Client event topic of fleet-wide requests.
 const controlTopic = "control"
 
-// manualSuffix names a job's ledger of manual runs.
-const manualSuffix = "!manual"
+// ManualSuffix ends the id of a job's ledger of manual runs (Trigger): a
+// job's name must not end with it.
+const ManualSuffix = "!manual"
 
 // Trigger asks the fleet to run the job once now, besides its schedule: it
 // counts the request in the job's ledger and publishes it, and every
@@ -118,34 +119,48 @@ func (s *Scheduler) control(payload string) {
 	s.fireManual(e, n, time.UnixMilli(ms))
 }
 
-// fireManual starts handling manual run n, unless this replica handles one
-// of the job's already (the one it handles then runs, or waits for, the
-// job's run under way; one manual run at a time per replica).
+// fireManual handles manual run n. One goroutine per job and replica
+// claims manual runs, one after the other: a trigger that comes while it
+// claims or runs one is claimed next (several such are merged into the
+// latest, as they would all run at about the same time).
 func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
+	e.mu.Lock()
+	if n > e.pending {
+		e.pending, e.pendingAt = n, at
+	}
+	busy := e.manuals > 0
+	if !busy {
+		e.manuals++
+	}
+	e.mu.Unlock()
+	if busy {
+		return // the goroutine under way claims it next
+	}
 	s.mu.Lock()
 	if s.closing || !s.started {
 		s.mu.Unlock()
+		e.mu.Lock()
+		e.manuals--
+		e.mu.Unlock()
 		return
 	}
 	s.wg.Add(1) // under s.mu, before beginStop's Wait can start
 	s.mu.Unlock()
-	e.mu.Lock()
-	if e.manuals > 0 {
-		e.mu.Unlock()
-		s.wg.Done()
-		s.log.Info("trigger not taken here: a manual run of the job is under way on this replica", "job", e.job.Name, "trigger", n)
-		return
-	}
-	e.manuals++
-	e.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		defer func() {
+		var done int64
+		for {
 			e.mu.Lock()
-			e.manuals--
+			n, at := e.pending, e.pendingAt
+			if n <= done || s.stopCtx.Err() != nil {
+				e.manuals--
+				e.mu.Unlock()
+				return
+			}
 			e.mu.Unlock()
-		}()
-		s.handleClaim(e, at, claimSpec{ledger: e.manual, tick: n, queue: true, manual: true})
+			s.handleClaim(e, at, claimSpec{ledger: e.manual, tick: n, queue: true, manual: true})
+			done = n
+		}
 	}()
 }
 

@@ -135,3 +135,35 @@ func TestMaxConcurrency(t *testing.T) {
 		t.Fatalf("at most %d runs of the group at once, want exactly 2", p)
 	}
 }
+
+// A trigger that comes while a manual run of the job is under way runs
+// after it, on some replica: it is not lost.
+func TestTriggerDuringManualRun(t *testing.T) {
+	srv := redistest.Start(t)
+	const job = "manual2"
+	j := newJournal()
+	fleet, _ := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(sleepWork(time.Second))})
+	ctx := testCtx(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for started := false; !started; {
+		if time.Now().After(deadline) {
+			t.Fatal("no run 10s after the first trigger")
+		}
+		if err := fleet[0].s.Trigger(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-j.ch:
+			started = true
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	if err := fleet[1].s.Trigger(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the second trigger's run", func() bool { return len(j.all()) >= 2 })
+	stopAll(t, fleet...)
+	if runs := j.all(); len(runs) != 2 || runs[0].info.Token == runs[1].info.Token {
+		t.Fatalf("%d runs, want 2 with their own tokens: %+v", len(runs), runs)
+	}
+}

@@ -58,8 +58,10 @@ type entry struct {
 	runner jobs.Runner  // job.Run with Recover and Timeout
 
 	mu          sync.Mutex
-	inflight    int // ticks of this replica being claimed or run
-	manuals     int // manual runs of this replica being claimed or run
+	inflight    int       // ticks of this replica being claimed or run
+	manuals     int       // manual runs of this replica being claimed or run (0 or 1)
+	pending     int64     // the latest manual run requested (Trigger)
+	pendingAt   time.Time // when it was requested
 	next        time.Time
 	lastTick    time.Time
 	lastOutcome string
@@ -127,7 +129,7 @@ func (s *Scheduler) Add(j Job) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := ledger(j.Lock, j.Name+manualSuffix)
+	manual, err := ledger(j.Lock, j.Name+ManualSuffix)
 	if err != nil {
 		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
@@ -140,6 +142,12 @@ func (s *Scheduler) Add(j Job) error {
 		return fmt.Errorf("scheduler: add job %q: %w", j.Name, ErrClosed)
 	case s.entries[j.Name] != nil:
 		return fmt.Errorf("scheduler: job %q: name: already taken: %w", j.Name, ErrInvalid)
+	}
+	for _, o := range s.order {
+		if o.job.Lock == j.Lock && o.job.LockKind != j.LockKind {
+			return fmt.Errorf("scheduler: job %q: lock_kind: %q, but job %q takes lock %q as %q: jobs that share a lock must use one kind: %w",
+				j.Name, j.LockKind, o.job.Name, j.Lock, o.job.LockKind, ErrInvalid)
+		}
 	}
 	s.entries[j.Name] = e
 	s.order = append(s.order, e)
@@ -187,6 +195,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err != nil {
 			s.log.Warn("graceful stop cut short", "error", err, "timeout", s.opt.shutdownTimeout)
 		}
+		<-s.stopped // a Close that cut Shutdown short may still be finishing runs
 	case <-s.stopping:
 		select {
 		case <-s.stopped:

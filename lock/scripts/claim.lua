@@ -15,11 +15,15 @@
 --         the lock's queue and its waiters' deadlines (see fairacquire.lua)
 -- ARGV[7] fair: how long a place in the queue lasts without a heartbeat, ms
 -- ARGV[8] fair: the longest sleep to answer with (the heartbeat period), ms
--- ARGV[9] fair: 1 if the caller waits for the lock whatever tick holds it
---         (overlap queue); it waits anyway for the tick it claims
--- A fair claim takes a free lock only when the queue is empty or the caller
--- is its head; a fair caller that is to wait takes or keeps its place, and
--- the sleep in {0, sleep, running} is the time to its next heartbeat.
+-- ARGV[9] fair: how the caller waits: 0 it does not (one attempt); 1 only
+--         while the tick it claims is under way; 2 whatever tick holds the
+--         lock (overlap queue)
+-- A fair claim that would wait takes a free lock only when the queue is
+-- empty or the caller is its head, and otherwise takes or keeps its place:
+-- the sleep in {0, sleep, running} is then the time to its next heartbeat.
+-- A fair claim that would not wait takes a free lock whoever queues (the
+-- queue may hold the waiters of a tick just done, on their way out), and
+-- never takes a place. A claim answered done or paused leaves its place.
 -- Returns {1, token, try, unfinished} acquired: try is the number of this
 -- claim's first try at the tick (1 + the tries before it), unfinished an
 -- earlier tick that was claimed and never finished, else 0;
@@ -50,13 +54,23 @@ if tick > (tonumber(f[4]) or 0) then
   redis.call('HSET', KEYS[3], 'seen', tick)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
+-- leave drops a fair caller's place, if it has one: its wait is over.
+local function leave()
+  if ARGV[6] == '1' then
+    redis.pcall('LREM', KEYS[4], 0, owner)
+    redis.pcall('ZREM', KEYS[5], owner)
+  end
+end
 if f[5] == '1' then
+  leave()
   return {3, 0}
 end
 if done >= tick then
+  leave()
   return {2, done}
 end
 if running > tick then
+  leave()
   return {2, running}
 end
 local fair = ARGV[6] == '1'
@@ -72,8 +86,9 @@ if fair then
 end
 -- wait takes or keeps the fair caller's place, and answers how long to
 -- sleep; a caller that will not wait gets the holder's TTL.
+local waits = fair and ((ARGV[9] == '1' and running == tick) or ARGV[9] == '2')
 local function wait(pttl)
-  if not fair or (running ~= tick and ARGV[9] ~= '1') then
+  if not waits then
     return {0, math.max(pttl, 1), running}
   end
   local sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
@@ -97,7 +112,7 @@ if pttl ~= -2 then
   end
   return wait(pttl)
 end
-if fair and head and head ~= owner then
+if waits and head and head ~= owner then
   -- Free, but others came first.
   return wait(0)
 end
