@@ -174,6 +174,19 @@ func (c *Config) SchedulerOptions() []scheduler.Option {
 	}
 }
 
+// secretEnv names the environment variables that may hold the daemon's
+// secrets: exec jobs do not inherit them.
+func (c *Config) secretEnv() []string {
+	names := []string{"REDIS_URL", EnvPrefix + "REDIS__URL", EnvPrefix + "REDIS__PASSWORD", EnvPrefix + "ADMIN__TOKEN"}
+	if c.Redis != nil && c.Redis.PasswordEnv != "" {
+		names = append(names, c.Redis.PasswordEnv)
+	}
+	if c.Admin.TokenEnv != "" {
+		names = append(names, c.Admin.TokenEnv)
+	}
+	return names
+}
+
 // SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *jobs.Exec
 // logging to log.Named(job name), http jobs as *jobs.HTTP, func jobs looked
 // up in reg (nil means jobs.DefaultRegistry), with every policy. It returns
@@ -211,6 +224,7 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 			sj.Run = &jobs.Exec{
 				Command: slices.Clone(j.Exec.Command),
 				Env:     maps.Clone(j.Exec.Env),
+				Unset:   c.secretEnv(),
 				Dir:     j.Exec.Dir,
 				Grace:   j.Exec.Grace,
 				Logger:  log.Named(j.Name),

@@ -148,9 +148,12 @@
 // never quote them: a bad url is shown with its password masked, or not at
 // all if it does not parse, and every message is scrubbed of the secrets
 // it could hold as a last guard. Redis.Describe gives a loggable
-// description of the connection. Exec env values and http headers are not
-// treated as secrets: pass secrets to exec jobs through the scheduler's own
-// environment, which they inherit.
+// description of the connection. Exec jobs inherit the scheduler's
+// environment except the variables that may hold its own secrets
+// (REDIS_URL, LOCKCRON_REDIS__URL, LOCKCRON_REDIS__PASSWORD,
+// LOCKCRON_ADMIN__TOKEN, and the variables password_env and token_env
+// name). Exec env values and http headers are not treated as secrets: pass
+// a job's secrets through the scheduler's environment under other names.
 //
 // # Concurrency
 //

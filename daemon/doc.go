@@ -16,9 +16,9 @@
 //	scheduler resume   JOB -config FILE   resume it
 //
 // Exit codes: 0 success (for run, a clean stop); 1 failure (an invalid
-// config, an unreachable store, a stop cut short by shutdown_timeout or a second signal); 2 a
-// bad command line. Long flags take one dash or two. The config path
-// defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
+// config, an unreachable store, a stop cut short by shutdown_timeout or by
+// a second signal); 2 a bad command line. Long flags take one dash or two.
+// The config path defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
 //
 // trigger, pause and resume go through Redis to every replica. Without
 // Redis (the in-memory backend) they go to the running daemon's admin API.

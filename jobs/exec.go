@@ -75,6 +75,9 @@ type Exec struct {
 	// Env holds variables added to the process's environment; they
 	// replace inherited ones of the same name.
 	Env map[string]string
+	// Unset names inherited variables the process must not see, such as
+	// the daemon's own secrets (the config package lists them).
+	Unset []string
 	// Dir is the working directory; empty means this process's.
 	Dir string
 	// Grace is how long the process group gets from SIGTERM to SIGKILL;
@@ -275,6 +278,12 @@ func checkDir(dir string) error {
 // (sorted by name), then info's. os/exec keeps the last of duplicates.
 func (e *Exec) environ(info Info) []string {
 	env := os.Environ()
+	if len(e.Unset) > 0 {
+		env = slices.DeleteFunc(env, func(kv string) bool {
+			name, _, _ := strings.Cut(kv, "=")
+			return slices.Contains(e.Unset, name)
+		})
+	}
 	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		env = append(env, k+"="+e.Env[k])
 	}

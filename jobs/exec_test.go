@@ -206,6 +206,21 @@ func TestExecEnv(t *testing.T) {
 	}
 }
 
+// Unset keeps inherited variables (the daemon's secrets) from the process.
+func TestExecUnset(t *testing.T) {
+	t.Setenv("REDIS_URL", "redis://:s3cret@redis:6379")
+	t.Setenv("KEEP_ME", "yes")
+	sink, log := newLogSink()
+	e := &Exec{Command: []string{"env"}, Unset: []string{"REDIS_URL"}, Logger: log}
+	if err := e.Run(t.Context()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	out := strings.Join(lines(t, sink.entries(t), "stdout"), "\n")
+	if strings.Contains(out, "s3cret") || !strings.Contains(out, "KEEP_ME=yes") {
+		t.Fatalf("environment: want KEEP_ME and no REDIS_URL:\n%s", out)
+	}
+}
+
 func TestExecEnvNoInfo(t *testing.T) {
 	sink, log := newLogSink()
 	e := &Exec{Command: []string{"sh", "-c", `echo "$LOCKCRON_TOKEN $LOCKCRON_ATTEMPT"`}, Logger: log}
