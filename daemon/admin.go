@@ -183,7 +183,7 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch action {
 	case "trigger":
-		err = a.s.Trigger(r.Context(), name)
+		_, err = a.s.Trigger(r.Context(), name) // this replica hears it
 	case "pause":
 		err = a.s.Pause(r.Context(), name, true)
 	case "resume":

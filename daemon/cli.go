@@ -319,7 +319,10 @@ running daemon's admin API (admin.listen, with admin.token if set).`,
 				} else {
 					switch action {
 					case "trigger":
-						err = s.Trigger(ctx, job)
+						var heard int64
+						if heard, err = s.Trigger(ctx, job); err == nil && heard == 0 {
+							err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)", job)
+						}
 					case "pause":
 						err = s.Pause(ctx, job, true)
 					case "resume":

@@ -10,8 +10,9 @@ import (
 
 // eventBackend is what Publish and Subscribe need from a backend.
 type eventBackend interface {
-	// publish sends payload on channel to every subscriber of the store.
-	publish(ctx context.Context, channel, payload string) error
+	// publish sends payload on channel to every subscriber of the store,
+	// and returns how many Clients (connections) received it.
+	publish(ctx context.Context, channel, payload string) (int64, error)
 	// listen calls fn with every payload on channel until stop is called.
 	listen(channel string, fn func(payload string)) (stop func())
 	// ping checks that the store answers.
@@ -31,21 +32,24 @@ func validTopic(topic string) error {
 
 // Publish sends payload to the subscribers of topic on every Client of the
 // same store and key prefix, this one's included (Redis Pub/Sub, or the
-// MemoryStore). Delivery is at most once: a subscriber whose connection is
-// down at that moment misses it. ctx bounds the call. It returns ErrInvalid
-// for an empty topic or one with braces, and ErrClosed after Close. It is
-// safe for concurrent use.
-func (c *Client) Publish(ctx context.Context, topic, payload string) error {
+// MemoryStore), and returns how many Clients received it (on Redis, the
+// connections subscribed to the topic, as PUBLISH counts them; on a
+// Cluster, those of the node it was sent to). Delivery is at most once: a
+// subscriber whose connection is down at that moment misses it. ctx bounds
+// the call. It returns ErrInvalid for an empty topic or one with braces,
+// and ErrClosed after Close. It is safe for concurrent use.
+func (c *Client) Publish(ctx context.Context, topic, payload string) (int64, error) {
 	if err := validTopic(topic); err != nil {
-		return err
+		return 0, err
 	}
 	if c.isClosed() {
-		return fmt.Errorf("lock: publish %q: %w", topic, ErrClosed)
+		return 0, fmt.Errorf("lock: publish %q: %w", topic, ErrClosed)
 	}
-	if err := c.be.publish(ctx, c.eventChannel(topic), payload); err != nil {
-		return fmt.Errorf("lock: publish %q: %w", topic, err)
+	n, err := c.be.publish(ctx, c.eventChannel(topic), payload)
+	if err != nil {
+		return 0, fmt.Errorf("lock: publish %q: %w", topic, err)
 	}
-	return nil
+	return n, nil
 }
 
 // Subscribe calls fn with the payload of each message published on topic
@@ -71,11 +75,15 @@ func (c *Client) Subscribe(topic string, fn func(payload string)) (stop func(), 
 	return c.be.listen(c.eventChannel(topic), fn), nil
 }
 
-// handler is one Subscribe.
-type handler struct{ fn func(string) }
+// handler is one Subscribe; be is its Client's memory backend (nil on
+// Redis).
+type handler struct {
+	fn func(string)
+	be *memoryBackend
+}
 
-func (b *redisBackend) publish(ctx context.Context, channel, payload string) error {
-	return b.rdb.Publish(ctx, channel, payload).Err()
+func (b *redisBackend) publish(ctx context.Context, channel, payload string) (int64, error) {
+	return b.rdb.Publish(ctx, channel, payload).Result()
 }
 
 func (b *redisBackend) listen(channel string, fn func(string)) func() {
@@ -122,21 +130,41 @@ func (b *redisBackend) handlersOf(channel string) []func(string) {
 	return fns
 }
 
-func (b *memoryBackend) publish(ctx context.Context, channel, payload string) error {
+func (b *memoryBackend) publish(ctx context.Context, channel, payload string) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	s := b.s
 	s.mu.Lock()
 	fns := make([]func(string), 0, len(s.events[channel]))
+	clients := make(map[*memoryBackend]bool)
 	for h := range s.events[channel] {
 		fns = append(fns, h.fn)
+		clients[h.be] = true
 	}
 	s.mu.Unlock()
 	for _, fn := range fns {
 		fn(payload)
 	}
-	return nil
+	return int64(len(clients)), nil
+}
+
+// dropHandlers ends the Subscribes of b's Client (at its Close). s.mu is
+// not held.
+func (b *memoryBackend) dropHandlers() {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch, hs := range s.events {
+		for h := range hs {
+			if h.be == b {
+				delete(hs, h)
+			}
+		}
+		if len(hs) == 0 {
+			delete(s.events, ch)
+		}
+	}
 }
 
 func (b *memoryBackend) listen(channel string, fn func(string)) func() {
@@ -148,7 +176,7 @@ func (b *memoryBackend) listen(channel string, fn func(string)) func() {
 		hs = make(map[*handler]struct{})
 		s.events[channel] = hs
 	}
-	h := &handler{fn: fn}
+	h := &handler{fn: fn, be: b}
 	hs[h] = struct{}{}
 	return func() {
 		s.mu.Lock()

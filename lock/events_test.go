@@ -32,7 +32,7 @@ func TestPublishSubscribe(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("after 5s the subscribers heard %v", seen)
 				}
-				if err := cs[0].Publish(ctx, "control", "hello"); err != nil {
+				if _, err := cs[0].Publish(ctx, "control", "hello"); err != nil {
 					t.Fatal(err)
 				}
 				select {
@@ -43,7 +43,7 @@ func TestPublishSubscribe(t *testing.T) {
 			}
 			stopB()
 			stopB() // twice is fine
-			if err := cs[1].Publish(ctx, "control", "again"); err != nil {
+			if _, err := cs[1].Publish(ctx, "control", "again"); err != nil {
 				t.Fatal(err)
 			}
 			// Late copies of "hello" may still come; b must not hear "again".
@@ -61,7 +61,7 @@ func TestPublishSubscribe(t *testing.T) {
 			if _, err := cs[0].Subscribe("", func(string) {}); !errors.Is(err, lock.ErrInvalid) {
 				t.Fatalf("empty topic: %v, want ErrInvalid", err)
 			}
-			if err := cs[0].Publish(ctx, "a{b}", "x"); !errors.Is(err, lock.ErrInvalid) {
+			if _, err := cs[0].Publish(ctx, "a{b}", "x"); !errors.Is(err, lock.ErrInvalid) {
 				t.Fatalf("topic with braces: %v, want ErrInvalid", err)
 			}
 		})

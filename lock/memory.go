@@ -432,4 +432,7 @@ func (b *memoryBackend) subscribeIfReady(k *keys) <-chan struct{} { return b.sub
 // subscribed is nil: a memory subscription is in place at once anyway.
 func (b *memoryBackend) subscribed(*keys) <-chan struct{} { return nil }
 
-func (b *memoryBackend) close() error { return nil }
+func (b *memoryBackend) close() error {
+	b.dropHandlers()
+	return nil
+}

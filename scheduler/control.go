@@ -25,24 +25,27 @@ const ManualSuffix = "!manual"
 // of the job under way, and it runs while the job is paused, as
 // Kubernetes runs a Job created from a suspended CronJob. Replicas that are
 // not connected when the request is published do not see it; if none is,
-// nothing runs. Trigger needs no Run: a Scheduler made only to send
-// requests (the scheduler command) works too. It returns ErrUnknownJob for a
-// job the Scheduler does not have, and the ledger's or Publish's error.
-func (s *Scheduler) Trigger(ctx context.Context, job string) error {
+// nothing runs: Trigger returns how many lock Clients heard the request
+// (lock.Client.Publish), 0 then. Trigger needs no Run: a Scheduler made
+// only to send requests (the scheduler command) works too. It returns
+// ErrUnknownJob for a job the Scheduler does not have, and the ledger's or
+// Publish's error.
+func (s *Scheduler) Trigger(ctx context.Context, job string) (int64, error) {
 	e, err := s.entry(job)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	n, err := e.ledger.Trigger(ctx)
 	if err != nil {
-		return fmt.Errorf("scheduler: trigger %q: %w", job, err)
+		return 0, fmt.Errorf("scheduler: trigger %q: %w", job, err)
 	}
 	msg := strings.Join([]string{"trigger", job, strconv.FormatInt(n, 10), strconv.FormatInt(time.Now().UnixMilli(), 10)}, "\n")
-	if err := s.locks.Publish(ctx, controlTopic, msg); err != nil {
-		return fmt.Errorf("scheduler: trigger %q: %w", job, err)
+	heard, err := s.locks.Publish(ctx, controlTopic, msg)
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: trigger %q: %w", job, err)
 	}
-	s.log.Info("job triggered", "job", job, "trigger", n)
-	return nil
+	s.log.Info("job triggered", "job", job, "trigger", n, "heard_by", heard)
+	return heard, nil
 }
 
 // Pause pauses the job on every replica (paused true) or resumes it, by a

@@ -67,7 +67,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no run 10s after the first trigger")
 		}
-		if err := sender.s.Trigger(ctx, job); err != nil {
+		if _, err := sender.s.Trigger(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -84,7 +84,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 	if err := sender.s.Pause(ctx, job, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := sender.s.Trigger(ctx, job); err != nil {
+	if _, err := sender.s.Trigger(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the paused job's manual run", func() bool { return len(j.all()) > first })
@@ -104,7 +104,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 			t.Fatalf("manual run's tick %s is not the time of its trigger", fmtT(x.info.Tick))
 		}
 	}
-	if err := sender.s.Trigger(ctx, "nope"); !errors.Is(err, scheduler.ErrUnknownJob) {
+	if _, err := sender.s.Trigger(ctx, "nope"); !errors.Is(err, scheduler.ErrUnknownJob) {
 		t.Fatalf("Trigger of an unknown job: %v, want ErrUnknownJob", err)
 	}
 }
@@ -149,7 +149,7 @@ func TestTriggerDuringManualRun(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no run 10s after the first trigger")
 		}
-		if err := fleet[0].s.Trigger(ctx, job); err != nil {
+		if _, err := fleet[0].s.Trigger(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -158,7 +158,7 @@ func TestTriggerDuringManualRun(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	if err := fleet[1].s.Trigger(ctx, job); err != nil {
+	if _, err := fleet[1].s.Trigger(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the second trigger's run", func() bool { return len(j.all()) >= 2 })

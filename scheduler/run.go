@@ -113,9 +113,21 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		var permit *lock.Lease
 		permit, err = s.locks.Semaphore(e.job.ConcurrencyGroup, e.job.MaxConcurrency).Lock(runCtx)
 		if err != nil {
+			if runCtx.Err() == nil {
+				// Not the lock lost nor the stop: the store failed. The
+				// job did not run; the tick is given back.
+				r.mu.Lock()
+				r.noTry = true
+				r.mu.Unlock()
+			}
 			return
 		}
 		defer func() {
+			if errors.Is(permit.Err(), lock.ErrLockLost) {
+				r.mu.Lock()
+				r.permitLost = true
+				r.mu.Unlock()
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 			defer cancel()
 			if uerr := permit.Unlock(ctx); uerr != nil {
@@ -158,12 +170,15 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 func (s *Scheduler) complete(r *run, err error, log hclog.Logger) string {
 	e := r.e
 	r.mu.Lock()
-	ran := r.ran
+	ran, noTry, permitLost := r.ran, r.noTry, r.permitLost
 	r.mu.Unlock()
-	lost := errors.Is(r.cl.Lease.Err(), lock.ErrLockLost)
+	lost := errors.Is(r.cl.Lease.Err(), lock.ErrLockLost) || permitLost
 	switch {
 	case ran:
 		return s.finish(r, OutcomeRan, true, nil, log)
+	case noTry:
+		log.Error("concurrency permit not taken; tick given back", "group", e.job.ConcurrencyGroup, "error", err)
+		return s.finish(r, OutcomeError, false, err, log)
 	case lost:
 		s.tel.lostLock(e.job.Name)
 		return s.finish(r, OutcomeLostLock, true, err, log)

@@ -74,11 +74,13 @@ type run struct {
 	tick   time.Time
 	manual bool // a manual run (Trigger), in e.manual
 
-	mu       sync.Mutex
-	tries    int    // tries of the tick so far, counting earlier claims
-	ran      bool   // the job returned nil: its finalizer finishes it
-	finished bool   // Finish was called
-	outcome  string // the outcome Finish recorded
+	mu         sync.Mutex
+	tries      int    // tries of the tick so far, counting earlier claims
+	ran        bool   // the job returned nil: its finalizer finishes it
+	noTry      bool   // the concurrency permit could not be had: the job did not run
+	permitLost bool   // the concurrency permit was lost while the job ran
+	finished   bool   // Finish was called
+	outcome    string // the outcome Finish recorded
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
