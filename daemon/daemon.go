@@ -36,10 +36,6 @@ type Options struct {
 	// Force, when it fires, stops the daemon at once (a second signal),
 	// without waiting for running jobs any longer.
 	Force <-chan struct{}
-	// Ready, if set, is called with the admin listener's address once the
-	// scheduler runs (tests use it; the address matters when the config
-	// asks for port 0).
-	Ready func(adminAddr string)
 }
 
 func (o *Options) defaults() {
@@ -172,18 +168,6 @@ func Run(ctx context.Context, path string, o Options) error {
 	// tells whether the graceful stop was cut short.
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(context.Background()) }()
-	if o.Ready != nil {
-		for !s.Running() {
-			select {
-			case err := <-ran:
-				ran <- err // Run ended at once: handled below
-			case <-time.After(time.Millisecond):
-				continue
-			}
-			break
-		}
-		o.Ready(ln.Addr().String())
-	}
 
 	var stopErr error
 	forceStop := func() {
