@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -51,21 +52,6 @@ func inspectBackends(t *testing.T, fn func(t *testing.T, e inspectEnv)) {
 	})
 }
 
-func inspectCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func inspectLock(t *testing.T, ctx context.Context, l lock.Locker) *lock.Lease {
-	t.Helper()
-	lease, err := l.Lock(ctx)
-	if err != nil {
-		t.Fatalf("Lock %q: %v", l.Name(), err)
-	}
-	return lease
-}
-
 func inspectUnlock(t *testing.T, ctx context.Context, l *lock.Lease) {
 	t.Helper()
 	if err := l.Unlock(ctx); err != nil {
@@ -85,17 +71,6 @@ func inspectList(t *testing.T, ctx context.Context, c *lock.Client) []lock.LockI
 }
 
 // inspectWaitFor polls c until n goroutines of it wait for name.
-func inspectWaitFor(t *testing.T, c *lock.Client, name string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Waiting(name) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines wait for %q after 10s, want %d", c.Waiting(name), name, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // inspectLockAsync takes l in a goroutine, releases it at once, and sends the
 // outcome on the channel it returns.
 func inspectLockAsync(ctx context.Context, l lock.Locker) <-chan error {
@@ -203,7 +178,7 @@ func inspectSortHolders(hs []lock.Holder) []lock.Holder {
 // unlock the list is empty.
 func TestLocks(t *testing.T) {
 	inspectBackends(t, func(t *testing.T, e inspectEnv) {
-		ctx := inspectCtx(t)
+		ctx := testCtx(t)
 		c1 := e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("one"))
 		c2 := e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("two"))
 
@@ -211,25 +186,25 @@ func TestLocks(t *testing.T) {
 			t.Fatalf("Locks on an empty store:\n%s", inspectDump(got))
 		}
 
-		plain := inspectLock(t, ctx, c1.Mutex("plain"))
-		again := inspectLock(t, ctx, c1.Mutex("again"))
-		if l := inspectLock(t, again.Context(), c1.Mutex("again")); l != again {
+		plain := locktest.MustLock(t, ctx, c1.Mutex("plain"))
+		again := locktest.MustLock(t, ctx, c1.Mutex("again"))
+		if l := locktest.MustLock(t, again.Context(), c1.Mutex("again")); l != again {
 			t.Fatal("re-entry gave another lease")
 		}
 
-		fair := inspectLock(t, ctx, c1.FairMutex("fair"))
+		fair := locktest.MustLock(t, ctx, c1.FairMutex("fair"))
 		fw1 := inspectLockAsync(ctx, c2.FairMutex("fair"))
-		inspectWaitFor(t, c2, "fair", 1)
+		waitQueued(t, c2, "fair", 1)
 		fw2 := inspectLockAsync(ctx, c2.FairMutex("fair"))
-		inspectWaitFor(t, c2, "fair", 2)
+		waitQueued(t, c2, "fair", 2)
 
-		r1 := inspectLock(t, ctx, c1.RWMutex("rw").RLocker())
-		r2 := inspectLock(t, ctx, c2.RWMutex("rw").RLocker())
+		r1 := locktest.MustLock(t, ctx, c1.RWMutex("rw").RLocker())
+		r2 := locktest.MustLock(t, ctx, c2.RWMutex("rw").RLocker())
 		writer := inspectLockAsync(ctx, c2.RWMutex("rw"))
-		inspectWaitFor(t, c2, "rw", 1)
+		waitQueued(t, c2, "rw", 1)
 
-		p1 := inspectLock(t, ctx, c1.Semaphore("sem", 3))
-		p2 := inspectLock(t, ctx, c2.Semaphore("sem", 3))
+		p1 := locktest.MustLock(t, ctx, c1.Semaphore("sem", 3))
+		p2 := locktest.MustLock(t, ctx, c2.Semaphore("sem", 3))
 
 		// A ledger, whose lock is free again, and a lone fencing token.
 		g, err := c1.Ledger("job", "daily")
@@ -243,7 +218,7 @@ func TestLocks(t *testing.T) {
 		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ok", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
-		inspectUnlock(t, ctx, inspectLock(t, ctx, c1.Mutex("gone")))
+		inspectUnlock(t, ctx, locktest.MustLock(t, ctx, c1.Mutex("gone")))
 		if e.srv != nil {
 			n, err := e.srv.Client().Exists(ctx, g.Key(), "lockcron:{gone}:token", "lockcron:{job}:token").Result()
 			if err != nil || n != 3 {
@@ -290,11 +265,11 @@ func TestLocks(t *testing.T) {
 // beside it (a downgrade), each with its own token.
 func TestLocksWriter(t *testing.T) {
 	inspectBackends(t, func(t *testing.T, e inspectEnv) {
-		ctx := inspectCtx(t)
+		ctx := testCtx(t)
 		c := e.newClient(t, lock.WithLeaseTime(inspectLease))
 		rw := c.RWMutex("doc")
-		w := inspectLock(t, ctx, rw)
-		r := inspectLock(t, w.Context(), rw.RLocker())
+		w := locktest.MustLock(t, ctx, rw)
+		r := locktest.MustLock(t, w.Context(), rw.RLocker())
 		want := []lock.LockInfo{{Name: "doc", Kind: "rwmutex", Token: r.Token(), Holders: []lock.Holder{
 			{Owner: w.Owner(), Holds: 1, Mode: "write", Token: w.Token()},
 			{Owner: r.Owner(), Holds: 1, Mode: "read", Token: r.Token()},
@@ -311,7 +286,7 @@ func TestLocksWriter(t *testing.T) {
 // Leases whose time ran out in the store are not listed.
 func TestLocksExpired(t *testing.T) {
 	inspectBackends(t, func(t *testing.T, e inspectEnv) {
-		ctx := inspectCtx(t)
+		ctx := testCtx(t)
 		c := e.newClient(t, lock.WithLeaseTime(inspectLease))
 		short := lock.WithLease(50 * time.Millisecond)
 		for _, l := range []lock.Locker{c.Mutex("m"), c.RWMutex("rw"), c.RWMutex("rr").RLocker(), c.Semaphore("s", 2)} {
@@ -343,7 +318,7 @@ func TestLocksExpired(t *testing.T) {
 // with characters that SCAN's MATCH reads as a pattern.
 func TestLocksKeyPrefix(t *testing.T) {
 	inspectBackends(t, func(t *testing.T, e inspectEnv) {
-		ctx := inspectCtx(t)
+		ctx := testCtx(t)
 		byPrefix := map[string]*lock.Client{
 			"lockcron": e.newClient(t, lock.WithLeaseTime(inspectLease)),
 			"other":    e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("other")),
@@ -354,7 +329,7 @@ func TestLocksKeyPrefix(t *testing.T) {
 		for p, c := range byPrefix {
 			owners[p] = make(map[string]string)
 			for _, name := range []string{"shared", "only-" + p} {
-				owners[p][name] = inspectLock(t, ctx, c.Mutex(name)).Owner()
+				owners[p][name] = locktest.MustLock(t, ctx, c.Mutex(name)).Owner()
 			}
 		}
 		for p, c := range byPrefix {
@@ -375,7 +350,7 @@ func TestLocksKeyPrefix(t *testing.T) {
 // A key of the wrong type under the prefix is reported on its lock, with
 // ErrBadKey; the listing goes on.
 func TestLocksWrongType(t *testing.T) {
-	ctx := inspectCtx(t)
+	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c, err := lock.New(rdb, lock.WithLeaseTime(inspectLease))
@@ -384,8 +359,8 @@ func TestLocksWrongType(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 
-	ok := inspectLock(t, ctx, c.Mutex("ok"))
-	tok := inspectLock(t, ctx, c.Semaphore("tok", 2))
+	ok := locktest.MustLock(t, ctx, c.Mutex("ok"))
+	tok := locktest.MustLock(t, ctx, c.Semaphore("tok", 2))
 	pipe := rdb.TxPipeline()
 	pipe.Set(ctx, "lockcron:{str}", "x", 0)
 	pipe.HSet(ctx, "lockcron:{nottl}", "someone", 1)
@@ -449,7 +424,7 @@ func TestLocksWrongType(t *testing.T) {
 // Thousands of locks take several SCAN pages and pipelines, and tokens
 // alone are skipped.
 func TestLocksMany(t *testing.T) {
-	ctx := inspectCtx(t)
+	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const n = 2500
@@ -484,7 +459,7 @@ func TestLocksMany(t *testing.T) {
 
 // On a Cluster, Locks walks every primary.
 func TestLocksCluster(t *testing.T) {
-	ctx := inspectCtx(t)
+	ctx := testCtx(t)
 	cl := redistest.StartCluster(t)
 	c, err := lock.New(cl.Client(), lock.WithLeaseTime(inspectLease))
 	if err != nil {
@@ -510,13 +485,13 @@ func TestLocksCluster(t *testing.T) {
 		var l *lock.Lease
 		switch i % 3 {
 		case 0:
-			l = inspectLock(t, ctx, c.Mutex(name))
+			l = locktest.MustLock(t, ctx, c.Mutex(name))
 			want = append(want, lock.LockInfo{Name: name, Kind: "mutex", Token: l.Token(), Holders: []lock.Holder{{Owner: l.Owner(), Holds: 1}}})
 		case 1:
-			l = inspectLock(t, ctx, c.RWMutex(name))
+			l = locktest.MustLock(t, ctx, c.RWMutex(name))
 			want = append(want, lock.LockInfo{Name: name, Kind: "rwmutex", Token: l.Token(), Holders: []lock.Holder{{Owner: l.Owner(), Holds: 1, Mode: "write", Token: l.Token()}}})
 		case 2:
-			l = inspectLock(t, ctx, c.Semaphore(name, 2))
+			l = locktest.MustLock(t, ctx, c.Semaphore(name, 2))
 			want = append(want, lock.LockInfo{Name: name, Kind: "semaphore", Token: l.Token(), Holders: []lock.Holder{{Owner: l.Owner(), Holds: 1, Mode: "permit", Token: l.Token()}}})
 		}
 		leases = append(leases, l)
@@ -534,7 +509,7 @@ func TestLocksCluster(t *testing.T) {
 func TestLocksErrors(t *testing.T) {
 	inspectBackends(t, func(t *testing.T, e inspectEnv) {
 		c := e.newClient(t)
-		inspectLock(t, inspectCtx(t), c.Mutex("a"))
+		locktest.MustLock(t, testCtx(t), c.Mutex("a"))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := c.Locks(ctx); !errors.Is(err, context.Canceled) {

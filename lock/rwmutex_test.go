@@ -45,24 +45,6 @@ func onBothRW(t *testing.T, fn func(t *testing.T, s rwStore)) {
 	t.Run("Memory", func(t *testing.T) { fn(t, rwStore{mem: lock.NewMemoryStore()}) })
 }
 
-func rwLock(t *testing.T, ctx context.Context, l lock.Locker, opts ...lock.AcquireOption) *lock.Lease {
-	t.Helper()
-	lease, err := l.Lock(ctx, opts...)
-	if err != nil {
-		t.Fatalf("Lock(%q): %v", l.Name(), err)
-	}
-	return lease
-}
-
-func rwUnlock(t *testing.T, lease *lock.Lease) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := lease.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock(%q): %v", lease.Name(), err)
-	}
-}
-
 // rwLocked asserts that a TryLock of l fails with ErrLocked.
 func rwLocked(t *testing.T, ctx context.Context, l lock.Locker, what string) {
 	t.Helper()
@@ -82,48 +64,15 @@ func rwFree(t *testing.T, ctx context.Context, l lock.Locker, what string) {
 	if err != nil {
 		t.Fatalf("%s: TryLock: %v, want the lock", what, err)
 	}
-	rwUnlock(t, lease)
+	locktest.MustUnlock(t, lease)
 }
 
-// rwGot is what rwLockAsync reports.
-type rwGot struct {
-	lease *lock.Lease
-	err   error
-	at    time.Time
-}
-
-// rwLockAsync calls l.Lock in a goroutine and reports on the channel it
-// returns; the lease, if any, is the receiver's to unlock.
-func rwLockAsync(ctx context.Context, l lock.Locker, opts ...lock.AcquireOption) <-chan rwGot {
-	out := make(chan rwGot, 1)
-	go func() {
-		lease, err := l.Lock(ctx, opts...)
-		out <- rwGot{lease: lease, err: err, at: time.Now()}
-	}()
-	return out
-}
-
-// rwAwait waits up to within for rwLockAsync's lease.
-func rwAwait(t *testing.T, ch <-chan rwGot, within time.Duration) rwGot {
+// rwStillWaiting asserts that locktest.Go's Lock has not returned.
+func rwStillWaiting(t *testing.T, ch <-chan locktest.Got, what string) {
 	t.Helper()
 	select {
 	case g := <-ch:
-		if g.err != nil {
-			t.Fatalf("Lock: %v", g.err)
-		}
-		return g
-	case <-time.After(within):
-		t.Fatalf("Lock did not return within %v", within)
-		return rwGot{}
-	}
-}
-
-// rwStillWaiting asserts that rwLockAsync's Lock has not returned.
-func rwStillWaiting(t *testing.T, ch <-chan rwGot, what string) {
-	t.Helper()
-	select {
-	case g := <-ch:
-		t.Fatalf("%s: Lock returned (%v) while it should wait", what, g.err)
+		t.Fatalf("%s: Lock returned (%v) while it should wait", what, g.Err)
 	default:
 	}
 }
@@ -146,7 +95,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 		var last int64
 		for i := range readers {
 			// Two readers per Client, each its own owner.
-			l := rwLock(t, ctx, clients[i%3].RWMutex("share").RLocker(), lock.WithWait(time.Second))
+			l := locktest.MustLock(t, ctx, clients[i%3].RWMutex("share").RLocker(), lock.WithWait(time.Second))
 			if l.Token() <= last {
 				t.Fatalf("reader %d: token %d after %d", i, l.Token(), last)
 			}
@@ -164,12 +113,12 @@ func TestRWMutexReadersShare(t *testing.T) {
 			t.Fatalf("write Lock(WithWait) while readers hold: %v, want ErrLocked", err)
 		}
 		for _, l := range leases[:readers-1] {
-			rwUnlock(t, l)
+			locktest.MustUnlock(t, l)
 		}
 		rwLocked(t, ctx, w, "write lock while one reader holds")
-		rwUnlock(t, leases[readers-1])
+		locktest.MustUnlock(t, leases[readers-1])
 
-		wl := rwLock(t, ctx, w, lock.WithWait(time.Second))
+		wl := locktest.MustLock(t, ctx, w, lock.WithWait(time.Second))
 		if wl.Token() <= last {
 			t.Fatalf("writer token %d after %d", wl.Token(), last)
 		}
@@ -177,7 +126,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 			rwLocked(t, ctx, c.RWMutex("share").RLocker(), "read lock while a writer holds")
 			rwLocked(t, ctx, c.RWMutex("share"), "write lock while a writer holds")
 		}
-		rwUnlock(t, wl)
+		locktest.MustUnlock(t, wl)
 		rwFree(t, ctx, clients[0].RWMutex("share").RLocker(), "read lock after the writer")
 	})
 }
@@ -325,21 +274,21 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 		}
 
 		start := time.Now()
-		got := rwLockAsync(ctx, w)
+		got := locktest.Go(ctx, w)
 		locktest.WaitForWaiter(t, wc, name)
 		queued := time.Now() // the writer's mark is in place
-		g := rwAwait(t, got, 10*time.Second)
+		g := locktest.Await(t, got, 10*time.Second)
 		if n := inside.Load(); n != 0 {
 			t.Fatalf("the writer got the lock while %d readers hold it", n)
 		}
-		waited := g.at.Sub(start)
+		waited := g.At.Sub(start)
 		if bound := 4 * hold; waited > bound {
 			t.Fatalf("the writer waited %v amid the readers, want at most %v", waited, bound)
 		}
 		mu.Lock()
 		after := 0
 		for _, r := range log {
-			if r.called.After(queued) && r.got.Before(g.at) {
+			if r.called.After(queued) && r.got.Before(g.At) {
 				after++
 			}
 		}
@@ -352,7 +301,7 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 		if n := inside.Load(); n != 0 {
 			t.Fatalf("%d readers came in while the writer holds the lock", n)
 		}
-		rwUnlock(t, g.lease)
+		locktest.MustUnlock(t, g.Lease)
 		// The readers go on.
 		for {
 			mu.Lock()
@@ -386,10 +335,10 @@ func TestRWMutexReaderLeaseExpiresAlone(t *testing.T) {
 		alive := s.client(t, lock.WithLeaseTime(leaseTime))
 		wc := s.client(t)
 
-		a := rwLock(t, ctx, crashed.RWMutex("alone").RLocker(), lock.WithLease(leaseTime))
+		a := locktest.MustLock(t, ctx, crashed.RWMutex("alone").RLocker(), lock.WithLease(leaseTime))
 		taken := time.Now()
-		b := rwLock(t, ctx, alive.RWMutex("alone").RLocker())
-		got := rwLockAsync(ctx, wc.RWMutex("alone"))
+		b := locktest.MustLock(t, ctx, alive.RWMutex("alone").RLocker())
+		got := locktest.Go(ctx, wc.RWMutex("alone"))
 		locktest.WaitForWaiter(t, wc, "alone")
 
 		waitLeaseDone(t, a, 2*leaseTime, "the crashed reader")
@@ -402,12 +351,12 @@ func TestRWMutexReaderLeaseExpiresAlone(t *testing.T) {
 
 		// a never unlocked: once b does, the writer gets the lock at once.
 		unlocked := time.Now()
-		rwUnlock(t, b)
-		g := rwAwait(t, got, 5*time.Second)
-		if d := g.at.Sub(unlocked); d > 200*time.Millisecond {
+		locktest.MustUnlock(t, b)
+		g := locktest.Await(t, got, 5*time.Second)
+		if d := g.At.Sub(unlocked); d > 200*time.Millisecond {
 			t.Fatalf("writer acquired %v after the last live reader left", d)
 		}
-		rwUnlock(t, g.lease)
+		locktest.MustUnlock(t, g.Lease)
 	})
 }
 
@@ -427,9 +376,9 @@ func TestRWMutexCrashedReaderRedis(t *testing.T) {
 	alive := newClient(t, srv, lock.WithLeaseTime(leaseTime))
 	wc := newClient(t, srv)
 
-	a := rwLock(t, ctx, crashed.RWMutex("crash").RLocker())
-	b := rwLock(t, ctx, alive.RWMutex("crash").RLocker())
-	got := rwLockAsync(ctx, wc.RWMutex("crash"))
+	a := locktest.MustLock(t, ctx, crashed.RWMutex("crash").RLocker())
+	b := locktest.MustLock(t, ctx, alive.RWMutex("crash").RLocker())
+	got := locktest.Go(ctx, wc.RWMutex("crash"))
 	locktest.WaitForWaiter(t, wc, "crash")
 	// Let a's watchdog renew at least once, then kill its connection.
 	<-time.After(leaseTime / 2)
@@ -437,17 +386,17 @@ func TestRWMutexCrashedReaderRedis(t *testing.T) {
 	if err := rdb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rwUnlock(t, b) // the live reader leaves: only the dead one holds the lock
-	g := rwAwait(t, got, 5*time.Second)
+	locktest.MustUnlock(t, b) // the live reader leaves: only the dead one holds the lock
+	g := locktest.Await(t, got, 5*time.Second)
 	// a's last renewal was at most lease/3 before it died.
-	if d := g.at.Sub(died); d < leaseTime/2 || d > leaseTime+200*time.Millisecond {
+	if d := g.At.Sub(died); d < leaseTime/2 || d > leaseTime+200*time.Millisecond {
 		t.Fatalf("writer acquired %v after the reader died, want within its lease (%v)", d, leaseTime)
 	}
 	waitLeaseDone(t, a, time.Second, "the dead reader")
 	if !errors.Is(a.Err(), lock.ErrLockLost) {
 		t.Fatalf("dead reader's Err = %v, want ErrLockLost", a.Err())
 	}
-	rwUnlock(t, g.lease)
+	locktest.MustUnlock(t, g.Lease)
 }
 
 func TestRWMutexReentry(t *testing.T) {
@@ -457,49 +406,49 @@ func TestRWMutexReentry(t *testing.T) {
 		rw, other := c1.RWMutex("re"), c2.RWMutex("re")
 
 		t.Run("read", func(t *testing.T) {
-			r := rwLock(t, ctx, rw.RLocker())
-			if again := rwLock(t, r.Context(), rw.RLocker()); again != r {
+			r := locktest.MustLock(t, ctx, rw.RLocker())
+			if again := locktest.MustLock(t, r.Context(), rw.RLocker()); again != r {
 				t.Fatal("read re-entry returned another lease")
 			}
 			// A new read lease on an unrelated ctx is another owner.
-			r2 := rwLock(t, ctx, rw.RLocker())
+			r2 := locktest.MustLock(t, ctx, rw.RLocker())
 			if r2 == r || r2.Token() <= r.Token() {
 				t.Fatalf("second reader: same lease or token %d <= %d", r2.Token(), r.Token())
 			}
-			rwUnlock(t, r2)
-			rwUnlock(t, r)
+			locktest.MustUnlock(t, r2)
+			locktest.MustUnlock(t, r)
 			rwLocked(t, ctx, other, "write lock with one read hold left")
-			rwUnlock(t, r)
+			locktest.MustUnlock(t, r)
 			rwFree(t, ctx, other, "write lock after the last read hold")
 		})
 
 		t.Run("write", func(t *testing.T) {
-			w := rwLock(t, ctx, rw)
-			inner := rwLock(t, w.Context(), rw.Locker())
+			w := locktest.MustLock(t, ctx, rw)
+			inner := locktest.MustLock(t, w.Context(), rw.Locker())
 			if inner != w || inner.Token() != w.Token() {
 				t.Fatal("write re-entry returned another lease or token")
 			}
 			rwLocked(t, ctx, rw, "write lock of another owner on the same Client")
-			rwUnlock(t, w)
+			locktest.MustUnlock(t, w)
 			rwLocked(t, ctx, other.RLocker(), "read lock with one write hold left")
-			rwUnlock(t, w)
+			locktest.MustUnlock(t, w)
 			rwFree(t, ctx, other.RLocker(), "read lock after the last write hold")
 		})
 
 		t.Run("read while a writer waits", func(t *testing.T) {
-			r := rwLock(t, ctx, rw.RLocker())
-			got := rwLockAsync(ctx, other)
+			r := locktest.MustLock(t, ctx, rw.RLocker())
+			got := locktest.Go(ctx, other)
 			locktest.WaitForWaiter(t, c2, "re")
 			// A reader that holds re-enters; a new one waits for the writer.
-			if again := rwLock(t, r.Context(), rw.RLocker(), lock.WithWait(0)); again != r {
+			if again := locktest.MustLock(t, r.Context(), rw.RLocker(), lock.WithWait(0)); again != r {
 				t.Fatal("read re-entry returned another lease")
 			}
 			rwLocked(t, ctx, rw.RLocker(), "new reader while a writer waits")
-			rwUnlock(t, r)
+			locktest.MustUnlock(t, r)
 			rwStillWaiting(t, got, "writer while a read hold is left")
-			rwUnlock(t, r)
-			g := rwAwait(t, got, 5*time.Second)
-			rwUnlock(t, g.lease)
+			locktest.MustUnlock(t, r)
+			g := locktest.Await(t, got, 5*time.Second)
+			locktest.MustUnlock(t, g.Lease)
 		})
 	})
 }
@@ -512,26 +461,26 @@ func TestRWMutexDowngrade(t *testing.T) {
 		c1, c2 := s.client(t), s.client(t)
 		rw, other := c1.RWMutex("down"), c2.RWMutex("down")
 
-		w := rwLock(t, ctx, rw)
+		w := locktest.MustLock(t, ctx, rw)
 		// Even while another writer waits: the write lock's holder goes first.
-		got := rwLockAsync(ctx, other)
+		got := locktest.Go(ctx, other)
 		locktest.WaitForWaiter(t, c2, "down")
-		r := rwLock(t, context.WithoutCancel(w.Context()), rw.RLocker(), lock.WithWait(0))
+		r := locktest.MustLock(t, context.WithoutCancel(w.Context()), rw.RLocker(), lock.WithWait(0))
 		if r == w || r.Token() <= w.Token() {
 			t.Fatalf("read lease of the writer: same lease, or token %d <= %d", r.Token(), w.Token())
 		}
-		if again := rwLock(t, r.Context(), rw.RLocker()); again != r {
+		if again := locktest.MustLock(t, r.Context(), rw.RLocker()); again != r {
 			t.Fatal("re-entry of the downgraded read lease returned another lease")
 		}
-		rwUnlock(t, r)
+		locktest.MustUnlock(t, r)
 		// The write lock is still the writer's: its ctx re-enters it.
-		if again := rwLock(t, r.Context(), rw); again != w {
+		if again := locktest.MustLock(t, r.Context(), rw); again != w {
 			t.Fatal("write Lock on a ctx of both leases did not re-enter the write lease")
 		}
-		rwUnlock(t, w)
+		locktest.MustUnlock(t, w)
 		rwLocked(t, ctx, c2.RWMutex("down").RLocker(), "another reader while the writer holds")
 
-		rwUnlock(t, w) // the downgrade: the read lease keeps the lock
+		locktest.MustUnlock(t, w) // the downgrade: the read lease keeps the lock
 		if err := r.Err(); err != nil {
 			t.Fatalf("read lease ended with the write lease: %v", err)
 		}
@@ -550,20 +499,20 @@ func TestRWMutexDowngrade(t *testing.T) {
 		if _, err := rw.Lock(r.Context()); !errors.Is(err, lock.ErrUpgrade) {
 			t.Fatalf("write Lock after the downgrade: %v, want ErrUpgrade", err)
 		}
-		rwUnlock(t, r)
-		g := rwAwait(t, got, 5*time.Second)
-		rwUnlock(t, g.lease)
+		locktest.MustUnlock(t, r)
+		g := locktest.Await(t, got, 5*time.Second)
+		locktest.MustUnlock(t, g.Lease)
 
 		// Without a waiting writer, a downgraded reader shares with others.
-		w = rwLock(t, ctx, rw)
-		r = rwLock(t, w.Context(), rw.RLocker())
-		rwUnlock(t, w)
+		w = locktest.MustLock(t, ctx, rw)
+		r = locktest.MustLock(t, w.Context(), rw.RLocker())
+		locktest.MustUnlock(t, w)
 		if r.Err() != nil {
 			t.Fatalf("read lease ended with the write lease: %v", r.Err())
 		}
 		rwFree(t, ctx, c2.RWMutex("down").RLocker(), "another reader after the downgrade")
 		rwLocked(t, ctx, other, "writer while the downgraded reader holds")
-		rwUnlock(t, r)
+		locktest.MustUnlock(t, r)
 		rwFree(t, ctx, other, "writer after the last reader")
 	})
 }
@@ -575,7 +524,7 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 		ctx := testCtx(t)
 		c := s.client(t)
 		rw := c.RWMutex("up")
-		r := rwLock(t, ctx, rw.RLocker())
+		r := locktest.MustLock(t, ctx, rw.RLocker())
 		before := 0
 		if s.srv != nil {
 			before = commandCalls(t, s.srv)
@@ -604,12 +553,12 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 		}
 		// Another Client's read lease, or another lock's, is not this one.
 		other := s.client(t)
-		w := rwLock(t, r.Context(), c.RWMutex("up2"))
-		rwUnlock(t, w)
+		w := locktest.MustLock(t, r.Context(), c.RWMutex("up2"))
+		locktest.MustUnlock(t, w)
 		if _, err := other.RWMutex("up").Lock(r.Context(), lock.WithWait(50*time.Millisecond)); !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("write Lock of another Client on the reader's ctx: %v, want ErrLocked", err)
 		}
-		rwUnlock(t, r)
+		locktest.MustUnlock(t, r)
 	})
 }
 
@@ -619,38 +568,38 @@ func TestRWMutexWriterGivesUp(t *testing.T) {
 	onBothRW(t, func(t *testing.T, s rwStore) {
 		ctx := testCtx(t)
 		c1, c2, c3 := s.client(t), s.client(t), s.client(t)
-		r := rwLock(t, ctx, c1.RWMutex("giveup").RLocker())
+		r := locktest.MustLock(t, ctx, c1.RWMutex("giveup").RLocker())
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		got := rwLockAsync(wctx, c2.RWMutex("giveup"))
+		got := locktest.Go(wctx, c2.RWMutex("giveup"))
 		locktest.WaitForWaiter(t, c2, "giveup")
 		rwLocked(t, ctx, c3.RWMutex("giveup").RLocker(), "new reader while a writer waits")
-		held := rwLockAsync(ctx, c3.RWMutex("giveup").RLocker())
+		held := locktest.Go(ctx, c3.RWMutex("giveup").RLocker())
 		locktest.WaitForWaiter(t, c3, "giveup")
 
 		gaveUp := time.Now()
 		cancel()
 		select {
 		case g := <-got:
-			if !errors.Is(g.err, context.Canceled) {
-				t.Fatalf("writer's Lock: %v, want Canceled", g.err)
+			if !errors.Is(g.Err, context.Canceled) {
+				t.Fatalf("writer's Lock: %v, want Canceled", g.Err)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("writer's Lock did not return")
 		}
 		// Well within the default waiter TTL (3s) the mark would lapse in.
-		g := rwAwait(t, held, 5*time.Second)
-		if d := g.at.Sub(gaveUp); d > 500*time.Millisecond {
+		g := locktest.Await(t, held, 5*time.Second)
+		if d := g.At.Sub(gaveUp); d > 500*time.Millisecond {
 			t.Fatalf("held-back reader came in %v after the writer gave up", d)
 		}
-		rwUnlock(t, g.lease)
+		locktest.MustUnlock(t, g.Lease)
 
 		// The same with WithWait.
 		if _, err := c2.RWMutex("giveup").Lock(ctx, lock.WithWait(50*time.Millisecond)); !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("writer's Lock(WithWait): %v, want ErrLocked", err)
 		}
 		rwFree(t, ctx, c3.RWMutex("giveup").RLocker(), "new reader after the writer gave up")
-		rwUnlock(t, r)
+		locktest.MustUnlock(t, r)
 	})
 }
 
@@ -668,8 +617,8 @@ func TestRWMutexDeadWriterMarkLapses(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = dead.Close() })
 
-	r := rwLock(t, ctx, c1.RWMutex("mark").RLocker())
-	got := rwLockAsync(ctx, dead.RWMutex("mark"))
+	r := locktest.MustLock(t, ctx, c1.RWMutex("mark").RLocker())
+	got := locktest.Go(ctx, dead.RWMutex("mark"))
 	locktest.WaitForWaiter(t, dead, "mark")
 	died := time.Now()
 	if err := rdb.Close(); err != nil {
@@ -679,18 +628,18 @@ func TestRWMutexDeadWriterMarkLapses(t *testing.T) {
 	// The dead writer's Lock fails at its next attempt; its mark stays.
 	select {
 	case g := <-got:
-		if g.err == nil {
+		if g.Err == nil {
 			t.Fatal("Lock on a closed redis client succeeded")
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the dead writer's Lock did not return")
 	}
-	g := rwAwait(t, rwLockAsync(ctx, c3.RWMutex("mark").RLocker()), 5*time.Second)
-	if d := g.at.Sub(died); d > waiterTTL+200*time.Millisecond {
+	g := locktest.Await(t, locktest.Go(ctx, c3.RWMutex("mark").RLocker()), 5*time.Second)
+	if d := g.At.Sub(died); d > waiterTTL+200*time.Millisecond {
 		t.Fatalf("reader came in %v after the writer died, want within the waiter TTL %v", d, waiterTTL)
 	}
-	rwUnlock(t, g.lease)
-	rwUnlock(t, r)
+	locktest.MustUnlock(t, g.Lease)
+	locktest.MustUnlock(t, r)
 }
 
 func TestRWMutexForceUnlock(t *testing.T) {
@@ -699,17 +648,17 @@ func TestRWMutexForceUnlock(t *testing.T) {
 		ctx := testCtx(t)
 		c1 := s.client(t, lock.WithLeaseTime(leaseTime))
 		c2 := s.client(t, lock.WithLeaseTime(leaseTime))
-		r1 := rwLock(t, ctx, c1.RWMutex("force").RLocker())
-		r2 := rwLock(t, ctx, c1.RWMutex("force").RLocker())
-		got := rwLockAsync(ctx, c2.RWMutex("force"))
+		r1 := locktest.MustLock(t, ctx, c1.RWMutex("force").RLocker())
+		r2 := locktest.MustLock(t, ctx, c1.RWMutex("force").RLocker())
+		got := locktest.Go(ctx, c2.RWMutex("force"))
 		locktest.WaitForWaiter(t, c2, "force")
 
 		forced := time.Now()
 		if ok, err := c2.ForceUnlock(ctx, "force"); err != nil || !ok {
 			t.Fatalf("ForceUnlock: %v, %v", ok, err)
 		}
-		g := rwAwait(t, got, 5*time.Second)
-		if d := g.at.Sub(forced); d > 500*time.Millisecond {
+		g := locktest.Await(t, got, 5*time.Second)
+		if d := g.At.Sub(forced); d > 500*time.Millisecond {
 			t.Fatalf("waiting writer acquired %v after ForceUnlock", d)
 		}
 		for i, r := range []*lock.Lease{r1, r2} {
@@ -721,8 +670,8 @@ func TestRWMutexForceUnlock(t *testing.T) {
 				t.Fatalf("Unlock of a forced reader: %v, want ErrNotHeld", err)
 			}
 		}
-		if g.lease.Err() != nil {
-			t.Fatalf("the new writer's lease ended: %v", g.lease.Err())
+		if g.Lease.Err() != nil {
+			t.Fatalf("the new writer's lease ended: %v", g.Lease.Err())
 		}
 
 		// The writer is forced out too, and a waiting reader comes in.
@@ -730,17 +679,17 @@ func TestRWMutexForceUnlock(t *testing.T) {
 		if !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("second writer: %v, %v", w, err)
 		}
-		rgot := rwLockAsync(ctx, c1.RWMutex("force").RLocker())
+		rgot := locktest.Go(ctx, c1.RWMutex("force").RLocker())
 		locktest.WaitForWaiter(t, c1, "force")
 		if ok, err := c1.ForceUnlock(ctx, "force"); err != nil || !ok {
 			t.Fatalf("ForceUnlock of the writer: %v, %v", ok, err)
 		}
-		rg := rwAwait(t, rgot, 5*time.Second)
-		waitLeaseDone(t, g.lease, leaseTime/3+500*time.Millisecond, "forced writer")
-		if !errors.Is(g.lease.Err(), lock.ErrLockLost) {
-			t.Fatalf("forced writer's Err: %v, want ErrLockLost", g.lease.Err())
+		rg := locktest.Await(t, rgot, 5*time.Second)
+		waitLeaseDone(t, g.Lease, leaseTime/3+500*time.Millisecond, "forced writer")
+		if !errors.Is(g.Lease.Err(), lock.ErrLockLost) {
+			t.Fatalf("forced writer's Err: %v, want ErrLockLost", g.Lease.Err())
 		}
-		rwUnlock(t, rg.lease)
+		locktest.MustUnlock(t, rg.Lease)
 		if ok, err := c1.ForceUnlock(ctx, "force"); err != nil || ok {
 			t.Fatalf("ForceUnlock of a free lock: %v, %v; want false", ok, err)
 		}
@@ -803,8 +752,8 @@ func TestRWMutexKeysAndTTL(t *testing.T) {
 	c := newClient(t, srv, lock.WithKeyPrefix("app"))
 	ctx := testCtx(t)
 	rw := c.RWMutex("report")
-	short := rwLock(t, ctx, rw.RLocker(), lock.WithLease(2*time.Second))
-	long := rwLock(t, ctx, rw.RLocker(), lock.WithLease(20*time.Second))
+	short := locktest.MustLock(t, ctx, rw.RLocker(), lock.WithLease(2*time.Second))
+	long := locktest.MustLock(t, ctx, rw.RLocker(), lock.WithLease(20*time.Second))
 	if got := srv.Do("HGET", "app:{report}:rw", long.Owner()); got != "1" {
 		t.Fatalf("holds of %s = %v, want 1", long.Owner(), got)
 	}
@@ -822,11 +771,11 @@ func TestRWMutexKeysAndTTL(t *testing.T) {
 			t.Fatalf("PTTL of %s = %d, want the longest lease (20s)", key, ttl)
 		}
 	}
-	rwUnlock(t, long)
+	locktest.MustUnlock(t, long)
 	if ttl := srv.Do("PTTL", "app:{report}:rw").(int64); ttl <= 0 || ttl > 2_000 {
 		t.Fatalf("PTTL after the long lease left = %d, want the short one's", ttl)
 	}
-	rwUnlock(t, short)
+	locktest.MustUnlock(t, short)
 	if n := srv.Do("EXISTS", "app:{report}:rw", "app:{report}:rw:readers", "app:{report}:rw:writers").(int64); n != 0 {
 		t.Fatalf("%d keys left after the last lease", n)
 	}
@@ -991,18 +940,18 @@ func TestRWMutexDowngradeAheadOfOwnReaders(t *testing.T) {
 		ctx := testCtx(t)
 		c := s.client(t)
 		rw := c.RWMutex("ahead")
-		w := rwLock(t, ctx, rw)
-		got := rwLockAsync(ctx, rw.RLocker())
+		w := locktest.MustLock(t, ctx, rw)
+		got := locktest.Go(ctx, rw.RLocker())
 		locktest.WaitForWaiter(t, c, "ahead")
 		r, err := rw.RLocker().Lock(w.Context(), lock.WithWait(time.Second))
 		if err != nil {
 			t.Fatalf("the writer's read Lock behind its own Client's waiting reader: %v", err)
 		}
 		rwStillWaiting(t, got, "reader while the writer holds")
-		rwUnlock(t, w)
-		g := rwAwait(t, got, 5*time.Second) // the readers share
-		rwUnlock(t, g.lease)
-		rwUnlock(t, r)
+		locktest.MustUnlock(t, w)
+		g := locktest.Await(t, got, 5*time.Second) // the readers share
+		locktest.MustUnlock(t, g.Lease)
+		locktest.MustUnlock(t, r)
 	})
 }
 

@@ -62,70 +62,14 @@ func semClient(t *testing.T, rdb redis.UniversalClient, opts ...lock.Option) *lo
 	return c
 }
 
-func semCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func semLock(t *testing.T, ctx context.Context, l lock.Locker, opts ...lock.AcquireOption) *lock.Lease {
-	t.Helper()
-	lease, err := l.Lock(ctx, opts...)
-	if err != nil {
-		t.Fatalf("Lock(%q): %v", l.Name(), err)
-	}
-	return lease
-}
-
-func semUnlock(t *testing.T, lease *lock.Lease) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := lease.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock(%q): %v", lease.Name(), err)
-	}
-}
-
 func semExpectLocked(t *testing.T, l lock.Locker) {
 	t.Helper()
-	lease, err := l.TryLock(semCtx(t, 5*time.Second))
+	lease, err := l.TryLock(locktest.Ctx(t, 5*time.Second))
 	if !errors.Is(err, lock.ErrLocked) {
 		if lease != nil {
 			_ = lease.Unlock(context.Background())
 		}
 		t.Fatalf("TryLock with every permit taken: err = %v, want ErrLocked", err)
-	}
-}
-
-// semGot is what semLockAsync reports.
-type semGot struct {
-	lease *lock.Lease
-	err   error
-	at    time.Time
-}
-
-// semLockAsync calls l.Lock(ctx) in a goroutine and reports on the channel
-// it returns; the lease is the caller's to unlock.
-func semLockAsync(ctx context.Context, l lock.Locker, opts ...lock.AcquireOption) <-chan semGot {
-	out := make(chan semGot, 1)
-	go func() {
-		lease, err := l.Lock(ctx, opts...)
-		out <- semGot{lease: lease, err: err, at: time.Now()}
-	}()
-	return out
-}
-
-func semAwait(t *testing.T, ch <-chan semGot, within time.Duration) semGot {
-	t.Helper()
-	select {
-	case g := <-ch:
-		if g.err != nil {
-			t.Fatalf("Lock: %v", g.err)
-		}
-		return g
-	case <-time.After(within):
-		t.Fatalf("Lock did not return within %v", within)
-		return semGot{}
 	}
 }
 
@@ -138,7 +82,7 @@ func TestSemaphoreLimit(t *testing.T) {
 		for range 5 {
 			sems = append(sems, e.newClient(t).Semaphore("limit", permits))
 		}
-		ctx := semCtx(t, 60*time.Second)
+		ctx := locktest.Ctx(t, 60*time.Second)
 		var inside, most, total atomic.Int64
 		var mu sync.Mutex
 		tokens := make(map[int64]bool)
@@ -199,9 +143,9 @@ func TestSemaphoreTryLockAndWake(t *testing.T) {
 	semBackends(t, func(t *testing.T, e semEnv) {
 		c1, c2 := e.newClient(t), e.newClient(t)
 		s1, s2 := c1.Semaphore("wake", 2), c2.Semaphore("wake", 2)
-		ctx := semCtx(t, 20*time.Second)
-		a := semLock(t, ctx, s1)
-		b := semLock(t, ctx, s2)
+		ctx := locktest.Ctx(t, 20*time.Second)
+		a := locktest.MustLock(t, ctx, s1)
+		b := locktest.MustLock(t, ctx, s2)
 		if a.Owner() == b.Owner() || a.Token() == b.Token() {
 			t.Fatalf("two permits share owner or token: %s/%d, %s/%d", a.Owner(), a.Token(), b.Owner(), b.Token())
 		}
@@ -227,19 +171,19 @@ func TestSemaphoreTryLockAndWake(t *testing.T) {
 			{"c2 unlocks, c1 waits", c1},
 			{"c1 unlocks, c1 waits", c1},
 		} {
-			got := semLockAsync(ctx, step.waiter.Semaphore("wake", 2))
+			got := locktest.Go(ctx, step.waiter.Semaphore("wake", 2))
 			locktest.WaitForWaiter(t, step.waiter, "wake")
 			unlocked := time.Now()
-			semUnlock(t, a)
-			g := semAwait(t, got, 5*time.Second)
-			if d := g.at.Sub(unlocked); d > 100*time.Millisecond {
+			locktest.MustUnlock(t, a)
+			g := locktest.Await(t, got, 5*time.Second)
+			if d := g.At.Sub(unlocked); d > 100*time.Millisecond {
 				t.Fatalf("%s: waiter acquired %v after the unlock, want a few ms", step.name, d)
 			}
-			a = g.lease
+			a = g.Lease
 			semExpectLocked(t, s1)
 		}
-		semUnlock(t, a)
-		semUnlock(t, b)
+		locktest.MustUnlock(t, a)
+		locktest.MustUnlock(t, b)
 	})
 }
 
@@ -248,15 +192,15 @@ func TestSemaphoreTryLockAndWake(t *testing.T) {
 func TestSemaphoreTokensIncrease(t *testing.T) {
 	semBackends(t, func(t *testing.T, e semEnv) {
 		sems := []lock.Locker{e.newClient(t).Semaphore("tokens", 3), e.newClient(t).Semaphore("tokens", 3)}
-		ctx := semCtx(t, 20*time.Second)
+		ctx := locktest.Ctx(t, 20*time.Second)
 		var held []*lock.Lease
 		var last int64
 		for i := range 30 {
 			if len(held) == 3 {
-				semUnlock(t, held[i%3])
+				locktest.MustUnlock(t, held[i%3])
 				held = append(held[:i%3], held[i%3+1:]...)
 			}
-			l := semLock(t, ctx, sems[i%2])
+			l := locktest.MustLock(t, ctx, sems[i%2])
 			if l.Token() <= last {
 				t.Fatalf("permit %d: token %d after %d, not increasing", i, l.Token(), last)
 			}
@@ -264,7 +208,7 @@ func TestSemaphoreTokensIncrease(t *testing.T) {
 			held = append(held, l)
 		}
 		for _, l := range held {
-			semUnlock(t, l)
+			locktest.MustUnlock(t, l)
 		}
 	})
 }
@@ -275,10 +219,10 @@ func TestSemaphoreReentry(t *testing.T) {
 	semBackends(t, func(t *testing.T, e semEnv) {
 		c1, c2 := e.newClient(t), e.newClient(t)
 		sem, other := c1.Semaphore("reentry", 2), c2.Semaphore("reentry", 2)
-		ctx := semCtx(t, 20*time.Second)
-		p := semLock(t, ctx, sem)
-		again := semLock(t, p.Context(), sem)
-		viaOtherValue := semLock(t, again.Context(), c1.Semaphore("reentry", 2))
+		ctx := locktest.Ctx(t, 20*time.Second)
+		p := locktest.MustLock(t, ctx, sem)
+		again := locktest.MustLock(t, p.Context(), sem)
+		viaOtherValue := locktest.MustLock(t, again.Context(), c1.Semaphore("reentry", 2))
 		if again != p || viaOtherValue != p {
 			t.Fatal("re-entry returned another lease")
 		}
@@ -291,28 +235,28 @@ func TestSemaphoreReentry(t *testing.T) {
 			}
 		}
 		// Three holds, one permit: one is left for another owner.
-		q := semLock(t, ctx, other, lock.WithWait(0))
+		q := locktest.MustLock(t, ctx, other, lock.WithWait(0))
 		semExpectLocked(t, other)
 		semExpectLocked(t, sem) // another owner on the same Client
-		semUnlock(t, q)
+		locktest.MustUnlock(t, q)
 
 		for holds := 3; holds > 1; holds-- {
-			semUnlock(t, p)
+			locktest.MustUnlock(t, p)
 			if p.Err() != nil {
 				t.Fatalf("after an Unlock with %d holds left: Err = %v", holds-1, p.Err())
 			}
-			q := semLock(t, ctx, other, lock.WithWait(0))
+			q := locktest.MustLock(t, ctx, other, lock.WithWait(0))
 			semExpectLocked(t, other)
-			semUnlock(t, q)
+			locktest.MustUnlock(t, q)
 		}
-		semUnlock(t, p)
+		locktest.MustUnlock(t, p)
 		if !errors.Is(p.Err(), lock.ErrReleased) {
 			t.Fatalf("after the last Unlock: Err = %v, want ErrReleased", p.Err())
 		}
-		q1 := semLock(t, ctx, other, lock.WithWait(0))
-		q2 := semLock(t, ctx, other, lock.WithWait(0))
-		semUnlock(t, q1)
-		semUnlock(t, q2)
+		q1 := locktest.MustLock(t, ctx, other, lock.WithWait(0))
+		q2 := locktest.MustLock(t, ctx, other, lock.WithWait(0))
+		locktest.MustUnlock(t, q1)
+		locktest.MustUnlock(t, q2)
 		if err := p.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {
 			t.Fatalf("Unlock after the last: %v, want ErrNotHeld", err)
 		}
@@ -327,20 +271,20 @@ func TestSemaphoreForceUnlock(t *testing.T) {
 		c1 := e.newClient(t, lock.WithLeaseTime(leaseTime))
 		c2 := e.newClient(t, lock.WithLeaseTime(leaseTime))
 		admin := e.newClient(t)
-		ctx := semCtx(t, 20*time.Second)
+		ctx := locktest.Ctx(t, 20*time.Second)
 		holders := []*lock.Lease{
-			semLock(t, ctx, c1.Semaphore("force", 3)),
-			semLock(t, ctx, c2.Semaphore("force", 3)),
-			semLock(t, ctx, c2.Semaphore("force", 3), lock.WithLease(time.Hour)),
+			locktest.MustLock(t, ctx, c1.Semaphore("force", 3)),
+			locktest.MustLock(t, ctx, c2.Semaphore("force", 3)),
+			locktest.MustLock(t, ctx, c2.Semaphore("force", 3), lock.WithLease(time.Hour)),
 		}
-		got := semLockAsync(ctx, c1.Semaphore("force", 3))
+		got := locktest.Go(ctx, c1.Semaphore("force", 3))
 		locktest.WaitForWaiter(t, c1, "force")
 		forced := time.Now()
 		if ok, err := admin.ForceUnlock(ctx, "force"); err != nil || !ok {
 			t.Fatalf("ForceUnlock: %v, %v", ok, err)
 		}
-		g := semAwait(t, got, 5*time.Second)
-		if d := g.at.Sub(forced); d > 200*time.Millisecond {
+		g := locktest.Await(t, got, 5*time.Second)
+		if d := g.At.Sub(forced); d > 200*time.Millisecond {
 			t.Fatalf("waiter acquired %v after ForceUnlock", d)
 		}
 		// The watchdogs find out within lease/3; the fixed one only at
@@ -366,14 +310,14 @@ func TestSemaphoreForceUnlock(t *testing.T) {
 		}
 		// The lost permits' Unlocks freed nothing of the new holder's: two
 		// permits are left, not three.
-		a := semLock(t, ctx, c2.Semaphore("force", 3), lock.WithWait(0))
-		b := semLock(t, ctx, c2.Semaphore("force", 3), lock.WithWait(0))
+		a := locktest.MustLock(t, ctx, c2.Semaphore("force", 3), lock.WithWait(0))
+		b := locktest.MustLock(t, ctx, c2.Semaphore("force", 3), lock.WithWait(0))
 		semExpectLocked(t, c2.Semaphore("force", 3))
-		if g.lease.Err() != nil {
-			t.Fatalf("the new holder's permit ended: %v", g.lease.Err())
+		if g.Lease.Err() != nil {
+			t.Fatalf("the new holder's permit ended: %v", g.Lease.Err())
 		}
-		for _, l := range []*lock.Lease{a, b, g.lease} {
-			semUnlock(t, l)
+		for _, l := range []*lock.Lease{a, b, g.Lease} {
+			locktest.MustUnlock(t, l)
 		}
 		if ok, err := admin.ForceUnlock(ctx, "force"); err != nil || ok {
 			t.Fatalf("ForceUnlock with no permit: %v, %v; want false, nil", ok, err)
@@ -400,7 +344,7 @@ func TestSemaphoreInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mc.Close() })
-	ctx := semCtx(t, 10*time.Second)
+	ctx := locktest.Ctx(t, 10*time.Second)
 
 	cases := []struct {
 		name    string
@@ -446,7 +390,7 @@ func TestSemaphoreInvalid(t *testing.T) {
 func TestSemaphoreBadKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	c := semClient(t, srv.Client())
-	ctx := semCtx(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	cases := []struct {
 		name, lock, key string
 		setup           [][]any
@@ -498,7 +442,7 @@ func TestSemaphoreBadKeys(t *testing.T) {
 func TestSemaphoreRedisKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	c := semClient(t, srv.Client(), lock.WithKeyPrefix("app"))
-	ctx := semCtx(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	sem := c.Semaphore("jobs", 2)
 	keys := []string{"app:{jobs}:sem", "app:{jobs}:sem:holds", "app:{jobs}:sem:tokens"}
 	pttls := func() []int64 {
@@ -509,7 +453,7 @@ func TestSemaphoreRedisKeys(t *testing.T) {
 		return out
 	}
 	before := redisTimeMillis(t, srv)
-	a := semLock(t, ctx, sem)
+	a := locktest.MustLock(t, ctx, sem)
 	after := redisTimeMillis(t, srv)
 	score, ok := zscore(t, srv, keys[0], a.Owner())
 	if !ok {
@@ -534,19 +478,19 @@ func TestSemaphoreRedisKeys(t *testing.T) {
 		}
 	}
 	// A fixed permit of an hour: the keys live at least as long.
-	b := semLock(t, ctx, sem, lock.WithLease(time.Hour))
+	b := locktest.MustLock(t, ctx, sem, lock.WithLease(time.Hour))
 	for i, ttl := range pttls() {
 		if ttl < time.Hour.Milliseconds()-5000 {
 			t.Fatalf("PTTL %s = %d with a permit of an hour", keys[i], ttl)
 		}
 	}
-	semUnlock(t, b)
+	locktest.MustUnlock(t, b)
 	for i, ttl := range pttls() {
 		if ttl <= 0 || ttl > lease {
 			t.Fatalf("PTTL %s = %d after the long permit went, want within %dms", keys[i], ttl, lease)
 		}
 	}
-	semUnlock(t, a)
+	locktest.MustUnlock(t, a)
 	for _, k := range keys {
 		if n := srv.Do("EXISTS", k).(int64); n != 0 {
 			t.Fatalf("%s still exists after the last permit went", k)
@@ -568,7 +512,7 @@ func redisTimeMillis(t *testing.T, srv *redistest.Server) int64 {
 func TestSemaphoreScriptsAreIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	ctx := semCtx(t, 10*time.Second)
+	ctx := locktest.Ctx(t, 10*time.Second)
 	script := func(name string) *redis.Script { return redis.NewScript(scriptSource(t, "lib.lua", name+".lua")) }
 	acquire, renew, release := script("semacquire"), script("semrenew"), script("semrelease")
 	k := []string{"p:{idem}:sem", "p:{idem}:sem:holds", "p:{idem}:sem:tokens", "p:{idem}:token"}
@@ -649,16 +593,16 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 		rdb := redis.NewClient(opts)
 		holder := semClient(t, rdb, lock.WithLeaseTime(leaseTime))
 		waiter := semClient(t, srv.Client())
-		ctx := semCtx(t, 20*time.Second)
-		p := semLock(t, ctx, holder.Semaphore("lost", 1))
-		got := semLockAsync(ctx, waiter.Semaphore("lost", 1))
+		ctx := locktest.Ctx(t, 20*time.Second)
+		p := locktest.MustLock(t, ctx, holder.Semaphore("lost", 1))
+		got := locktest.Go(ctx, waiter.Semaphore("lost", 1))
 		locktest.WaitForWaiter(t, waiter, "lost")
 		waitRenewal(t, srv, "lockcron:{lost}:sem", p.Owner())
 
 		_ = rdb.Close() // renewals fail from now on
 		deadline := finalDeadline(t, srv, "semholder", "lockcron:{lost}:sem", p.Owner())
-		g := semAwait(t, got, 5*time.Second)
-		defer semUnlock(t, g.lease)
+		g := locktest.Await(t, got, 5*time.Second)
+		defer locktest.MustUnlock(t, g.Lease)
 		select {
 		case <-p.Done():
 		default:
@@ -667,12 +611,12 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 		if !errors.Is(p.Err(), lock.ErrLockLost) {
 			t.Fatalf("holder Err = %v, want ErrLockLost", p.Err())
 		}
-		checkReturnedAt(t, g.lease, deadline)
+		checkReturnedAt(t, g.Lease, deadline)
 	})
 	t.Run("Redis/ProcessKilled", func(t *testing.T) {
 		srv := redistest.Start(t)
 		waiter := semClient(t, srv.Client())
-		ctx := semCtx(t, 20*time.Second)
+		ctx := locktest.Ctx(t, 20*time.Second)
 		const name, permits = "killed", 2
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSemaphoreChildHolder$")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("LOCKCRON_SEM_CHILD=%s|%s|%d|%s", srv.Addr(), name, permits, leaseTime))
@@ -726,7 +670,7 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 			t.Fatalf("the child holds %d permits, want %d", len(held), permits)
 		}
 		semExpectLocked(t, waiter.Semaphore(name, permits))
-		got := semLockAsync(ctx, waiter.Semaphore(name, permits))
+		got := locktest.Go(ctx, waiter.Semaphore(name, permits))
 		locktest.WaitForWaiter(t, waiter, name)
 		waitRenewal(t, srv, "lockcron:{"+name+"}:sem", held[0])
 
@@ -738,9 +682,9 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 				first = d
 			}
 		}
-		g := semAwait(t, got, 5*time.Second)
-		checkReturnedAt(t, g.lease, first)
-		semUnlock(t, g.lease)
+		g := locktest.Await(t, got, 5*time.Second)
+		checkReturnedAt(t, g.Lease, first)
+		locktest.MustUnlock(t, g.Lease)
 	})
 	t.Run("Memory/FixedLease", func(t *testing.T) {
 		// In one process a holder cannot crash alone: a fixed permit that
@@ -756,12 +700,12 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c2.Close()
-		ctx := semCtx(t, 20*time.Second)
+		ctx := locktest.Ctx(t, 20*time.Second)
 		before := time.Now()
-		p := semLock(t, ctx, c1.Semaphore("fixed", 1), lock.WithLease(leaseTime))
+		p := locktest.MustLock(t, ctx, c1.Semaphore("fixed", 1), lock.WithLease(leaseTime))
 		after := time.Now()
-		g := semAwait(t, semLockAsync(ctx, c2.Semaphore("fixed", 1)), 5*time.Second)
-		defer semUnlock(t, g.lease)
+		g := locktest.Await(t, locktest.Go(ctx, c2.Semaphore("fixed", 1)), 5*time.Second)
+		defer locktest.MustUnlock(t, g.Lease)
 		select {
 		case <-p.Done():
 		default:
@@ -770,13 +714,13 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 		if !errors.Is(p.Err(), lock.ErrLockLost) {
 			t.Fatalf("holder Err = %v, want ErrLockLost", p.Err())
 		}
-		if g.at.Before(before.Add(leaseTime)) {
-			t.Fatalf("the permit came back %v after it was taken, before its %v lease", g.at.Sub(before), leaseTime)
+		if g.At.Before(before.Add(leaseTime)) {
+			t.Fatalf("the permit came back %v after it was taken, before its %v lease", g.At.Sub(before), leaseTime)
 		}
-		if late := g.at.Sub(after.Add(leaseTime)); late > 100*time.Millisecond {
+		if late := g.At.Sub(after.Add(leaseTime)); late > 100*time.Millisecond {
 			t.Fatalf("the permit came back %v after its lease ended", late)
 		}
-		t.Logf("permit back %v after its lease ended", g.at.Sub(after.Add(leaseTime)))
+		t.Logf("permit back %v after its lease ended", g.At.Sub(after.Add(leaseTime)))
 	})
 }
 
@@ -794,9 +738,9 @@ func TestSemaphoreChildHolder(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: parts[0], ClientName: "semchild", ContextTimeoutEnabled: true, DisableIdentity: true})
 	defer rdb.Close()
 	c := semClient(t, rdb, lock.WithLeaseTime(leaseTime))
-	ctx := semCtx(t, time.Minute)
+	ctx := locktest.Ctx(t, time.Minute)
 	for range permits {
-		l := semLock(t, ctx, c.Semaphore(parts[1], permits))
+		l := locktest.MustLock(t, ctx, c.Semaphore(parts[1], permits))
 		fmt.Printf("held %s\n", l.Owner())
 	}
 	fmt.Println("ready")

@@ -69,13 +69,15 @@ func (b Backend) client(t *testing.T, opts ...lock.Option) *lock.Client {
 	return c
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
+// Ctx is a context that ends after d, or with the test.
+func Ctx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func mustLock(t *testing.T, ctx context.Context, l lock.Locker, opts ...lock.AcquireOption) *lock.Lease {
+// MustLock locks l or fails the test.
+func MustLock(t testing.TB, ctx context.Context, l lock.Locker, opts ...lock.AcquireOption) *lock.Lease {
 	t.Helper()
 	lease, err := l.Lock(ctx, opts...)
 	if err != nil {
@@ -84,9 +86,10 @@ func mustLock(t *testing.T, ctx context.Context, l lock.Locker, opts ...lock.Acq
 	return lease
 }
 
-func mustUnlock(t *testing.T, lease *lock.Lease) {
+// MustUnlock unlocks lease, on a context of its own, or fails the test.
+func MustUnlock(t testing.TB, lease *lock.Lease) {
 	t.Helper()
-	if err := lease.Unlock(ctxFor(t, 5*time.Second)); err != nil {
+	if err := lease.Unlock(Ctx(t, 5*time.Second)); err != nil {
 		t.Fatalf("Unlock(%q): %v", lease.Name(), err)
 	}
 }
@@ -94,7 +97,7 @@ func mustUnlock(t *testing.T, lease *lock.Lease) {
 // expectLocked asserts that another owner cannot take the lock now.
 func expectLocked(t *testing.T, l lock.Locker) {
 	t.Helper()
-	lease, err := l.TryLock(ctxFor(t, 5*time.Second))
+	lease, err := l.TryLock(Ctx(t, 5*time.Second))
 	if !errors.Is(err, lock.ErrLocked) {
 		if lease != nil {
 			_ = lease.Unlock(context.Background())
@@ -106,11 +109,11 @@ func expectLocked(t *testing.T, l lock.Locker) {
 // expectFree asserts that another owner can take the lock now, and frees it.
 func expectFree(t *testing.T, l lock.Locker) {
 	t.Helper()
-	lease, err := l.TryLock(ctxFor(t, 5*time.Second))
+	lease, err := l.TryLock(Ctx(t, 5*time.Second))
 	if err != nil {
 		t.Fatalf("TryLock of a free lock: %v", err)
 	}
-	mustUnlock(t, lease)
+	MustUnlock(t, lease)
 }
 
 func waitDone(t *testing.T, lease *lock.Lease, within time.Duration) time.Duration {
@@ -163,7 +166,7 @@ func Contend(ctx context.Context, lockers []lock.Locker, goroutines, rounds int,
 
 func testMutualExclusion(t *testing.T, b Backend) {
 	lockers := []lock.Locker{b.lock(b.client(t), "mutex"), b.lock(b.client(t), "mutex")}
-	overlaps, err := Contend(ctxFor(t, 30*time.Second), lockers, 16, 25, 50*time.Microsecond)
+	overlaps, err := Contend(Ctx(t, 30*time.Second), lockers, 16, 25, 50*time.Microsecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,19 +177,19 @@ func testMutualExclusion(t *testing.T, b Backend) {
 
 func testTryLockHeld(t *testing.T, b Backend) {
 	c1, c2 := b.client(t), b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, b.lock(c1, "try"))
+	ctx := Ctx(t, 10*time.Second)
+	lease := MustLock(t, ctx, b.lock(c1, "try"))
 	expectLocked(t, b.lock(c1, "try")) // another owner on the same Client
 	expectLocked(t, b.lock(c2, "try"))
-	mustUnlock(t, lease)
+	MustUnlock(t, lease)
 	expectFree(t, b.lock(c2, "try"))
 }
 
 func testWaitBounded(t *testing.T, b Backend) {
 	c1, c2 := b.client(t), b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, b.lock(c1, "wait"))
-	defer mustUnlock(t, lease)
+	ctx := Ctx(t, 10*time.Second)
+	lease := MustLock(t, ctx, b.lock(c1, "wait"))
+	defer MustUnlock(t, lease)
 	start := time.Now()
 	_, err := b.lock(c2, "wait").Lock(ctx, lock.WithWait(100*time.Millisecond))
 	if !errors.Is(err, lock.ErrLocked) {
@@ -202,8 +205,8 @@ func testWaitBounded(t *testing.T, b Backend) {
 
 func testCtxEndsWait(t *testing.T, b Backend) {
 	c := b.client(t)
-	lease := mustLock(t, ctxFor(t, 10*time.Second), b.lock(c, "ctx"))
-	defer mustUnlock(t, lease)
+	lease := MustLock(t, Ctx(t, 10*time.Second), b.lock(c, "ctx"))
+	defer MustUnlock(t, lease)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := b.lock(c, "ctx").Lock(ctx)
@@ -232,11 +235,11 @@ func testCtxDoneBeforeLock(t *testing.T, b Backend) {
 
 func testReentry(t *testing.T, b Backend) {
 	c1, c2 := b.client(t), b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := Ctx(t, 10*time.Second)
 	mu := b.lock(c1, "reentry")
-	outer := mustLock(t, ctx, mu)
-	mid := mustLock(t, outer.Context(), mu)
-	inner := mustLock(t, mid.Context(), mu)
+	outer := MustLock(t, ctx, mu)
+	mid := MustLock(t, outer.Context(), mu)
+	inner := MustLock(t, mid.Context(), mu)
 	if mid != outer || inner != outer {
 		t.Fatal("re-entry returned another lease")
 	}
@@ -248,13 +251,13 @@ func testReentry(t *testing.T, b Backend) {
 	expectLocked(t, b.lock(c2, "reentry"))
 
 	for i := 3; i > 1; i-- {
-		mustUnlock(t, outer)
+		MustUnlock(t, outer)
 		if outer.Err() != nil {
 			t.Fatalf("after an Unlock with %d holds left: Err = %v", i-1, outer.Err())
 		}
 		expectLocked(t, b.lock(c2, "reentry"))
 	}
-	mustUnlock(t, outer)
+	MustUnlock(t, outer)
 	if !errors.Is(outer.Err(), lock.ErrReleased) {
 		t.Fatalf("after the last Unlock: Err = %v, want ErrReleased", outer.Err())
 	}
@@ -266,9 +269,9 @@ func testReentry(t *testing.T, b Backend) {
 
 func testUnlockTwice(t *testing.T, b Backend) {
 	c := b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, b.lock(c, "twice"))
-	mustUnlock(t, lease)
+	ctx := Ctx(t, 10*time.Second)
+	lease := MustLock(t, ctx, b.lock(c, "twice"))
+	MustUnlock(t, lease)
 	select {
 	case <-lease.Done():
 	default:
@@ -278,8 +281,8 @@ func testUnlockTwice(t *testing.T, b Backend) {
 		t.Fatalf("lease context cause %v, want ErrReleased", context.Cause(lease.Context()))
 	}
 	// Someone else takes it; the stale lease must not free their lock.
-	other := mustLock(t, ctx, b.lock(c, "twice"))
-	defer mustUnlock(t, other)
+	other := MustLock(t, ctx, b.lock(c, "twice"))
+	defer MustUnlock(t, other)
 	err := lease.Unlock(ctx)
 	if !errors.Is(err, lock.ErrNotHeld) || !errors.Is(err, lock.ErrReleased) {
 		t.Fatalf("second Unlock: %v, want ErrNotHeld and ErrReleased", err)
@@ -294,8 +297,8 @@ func testLossByForceUnlock(t *testing.T, b Backend) {
 	const leaseTime = 300 * time.Millisecond
 	c1 := b.client(t, lock.WithLeaseTime(leaseTime))
 	c2 := b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, b.lock(c1, "lost"))
+	ctx := Ctx(t, 10*time.Second)
+	lease := MustLock(t, ctx, b.lock(c1, "lost"))
 	if ok, err := c2.ForceUnlock(ctx, "lost"); err != nil || !ok {
 		t.Fatalf("ForceUnlock: %v, %v", ok, err)
 	}
@@ -307,8 +310,8 @@ func testLossByForceUnlock(t *testing.T, b Backend) {
 	if !errors.Is(context.Cause(lease.Context()), lock.ErrLockLost) {
 		t.Fatalf("context cause after loss: %v, want ErrLockLost", context.Cause(lease.Context()))
 	}
-	other := mustLock(t, ctx, b.lock(c2, "lost"))
-	defer mustUnlock(t, other)
+	other := MustLock(t, ctx, b.lock(c2, "lost"))
+	defer MustUnlock(t, other)
 	if err := lease.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("Unlock of a lost lease: %v, want ErrNotHeld", err)
 	}
@@ -321,23 +324,23 @@ func testLossByForceUnlock(t *testing.T, b Backend) {
 func testWatchdogKeepsLock(t *testing.T, b Backend) {
 	const leaseTime = 200 * time.Millisecond
 	c := b.client(t, lock.WithLeaseTime(leaseTime))
-	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, b.lock(c, "watchdog"))
+	ctx := Ctx(t, 10*time.Second)
+	lease := MustLock(t, ctx, b.lock(c, "watchdog"))
 	select {
 	case <-lease.Done():
 		t.Fatalf("lease ended while held by the watchdog: %v", lease.Err())
 	case <-time.After(3 * leaseTime):
 	}
 	expectLocked(t, b.lock(b.client(t), "watchdog"))
-	mustUnlock(t, lease)
+	MustUnlock(t, lease)
 }
 
 func testFixedLeaseEnds(t *testing.T, b Backend) {
 	const leaseTime = 200 * time.Millisecond
 	c := b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := Ctx(t, 10*time.Second)
 	start := time.Now()
-	lease := mustLock(t, ctx, b.lock(c, "fixed"), lock.WithLease(leaseTime))
+	lease := MustLock(t, ctx, b.lock(c, "fixed"), lock.WithLease(leaseTime))
 	waitDone(t, lease, 2*time.Second)
 	if d := time.Since(start); d > leaseTime {
 		t.Fatalf("fixed lease ended after %v, not before its %v", d, leaseTime)
@@ -346,14 +349,14 @@ func testFixedLeaseEnds(t *testing.T, b Backend) {
 		t.Fatalf("Err after the fixed lease: %v, want ErrLockLost", lease.Err())
 	}
 	// The store lets it go at its TTL, with no unlock message.
-	other := mustLock(t, ctx, b.lock(b.client(t), "fixed"), lock.WithWait(2*time.Second))
-	mustUnlock(t, other)
+	other := MustLock(t, ctx, b.lock(b.client(t), "fixed"), lock.WithWait(2*time.Second))
+	MustUnlock(t, other)
 }
 
 func testCtxEndKeepsLock(t *testing.T, b Backend) {
 	c := b.client(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	lease := mustLock(t, ctx, b.lock(c, "ctxend"))
+	lease := MustLock(t, ctx, b.lock(c, "ctxend"))
 	cancel()
 	<-lease.Context().Done()
 	select {
@@ -365,35 +368,71 @@ func testCtxEndKeepsLock(t *testing.T, b Backend) {
 		t.Fatalf("Err = %v after the Lock ctx ended, want nil", lease.Err())
 	}
 	expectLocked(t, b.lock(b.client(t), "ctxend"))
-	mustUnlock(t, lease)
+	MustUnlock(t, lease)
 	expectFree(t, b.lock(c, "ctxend"))
 }
 
 func testTokensIncrease(t *testing.T, b Backend) {
 	clients := []*lock.Client{b.client(t), b.client(t)}
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := Ctx(t, 10*time.Second)
 	var last int64
 	for i := range 20 {
-		lease := mustLock(t, ctx, b.lock(clients[i%2], "tokens"))
+		lease := MustLock(t, ctx, b.lock(clients[i%2], "tokens"))
 		if lease.Token() <= last {
 			t.Fatalf("token %d after %d: not increasing", lease.Token(), last)
 		}
 		last = lease.Token()
-		mustUnlock(t, lease)
+		MustUnlock(t, lease)
 	}
 }
 
 func testWakeOnUnlock(t *testing.T, b Backend) {
 	// Default 30s lease: only the unlock message can wake the waiter soon.
 	c1, c2 := b.client(t), b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, b.lock(c1, "wake"))
+	ctx := Ctx(t, 10*time.Second)
+	lease := MustLock(t, ctx, b.lock(c1, "wake"))
 	got := LockAsync(ctx, b.lock(c2, "wake"))
 	WaitForWaiter(t, c2, "wake")
 	unlocked := time.Now()
-	mustUnlock(t, lease)
+	MustUnlock(t, lease)
 	if d := AwaitAcquired(t, got, 5*time.Second).Sub(unlocked); d > 100*time.Millisecond {
 		t.Fatalf("waiter acquired %v after the unlock, want a few ms", d)
+	}
+}
+
+// Got is what Go reports: the lease, or Lock's error, and when Lock
+// returned.
+type Got struct {
+	Lease *lock.Lease
+	Err   error
+	At    time.Time
+}
+
+// Go calls l.Lock(ctx, opts...) in a goroutine and reports on the channel
+// it returns; the lease, if any, is the receiver's to unlock. The goroutine
+// ends when Lock does; ctx bounds it.
+func Go(ctx context.Context, l lock.Locker, opts ...lock.AcquireOption) <-chan Got {
+	out := make(chan Got, 1)
+	go func() {
+		lease, err := l.Lock(ctx, opts...)
+		out <- Got{Lease: lease, Err: err, At: time.Now()}
+	}()
+	return out
+}
+
+// Await waits up to within for Go's report, and fails the test on an error
+// or a timeout.
+func Await(t testing.TB, ch <-chan Got, within time.Duration) Got {
+	t.Helper()
+	select {
+	case g := <-ch:
+		if g.Err != nil {
+			t.Fatalf("Lock: %v", g.Err)
+		}
+		return g
+	case <-time.After(within):
+		t.Fatalf("Lock did not return within %v", within)
+		return Got{}
 	}
 }
 
@@ -458,9 +497,9 @@ func waiting(c *lock.Client, name string, within time.Duration) bool {
 func testCloseReleases(t *testing.T, b Backend) {
 	c1 := b.NewClient(t)
 	c2 := b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
-	lease := mustLock(t, ctx, b.lock(c1, "close"))
-	mustLock(t, lease.Context(), b.lock(c1, "close")) // a second hold
+	ctx := Ctx(t, 10*time.Second)
+	lease := MustLock(t, ctx, b.lock(c1, "close"))
+	MustLock(t, lease.Context(), b.lock(c1, "close")) // a second hold
 	got := LockAsync(ctx, b.lock(c2, "close"))
 	WaitForWaiter(t, c2, "close")
 	closed := time.Now()
@@ -483,7 +522,7 @@ func testCloseReleases(t *testing.T, b Backend) {
 
 func testInvalidArguments(t *testing.T, b Backend) {
 	c := b.client(t)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := Ctx(t, 10*time.Second)
 	cases := []struct {
 		name string
 		call func() error
@@ -508,7 +547,7 @@ func testInvalidArguments(t *testing.T, b Backend) {
 
 func testThousandShortWaits(t *testing.T, b Backend) {
 	c := b.client(t)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := Ctx(t, 60*time.Second)
 	mu := b.lock(c, "thousand")
 	var ok, locked atomic.Int64
 	var wg sync.WaitGroup
@@ -543,7 +582,7 @@ func testThousandShortWaits(t *testing.T, b Backend) {
 
 func testHundredShortLeases(t *testing.T, b Backend) {
 	c := b.client(t)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := Ctx(t, 60*time.Second)
 	mu := b.lock(c, "hundred")
 	var ok atomic.Int64
 	var wg sync.WaitGroup
