@@ -16,7 +16,7 @@ const envLevel = "__"
 // that exec jobs get (jobs.Info.Env), and LOCKCRON_CONFIG, the config
 // file's path for the command. They are ignored.
 var notSettings = map[string]bool{
-	"JOB": true, "TICK": true, "TOKEN": true, "REPLICA": true, "ATTEMPT": true,
+	"JOB": true, "TICK": true, "TOKEN": true, "REPLICA": true, "ATTEMPT": true, "TRIGGER": true,
 	"CONFIG": true,
 }
 

@@ -103,6 +103,7 @@ func ExampleInfo_Env() {
 	// LOCKCRON_TOKEN=42
 	// LOCKCRON_REPLICA=replica-1
 	// LOCKCRON_ATTEMPT=1
+	// LOCKCRON_TRIGGER=
 }
 
 // An exec job: the process sees the run's info in its environment, and its

@@ -24,6 +24,7 @@ const (
 	HeaderToken   = "Lockcron-Token"   // Info.Token, the fencing token, in decimal
 	HeaderReplica = "Lockcron-Replica" // Info.Replica
 	HeaderAttempt = "Lockcron-Attempt" // Info.Attempt, in decimal
+	HeaderTrigger = "Lockcron-Trigger" // Info.Trigger, in decimal; empty for a scheduled run
 )
 
 const (
@@ -36,8 +37,9 @@ const (
 //
 // Besides Headers, each request carries the run's Info in the headers
 // Lockcron-Job, Lockcron-Tick (RFC 3339, UTC), Lockcron-Token,
-// Lockcron-Replica and Lockcron-Attempt (from the zero Info if the run's
-// ctx has none). The response body is not logged; the first 512 bytes of
+// Lockcron-Replica, Lockcron-Attempt and Lockcron-Trigger (a manual run's
+// number, empty for a scheduled run; from the zero Info if the run's ctx
+// has none). The response body is not logged; the first 512 bytes of
 // it go into a StatusError.
 //
 // Errors never show the URL's userinfo nor the values of its query (they
@@ -175,6 +177,7 @@ func (h *HTTP) Run(ctx context.Context) error {
 	req.Header.Set(HeaderToken, strconv.FormatInt(info.Token, 10))
 	req.Header.Set(HeaderReplica, info.Replica)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))
+	req.Header.Set(HeaderTrigger, info.TriggerString())
 
 	client := h.Client
 	if client == nil {

@@ -55,7 +55,9 @@ func TestHTTPRequest(t *testing.T) {
 		Body:   `{"full":true}`,
 		Client: srv.Client(),
 	}
-	if err := h.Run(WithInfo(t.Context(), testInfo)); err != nil {
+	manual := testInfo
+	manual.Trigger = 12
+	if err := h.Run(WithInfo(t.Context(), manual)); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	r := <-got
@@ -68,6 +70,7 @@ func TestHTTPRequest(t *testing.T) {
 		"Lockcron-Token":   "1740798300000042",
 		"Lockcron-Replica": "replica-1",
 		"Lockcron-Attempt": "2",
+		"Lockcron-Trigger": "12",
 		"Content-Type":     "application/json",
 		"X-Api-Key":        "k1",
 		"Authorization":    "Bearer t0ken",
@@ -91,6 +94,9 @@ func TestHTTPDefaults(t *testing.T) {
 	}
 	if v := r.header.Get("Lockcron-Tick"); v != "0001-01-01T00:00:00Z" {
 		t.Errorf("Lockcron-Tick = %q without Info, want the zero time", v)
+	}
+	if v, ok := r.header["Lockcron-Trigger"]; !ok || len(v) != 1 || v[0] != "" {
+		t.Errorf("Lockcron-Trigger = %q for a scheduled run, want one empty value", v)
 	}
 	if v := r.header.Get("Content-Type"); v != "" {
 		t.Errorf("Content-Type = %q, want none", v)

@@ -17,6 +17,11 @@ type Info struct {
 	Token   int64     // the lease's fencing token
 	Attempt int       // 1 for the first try of this tick, counting retries and handoffs
 	Replica string    // the replica running it
+	// Trigger is the number of a manual run (the scheduler's Trigger,
+	// counted per job across the fleet), 0 for a scheduled run. A manual
+	// run's Tick is the time it was asked for, which may fall in the same
+	// second as a scheduled tick: (Tick, Trigger) tells runs apart.
+	Trigger int64
 }
 
 type infoKey struct{}
@@ -38,7 +43,8 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 
 // Env returns i as environment variables, "KEY=value" strings in this
 // order: LOCKCRON_JOB, LOCKCRON_TICK (RFC 3339 in UTC, whole seconds),
-// LOCKCRON_TOKEN, LOCKCRON_REPLICA, LOCKCRON_ATTEMPT. Lock is not included.
+// LOCKCRON_TOKEN, LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the
+// manual run's number, empty for a scheduled run). Lock is not included.
 // Values are not quoted or escaped. Append the result to os.Environ() for
 // exec.Cmd.Env.
 func (i Info) Env() []string {
@@ -48,5 +54,15 @@ func (i Info) Env() []string {
 		"LOCKCRON_TOKEN=" + strconv.FormatInt(i.Token, 10),
 		"LOCKCRON_REPLICA=" + i.Replica,
 		"LOCKCRON_ATTEMPT=" + strconv.Itoa(i.Attempt),
+		"LOCKCRON_TRIGGER=" + i.TriggerString(),
 	}
+}
+
+// TriggerString is Trigger in decimal, or "" for a scheduled run (0): the
+// value of LOCKCRON_TRIGGER and of the Lockcron-Trigger header.
+func (i Info) TriggerString() string {
+	if i.Trigger == 0 {
+		return ""
+	}
+	return strconv.FormatInt(i.Trigger, 10)
 }

@@ -676,9 +676,17 @@ func TestInfo(t *testing.T) {
 		"LOCKCRON_TOKEN=1740798300000000",
 		"LOCKCRON_REPLICA=replica-1",
 		"LOCKCRON_ATTEMPT=2",
+		"LOCKCRON_TRIGGER=",
 	}
 	if env := info.Env(); !slices.Equal(env, want) {
 		t.Errorf("Env() = %q, want %q", env, want)
+	}
+	// A manual run: the same tick, told apart by its trigger number.
+	manual := info
+	manual.Trigger = 7
+	want[len(want)-1] = "LOCKCRON_TRIGGER=7"
+	if env := manual.Env(); !slices.Equal(env, want) {
+		t.Errorf("manual run: Env() = %q, want %q", env, want)
 	}
 }
 
@@ -689,6 +697,7 @@ func TestInfoEnvZero(t *testing.T) {
 		"LOCKCRON_TOKEN=0",
 		"LOCKCRON_REPLICA=",
 		"LOCKCRON_ATTEMPT=0",
+		"LOCKCRON_TRIGGER=",
 	}
 	if env := (Info{}).Env(); !slices.Equal(env, want) {
 		t.Errorf("Env() = %q, want %q", env, want)

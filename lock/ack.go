@@ -67,7 +67,7 @@ func (a *ackOptions) check() error {
 // did, as after a lost reply.
 func (b *redisBackend) runAcked(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if b.ack == nil {
-		return script.Run(ctx, b.rdb, keys, args...)
+		return run(ctx, b.rdb, script, keys, args...)
 	}
 	// A pipeline of one node uses one connection: WAIT then counts the
 	// writes of this script.
@@ -81,8 +81,9 @@ func (b *redisBackend) runAcked(ctx context.Context, script *redis.Script, keys 
 		}
 		node = n
 	}
-	cmd, n, err := b.pipelineAcked(ctx, node, script, keys, args, false)
+	cmd, n, err := b.pipelineAcked(ctx, node, script, keys, args, renewals[script])
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		resent(ctx)
 		cmd, n, err = b.pipelineAcked(ctx, node, script, keys, args, true)
 	}
 	if err != nil {

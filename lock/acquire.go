@@ -102,11 +102,17 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 	}()
 	sleep := time.Duration(0)
 	var lg lingering
+	var retry backoff
 	if try || !c.hasWaiters(k) {
 		if !try {
 			lg = c.watchLingering(k)
 		}
 		l, pttl, err := attempt()
+		if unreachable(err) && !try {
+			// A Lock rides out a failure to reach the store (a failover,
+			// a restart) while its ctx and wait last.
+			pttl, err = retry.next(c, k, ctx, err)
+		}
 		if l != nil || err != nil {
 			c.endWatch(k.channel, lg)
 			return c.endAcquire(k, w, start, l, err)
@@ -116,7 +122,7 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 		}
 		sleep = pttl
 	}
-	l, err = c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, attempt)
+	l, err = c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, retry, attempt)
 	return c.endAcquire(k, w, start, l, err)
 }
 
@@ -159,7 +165,7 @@ var testHookBeforeQueue func(name string)
 // subscription is (re)established, or the holder's TTL runs out. attempt
 // returns a lease, or the holder's remaining TTL to wait for, or an error
 // that ends the wait.
-func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOptions, lease, sleep time.Duration, lg lingering, start time.Time, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
+func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOptions, lease, sleep time.Duration, lg lingering, start time.Time, retry backoff, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
 	if testHookBeforeQueue != nil {
 		testHookBeforeQueue(k.name)
 	}
@@ -190,7 +196,6 @@ func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOption
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	var retry backoff
 	for {
 		if !now {
 			select {
@@ -216,7 +221,7 @@ func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOption
 			case <-ctx.Done():
 				return nil, ctxErr(ctx, k.name)
 			case <-deadline:
-				return nil, fmt.Errorf("lock %q: not acquired within %v: %w", k.name, o.wait, ErrLocked)
+				return nil, retry.waitErr(k, o.wait)
 			case <-c.done:
 				return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
 			}
@@ -228,7 +233,7 @@ func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOption
 				return nil, err
 			}
 		} else {
-			retry = 0
+			retry.ok()
 		}
 		if l != nil {
 			acquired = true
@@ -270,6 +275,12 @@ func transient(err error) error {
 	return err
 }
 
+// unreachable reports whether err is an attempt's failure to reach the
+// store (transient, but not ErrNoAck): a Lock rides it out from its first
+// attempt on. A first attempt that replicas did not acknowledge fails at
+// once, as the store answered; later ones are retried while the wait lasts.
+func unreachable(err error) bool { return lostReply(err) && !errors.Is(err, ErrNoAck) }
+
 // lostReply reports whether err is an attempt's transient failure: its
 // script may have run although the reply did not arrive.
 func lostReply(err error) bool {
@@ -277,23 +288,49 @@ func lostReply(err error) bool {
 	return errors.As(err, &tr)
 }
 
-// backoff is the pause of a waiter after its attempts failed: 50ms,
-// doubling up to a second.
-type backoff int
+// maxBackoff is the longest pause of a waiter between attempts that
+// failed to reach the store. It is short, so that a waiter takes the lock
+// soon after the store comes back even when no reconnect wakes it.
+const maxBackoff = 250 * time.Millisecond
+
+// backoff is the pause of a waiter after its attempts failed to reach the
+// store: 25ms, doubling up to maxBackoff. Its zero value is ready to use.
+type backoff struct {
+	n    int   // failures in a row
+	last error // the last failure, while they go on
+}
 
 // next returns how long to pause after err, or err if it is not transient
-// or ctx has ended. It logs the failure.
+// or ctx has ended. It logs the first failure of a series as a warning,
+// the others at debug level.
 func (b *backoff) next(c *Client, k *keys, ctx context.Context, err error) (time.Duration, error) {
 	var tr transientError
 	if !errors.As(err, &tr) || errors.Is(err, errors.ErrUnsupported) || errors.Is(err, redis.ErrClosed) || ctx.Err() != nil || c.isClosed() {
 		return 0, err
 	}
-	d := min(50*time.Millisecond<<*b, time.Second)
-	if d < time.Second {
-		*b++
+	d := min(25*time.Millisecond<<b.n, maxBackoff)
+	if d < maxBackoff {
+		b.n++
 	}
-	c.log.Warn("lock attempt failed; the waiter tries again", "lock", k.name, "retry_in", d, "error", err)
+	if b.last == nil {
+		c.log.Warn("lock attempt failed; the waiter tries again", "lock", k.name, "retry_in", d, "error", err)
+	} else if c.log.IsDebug() {
+		c.log.Debug("lock attempt failed again", "lock", k.name, "retry_in", d, "error", err)
+	}
+	b.last = err
 	return d, nil
+}
+
+// ok ends a series of failures.
+func (b *backoff) ok() { *b = backoff{} }
+
+// waitErr is the error of a wait that WithWait ended: ErrLocked, with the
+// last failure to reach the store if the attempts were failing.
+func (b *backoff) waitErr(k *keys, wait time.Duration) error {
+	if b.last != nil {
+		return fmt.Errorf("lock %q: not acquired within %v: %w (the store did not answer: %w)", k.name, wait, ErrLocked, b.last)
+	}
+	return fmt.Errorf("lock %q: not acquired within %v: %w", k.name, wait, ErrLocked)
 }
 
 // badReply is the error for an acquire-type reply that is not a lease.

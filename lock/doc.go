@@ -25,6 +25,18 @@
 // monotonic clock), the lease's context is cancelled with cause ErrLockLost
 // and Done is closed, before the key could expire in Redis.
 //
+// Both the renewal schedule and that deadline count from when each
+// successful request was sent, not from when its reply came: a renewal is
+// due lease/3 after the last successful one was sent, and at once if that
+// time has passed (a lease whose acquisition took long renews at once).
+// Renewals are sent whole (EVAL), so that each takes one round trip even
+// when the server has lost its script cache; an acquisition that the
+// server answered NOSCRIPT counts from the EVAL that followed. So a lease
+// is kept while round trips stay under about 0.45 of the lease (the
+// promise is 0.4): on a slow network, lengthen the lease, not the
+// renewal period. Once the last Unlock is under way, its reply, not the
+// local deadline, ends the lease.
+//
 // When ctx ends, the Lease's Context ends too, but the lock stays held and
 // renewed until Unlock: clean-up code still runs under the lock. Always
 // Unlock (deferred); Client.Close releases whatever is left.
@@ -48,7 +60,11 @@
 // after its subscription is confirmed (so no unlock is missed), after each
 // reconnect of that connection, at each unlock message, and when the
 // holder's TTL runs out (a crashed holder publishes nothing); it never
-// sleeps longer than that TTL. A goroutine whose first attempt goes out
+// sleeps longer than that TTL. A Lock rides out failures to reach the
+// store (a restart, a failover, a network cut), from its first attempt
+// on, until its ctx ends or WithWait passes (then ErrLocked, wrapping the
+// last failure): it tries again after 25ms, doubling up to 250ms, and at
+// once when the Pub/Sub connection comes back. TryLock returns the failure. A goroutine whose first attempt goes out
 // while the subscription lingers counts the unlocks that arrive until it
 // has joined the queue, and tries again at once if one did.
 //
@@ -99,10 +115,13 @@
 // (seen), the one running with its owner and tries, and the last outcome.
 // Ledger.Claim checks the ledger and takes the lock in one script
 // (claim.lua), so that each tick is done once whatever the claimants'
-// clocks say: it returns ErrDone for a tick done (or overtaken by a later
-// one), waits while another owner runs the same tick and returns ErrDone
-// when that one finishes, and takes the tick over, with its try count
-// going on, when the owner gives it back or dies. Claim.Finish records the
+// clocks say: it returns ErrDone for a tick done (or a later one done or
+// under way), waits while another owner runs the same tick and returns
+// ErrDone when that one finishes, and takes the tick over, with its try
+// count going on, when the owner gives it back or dies. A tick that was
+// claimed and never finished is never overtaken: a claim of a later tick
+// that takes the lock gets the unfinished one (Claim.Tick says which), and
+// its caller claims its own again afterwards. Claim.Finish records the
 // outcome and releases the lock in one script (finish.lua). The scheduler
 // package is built on it. A FairLedger's claims wait in the FairMutex's
 // queue (the same scripts in fair mode). Ledger.Pause makes every claim
@@ -181,6 +200,19 @@
 // deadlines bound each command even when the server hangs; the lease's
 // local deadline holds either way. Errors wrap the sentinels of this
 // package and the lock's name; match them with errors.Is.
+//
+// Every script may run twice: go-redis sends a command again when its
+// connection fails after the request went out. The scripts are idempotent,
+// and a release that frees a lock leaves a mark (prefix:{n}:released:<owner>
+// for a mutex, kept 30s) so that its repeat answers "released" again
+// instead of "not held": an Unlock whose reply was lost succeeds.
+//
+// go-redis stops dialling a server after PoolSize failed dials and then
+// probes it once a second, so a Client may learn a second late that the
+// server is back. Set DialerRetries high and DialerRetryTimeout short on
+// the client (for example 1000 and 20ms: a dial keeps trying every 20ms,
+// bounded by the command's ctx) and waiters take their lock within tens
+// of milliseconds of the server's return; the scheduler command does so.
 //
 // # Telemetry
 //

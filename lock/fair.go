@@ -171,7 +171,13 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 			c.be.unsubscribe(k)
 		}
 	}()
+	var retry backoff
 	l, sleep, err := attempt(true)
+	if unreachable(err) {
+		// Ride out a failure to reach the store while ctx and the wait
+		// last; the attempt may have taken a place, which the next keeps.
+		sleep, err = retry.next(c, k, ctx, err)
+	}
 	if l != nil || err != nil {
 		if err != nil {
 			f.leave(owner)
@@ -191,7 +197,6 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 	}
 	timer := time.NewTimer(sleep)
 	defer timer.Stop()
-	var retry backoff
 	for {
 		select {
 		case <-ready:
@@ -203,7 +208,7 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 			return nil, ctxErr(ctx, k.name)
 		case <-deadline:
 			f.leave(owner)
-			return nil, fmt.Errorf("lock %q: not acquired within %v: %w", k.name, o.wait, ErrLocked)
+			return nil, retry.waitErr(k, o.wait)
 		case <-c.done:
 			f.leave(owner)
 			return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
@@ -218,7 +223,7 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 				return nil, err
 			}
 		} else {
-			retry = 0
+			retry.ok()
 		}
 		if !timer.Stop() {
 			select {
@@ -249,8 +254,8 @@ func (f *fairMutex) leave(owner string) {
 // next try, or an error.
 func (f *fairMutex) attempt(ctx context.Context, owner string, lease time.Duration, fixed, enqueue bool) (*Lease, time.Duration, error) {
 	c, k := f.c, f.k
-	sent := time.Now()
-	r, err := c.be.fairAcquire(ctx, k, owner, lease, c.opt.waiterTTL, enqueue)
+	var sent time.Time
+	r, err := c.be.fairAcquire(withSent(ctx, &sent), k, owner, lease, c.opt.waiterTTL, enqueue)
 	if err != nil {
 		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}

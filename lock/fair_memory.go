@@ -113,9 +113,14 @@ func (b *memoryBackend) fairRelease(ctx context.Context, k *keys, owner string, 
 	}
 	s := b.s
 	s.mu.Lock()
-	l := s.live(k.lock, time.Now())
+	now := time.Now()
+	l := s.live(k.lock, now)
 	if l == nil || l.owner != owner {
+		done := s.wasReleased(k, owner, now)
 		s.mu.Unlock()
+		if done {
+			return relReleased, "", nil
+		}
 		return relNotHeld, "", nil
 	}
 	if n, last := dropHolds(&l.holds, holds, drop); !last {
@@ -123,6 +128,7 @@ func (b *memoryBackend) fairRelease(ctx context.Context, k *keys, owner string, 
 		return n, "", nil
 	}
 	delete(s.locks, k.lock)
+	s.markReleased(k, owner, now)
 	head := s.queueAt(k, time.Now(), false).head()
 	subs := s.subscribers(k, b)
 	s.mu.Unlock()

@@ -10,7 +10,8 @@ import (
 
 // A Lease is one owner's hold on a lock. While it holds the lock, a lease
 // taken without WithLease is renewed in the background every lease/3 (the
-// watchdog), until Unlock, Client.Close, or the lock is lost.
+// watchdog), counted from when the last successful request was sent, until
+// Unlock, Client.Close, or the lock is lost.
 //
 // Lock loss is never silent: when a renewal finds the lock gone or another
 // owner's, or when no renewal has succeeded by the local deadline (the last
@@ -40,10 +41,11 @@ type Lease struct {
 	holds  int
 
 	// mu guards the state below; never held across I/O.
-	mu       sync.Mutex
-	err      error // nil while held
-	deadline time.Time
-	timer    *time.Timer // fires at deadline: the lease is lost
+	mu        sync.Mutex
+	err       error // nil while held
+	releasing bool  // the last hold's release is under way: its reply, not the deadline, ends the lease
+	deadline  time.Time
+	timer     *time.Timer // fires at deadline: the lease is lost
 
 	wdCtx    context.Context // ends when the watchdog must stop
 	wdStop   context.CancelFunc
@@ -120,7 +122,7 @@ func (l *Lease) Err() error {
 		return l.groupErr()
 	}
 	l.mu.Lock()
-	err, past := l.err, l.err == nil && !time.Now().Before(l.deadline)
+	err, past := l.err, l.err == nil && !l.releasing && !time.Now().Before(l.deadline)
 	l.mu.Unlock()
 	if past {
 		l.expire()
@@ -191,8 +193,14 @@ func (l *Lease) releaseLast(ctx context.Context, cause error) error {
 }
 
 // releaseWith stops the watchdog, then deletes the lock by rel, which
-// replies as release.lua does. holdMu is held.
+// replies as release.lua does. holdMu is held. From here the release's
+// reply, not the local deadline, ends the lease: on a slow network the
+// deadline may pass while the release travels, and a release that finds
+// the lock still ours shows it was held until then.
 func (l *Lease) releaseWith(ctx context.Context, cause error, rel func(ctx context.Context, holds int) (int64, error)) error {
+	l.mu.Lock()
+	l.releasing = true
+	l.mu.Unlock()
 	l.stopWatchdog()
 	n, err := rel(ctx, l.holds)
 	l.holds = 0
@@ -248,16 +256,28 @@ func (l *Lease) reenter(ctx context.Context) (*Lease, error) {
 	return nil, badReply(l.k, r)
 }
 
-// watchdog renews the lease every lease/3 until stopped or lost. A renewal
-// that fails with an error is retried sooner; the deadline timer, not this
-// loop, declares the lease lost if none succeeds in time, so a renewal
-// stuck on a silent server cannot delay the signal.
+// watchdog renews the lease every lease/3 until stopped or lost. Each
+// renewal is due lease/3 after the last successful request (acquisition or
+// renewal) was sent, not after its reply came: on a slow network the
+// schedule does not drift, and a lease whose acquisition took longer than
+// lease/3 renews at once. A renewal that fails with an error is retried
+// sooner; the deadline timer, not this loop, declares the lease lost if
+// none succeeds in time, so a renewal stuck on a silent server cannot
+// delay the signal.
 func (l *Lease) watchdog() {
 	defer l.c.wg.Done()
 	defer close(l.wdExited)
 	interval := l.lease / 3
 	retry := max(interval/4, time.Millisecond)
-	t := time.NewTimer(interval)
+	// The deadline is the last successful send plus safeTime; the next
+	// renewal is due interval after that send.
+	due := func() time.Duration {
+		l.mu.Lock()
+		d := l.deadline
+		l.mu.Unlock()
+		return max(time.Until(d.Add(interval-safeTime(l.lease))), 0)
+	}
+	t := time.NewTimer(due())
 	defer t.Stop()
 	for {
 		select {
@@ -269,8 +289,8 @@ func (l *Lease) watchdog() {
 		deadline := l.deadline
 		l.mu.Unlock()
 		ctx, cancel := context.WithDeadline(l.wdCtx, deadline)
-		sent := time.Now()
-		ok, err := l.kind.renew(ctx, l.k, l.owner, l.lease)
+		var sent time.Time
+		ok, err := l.kind.renew(withSent(ctx, &sent), l.k, l.owner, l.lease)
 		cancel()
 		if l.wdCtx.Err() != nil {
 			return
@@ -287,7 +307,7 @@ func (l *Lease) watchdog() {
 		default:
 			l.c.tel.renewed(l.k.name, "ok")
 			l.extend(sent.Add(safeTime(l.lease)))
-			t.Reset(interval)
+			t.Reset(due())
 		}
 	}
 }
@@ -305,9 +325,9 @@ func (l *Lease) extend(deadline time.Time) {
 // expire runs at the local deadline, unless a renewal moved it meanwhile.
 func (l *Lease) expire() {
 	l.mu.Lock()
-	d := l.deadline
+	d, releasing := l.deadline, l.releasing
 	l.mu.Unlock()
-	if time.Now().Before(d) {
+	if releasing || time.Now().Before(d) {
 		return
 	}
 	if l.fixed > 0 {

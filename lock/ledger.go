@@ -85,14 +85,14 @@ func (g *Ledger) Key() string { return g.key }
 type Claim struct {
 	// Lease holds the lock. Its Context ends when the lock is lost.
 	Lease *Lease
-	// Tick is the tick claimed.
+	// Tick is the tick claimed: the one asked for, or an earlier one that
+	// was claimed and never finished (its claimant died, lost the lock, or
+	// gave it back), which is never overtaken. Claim the asked-for tick
+	// again once this one is finished.
 	Tick int64
 	// Try is the number of this claim's first try at the tick: 1, or more
 	// when earlier claims of the tick gave it back or died with it.
 	Try int
-	// Unfinished is an earlier tick that was claimed and never finished
-	// (its claimant died, or lost the lock), if any; else 0.
-	Unfinished int64
 
 	g *Ledger
 }
@@ -106,10 +106,16 @@ type Claim struct {
 // ErrLocked. It returns ErrDone, without taking the lock, when the tick or a
 // later one is done or was claimed.
 //
+// A tick that was claimed and never finished (its claimant died, lost the
+// lock, or gave it back) is never overtaken: if the lock is free and such
+// a tick is earlier than tick, Claim claims that one instead (Claim.Tick
+// says which, and Try counts on); claim tick again after its Finish.
+//
 // The first attempt goes out at once, even while other goroutines of this
-// Client wait. When ctx ends, Claim returns its error, wrapped; WithWait
-// bounds the wait (then ErrLocked). WithLease is refused: a claim is
-// renewed by the watchdog until Finish.
+// Client wait. Failures to reach the store are ridden out while the wait
+// lasts. When ctx ends, Claim returns its error, wrapped; WithWait bounds
+// the wait (then ErrLocked); WithWait(0) makes one attempt. WithLease is
+// refused: a claim is renewed by the watchdog until Finish.
 func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...AcquireOption) (*Claim, error) {
 	m, c := g.m, g.c
 	o, err := buildAcquireOptions(m.k.name, opts)
@@ -152,11 +158,18 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 		f := &fairMutex{c: c, k: m.k}
 		l, err = f.wait(ctx, owner, o, start, func(bool) (*Lease, time.Duration, error) { return attempt() })
 	default:
+		once := o.hasWait && o.wait == 0
 		lg := c.watchLingering(m.k)
 		var pttl time.Duration
+		var retry backoff
 		l, pttl, err = attempt()
-		if l == nil && err == nil && !(o.hasWait && o.wait == 0) {
-			l, err = c.wait(ctx, m.k, false, o, lease, pttl, lg, start, attempt) // ends the watch
+		if unreachable(err) && !once {
+			// Ride out a failure to reach the store while ctx and the
+			// wait last.
+			pttl, err = retry.next(c, m.k, ctx, err)
+		}
+		if l == nil && err == nil && !once {
+			l, err = c.wait(ctx, m.k, false, o, lease, pttl, lg, start, retry, attempt) // ends the watch
 		} else {
 			c.endWatch(m.k.channel, lg)
 			if l == nil && err == nil {
@@ -181,7 +194,6 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 // earlier tick, and queue is false), or a failure.
 func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, once bool) (*Lease, time.Duration, *Claim, error) {
 	m, c := g.m, g.c
-	sent := time.Now()
 	fc := fairClaim{on: g.fair, place: c.opt.waiterTTL, wait: 1}
 	switch {
 	case once:
@@ -189,7 +201,8 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 	case queue:
 		fc.wait = 2
 	}
-	r, err := c.be.claim(ctx, m.k, g.key, owner, c.opt.leaseTime, tick, fc)
+	var sent time.Time
+	r, err := c.be.claim(withSent(ctx, &sent), m.k, g.key, owner, c.opt.leaseTime, tick, fc)
 	if err != nil {
 		return nil, 0, nil, transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
 	}
@@ -199,7 +212,11 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		return l, 0, &Claim{Lease: l, Tick: tick, Try: int(r.try), Unfinished: r.extra, g: g}, nil
+		claimed := r.extra
+		if claimed == 0 {
+			claimed = tick
+		}
+		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), g: g}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -368,7 +385,7 @@ type claimReply struct {
 	status int64
 	value  int64 // token, done tick or pttl, by status
 	try    int64
-	extra  int64 // unfinished tick when acquired; the holder's tick when held
+	extra  int64 // the tick claimed when acquired; the holder's tick when held
 }
 
 // finishRetry is the first pause before Finish tries again.

@@ -79,8 +79,8 @@ func TestLedgerOncePerTick(t *testing.T) {
 		ctx := testCtx(t)
 		a, b := ledger(t, newC(), "job"), ledger(t, newC(), "job")
 		cl := mustClaim(t, ctx, a, 100)
-		if cl.Try != 1 || cl.Unfinished != 0 || cl.Lease.Token() <= 0 {
-			t.Fatalf("claim = try %d, unfinished %d, token %d; want 1, 0, > 0", cl.Try, cl.Unfinished, cl.Lease.Token())
+		if cl.Try != 1 || cl.Tick != 100 || cl.Lease.Token() <= 0 {
+			t.Fatalf("claim = try %d, tick %d, token %d; want 1, 100, > 0", cl.Try, cl.Tick, cl.Lease.Token())
 		}
 		if _, err := b.Claim(ctx, 100, false, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("one attempt while held for the same tick: %v, want ErrLocked", err)
@@ -177,8 +177,8 @@ func TestLedgerDeadHolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again.Try != 2 || again.Unfinished != 0 {
-			t.Fatalf("claim after the holder died: try %d unfinished %d, want 2, 0", again.Try, again.Unfinished)
+		if again.Try != 2 || again.Tick != 7 {
+			t.Fatalf("claim after the holder died: try %d tick %d, want 2, 7", again.Try, again.Tick)
 		}
 		// The dead holder's Finish records nothing.
 		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); !errors.Is(err, lock.ErrNotHeld) {
@@ -191,16 +191,27 @@ func TestLedgerDeadHolder(t *testing.T) {
 		if st.Done != 0 || st.Running != 7 || st.Owner != again.Lease.Owner() {
 			t.Fatalf("state after a lost claim's Finish = %+v", st)
 		}
-		// A later tick taken after another death reports the one left.
+		// After another death, a claim of a later tick takes the one
+		// left unfinished first (it is never overtaken), then its own.
 		if _, err := ca.ForceUnlock(ctx, "job"); err != nil {
 			t.Fatal(err)
 		}
+		first := mustClaim(t, ctx, a, 8)
+		if first.Try != 3 || first.Tick != 7 {
+			t.Fatalf("claim of tick 8 with tick 7 unfinished: try %d tick %d, want 3, 7", first.Try, first.Tick)
+		}
+		if err := first.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 3}); err != nil {
+			t.Fatal(err)
+		}
 		later := mustClaim(t, ctx, a, 8)
-		if later.Try != 1 || later.Unfinished != 7 {
-			t.Fatalf("claim of tick 8: try %d unfinished %d, want 1, 7", later.Try, later.Unfinished)
+		if later.Try != 1 || later.Tick != 8 {
+			t.Fatalf("claim of tick 8 again: try %d tick %d, want 1, 8", later.Try, later.Tick)
 		}
 		if err := later.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
+		}
+		if st, err := b.State(ctx); err != nil || st.Done != 8 || st.Running != 0 {
+			t.Fatalf("state after both ticks: %+v, %v", st, err)
 		}
 	})
 }
@@ -224,7 +235,7 @@ func TestLedgerOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := awaitClaim(t, ch)
-		if r.err != nil || r.cl.Tick != 8 || r.cl.Unfinished != 0 {
+		if r.err != nil || r.cl.Tick != 8 {
 			t.Fatalf("queued claim of tick 8: %+v, %v", r.cl, r.err)
 		}
 		if err := r.cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {

@@ -23,6 +23,8 @@ type MemoryStore struct {
 	events map[string]map[*handler]struct{} // Subscribe, by channel
 	sems   map[string]memSem                // semaphores' permits, by permits key
 	rw     map[string]*memRW                // read-write locks, by lock key
+
+	released map[string]time.Time // release marks (release.lua), by key, until they expire
 }
 
 // memLedger is a ledger's hash (claim.lua).
@@ -52,7 +54,30 @@ func NewMemoryStore() *MemoryStore {
 		events: make(map[string]map[*handler]struct{}),
 		sems:   make(map[string]memSem),
 		rw:     make(map[string]*memRW),
+
+		released: make(map[string]time.Time),
 	}
+}
+
+// markReleased records, for releasedTTL, that owner released its lease of
+// k, as the release scripts' mark does, so that a repeat of the release
+// answers released. s.mu is held.
+func (s *MemoryStore) markReleased(k *keys, owner string, now time.Time) {
+	if len(s.released) >= 1024 {
+		for key, until := range s.released {
+			if !now.Before(until) {
+				delete(s.released, key)
+			}
+		}
+	}
+	s.released[k.released(owner)] = now.Add(releasedTTL)
+}
+
+// wasReleased reports whether owner's release mark of k is live. s.mu is
+// held.
+func (s *MemoryStore) wasReleased(k *keys, owner string, now time.Time) bool {
+	until, ok := s.released[k.released(owner)]
+	return ok && now.Before(until)
 }
 
 // NewMemory returns a Client on a new MemoryStore of its own: locks that
@@ -174,9 +199,14 @@ func (b *memoryBackend) release(ctx context.Context, k *keys, owner string, hold
 	}
 	s := b.s
 	s.mu.Lock()
-	l := s.live(k.lock, time.Now())
+	now := time.Now()
+	l := s.live(k.lock, now)
 	if l == nil || l.owner != owner {
+		done := s.wasReleased(k, owner, now)
 		s.mu.Unlock()
+		if done {
+			return relReleased, nil
+		}
 		return relNotHeld, nil
 	}
 	if n, last := dropHolds(&l.holds, holds, drop); !last {
@@ -184,6 +214,7 @@ func (b *memoryBackend) release(ctx context.Context, k *keys, owner string, hold
 		return n, nil
 	}
 	delete(s.locks, k.lock)
+	s.markReleased(k, owner, now)
 	s.unlockAndWake(k, b)
 	return relReleased, nil
 }
@@ -285,7 +316,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	waits := fair.on && (fair.wait == 1 && running == tick || fair.wait == 2)
 	if l := s.live(k.lock, now); l != nil {
 		if l.owner == owner {
-			return claimReply{status: claimAcquired, value: l.token, try: g.tries}, nil
+			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		if waits {
@@ -299,14 +330,16 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
 	}
 	leave()
-	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now)}
-	if running == tick {
+	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now), extra: tick}
+	if running != 0 && running < tick {
+		r.extra = running // never overtaken: as the script
+	}
+	if running == r.extra {
 		g.tries++
 	} else {
-		r.extra = running
 		g.tries = 1
 	}
-	g.running, g.owner, r.try = tick, owner, g.tries
+	g.running, g.owner, r.try = r.extra, owner, g.tries
 	return r, nil
 }
 

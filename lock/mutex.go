@@ -12,11 +12,12 @@ type Locker interface {
 	// Name is the lock's name, as given to the Client.
 	Name() string
 	// Lock waits until the lock is held, ctx ends (the ctx's error,
-	// wrapped), or WithWait passes (ErrLocked). If ctx descends from a
-	// lease of this lock from the same Client, it adds a hold to that lease
-	// and returns it.
+	// wrapped), or WithWait passes (ErrLocked). It rides out failures to
+	// reach the store meanwhile. If ctx descends from a lease of this lock
+	// from the same Client, it adds a hold to that lease and returns it.
 	Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error)
-	// TryLock makes one attempt: ErrLocked if another owner holds the lock.
+	// TryLock makes one attempt: ErrLocked if another owner holds the lock,
+	// or the failure to reach the store.
 	TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error)
 }
 
@@ -50,8 +51,8 @@ func (c *Client) hasWaiters(k *keys) bool {
 // attempt tries once. It returns a lease, or the holder's remaining TTL, or
 // an error.
 func (m *mutex) attempt(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error) {
-	sent := time.Now()
-	r, err := m.c.be.acquire(ctx, m.k, owner, lease, 0)
+	var sent time.Time
+	r, err := m.c.be.acquire(withSent(ctx, &sent), m.k, owner, lease, 0)
 	if err != nil {
 		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", m.k.name, err))
 	}

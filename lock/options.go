@@ -170,6 +170,10 @@ type keys struct {
 	holds string
 }
 
+// released is the key of owner's release mark (see release.lua): beside the
+// kind's main key, in the same hash slot.
+func (k *keys) released(owner string) string { return k.lock + ":released:" + owner }
+
 // base is the prefix of every key of the lock named name.
 func base(prefix, name string) string { return prefix + ":{" + name + "}" }
 

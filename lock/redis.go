@@ -42,6 +42,55 @@ var (
 // Past it, tokens still grow: they derive from the server's clock.
 const tokenTTL = 24 * time.Hour
 
+// run is script.Run (EVALSHA, then EVAL if the server answers NOSCRIPT),
+// telling a send clock in ctx (withSent) when the script ran only at the
+// second command.
+func run(ctx context.Context, c redis.Scripter, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if renewals[script] {
+		return script.Eval(ctx, c, keys, args...)
+	}
+	cmd := script.EvalSha(ctx, c, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		resent(ctx)
+		return script.Eval(ctx, c, keys, args...)
+	}
+	return cmd
+}
+
+// renewals are the scripts that renew a lease. They are sent whole (EVAL),
+// never by SHA first: a renewal must take one round trip, also the first
+// after a restart emptied the server's script cache, or a slow network
+// could cost the lease the second. They are short, and sent every lease/3.
+var renewals = map[*redis.Script]bool{renewScript: true, rwRenewScript: true, semRenewScript: true}
+
+// sentKey carries a send clock: a *time.Time that holds when the request
+// that takes or renews a lease was sent, which the lease's time counts
+// from.
+type sentKey struct{}
+
+// withSent returns ctx with the send clock p, which it sets to now: the
+// backend moves it on when it has to send the request again before it
+// runs (a script the server did not have), so that the lease's time does
+// not count the round trip that ran nothing.
+func withSent(ctx context.Context, p *time.Time) context.Context {
+	*p = time.Now()
+	return context.WithValue(ctx, sentKey{}, p)
+}
+
+// resent moves ctx's send clock, if it has one, to now. It is called on the
+// goroutine that made the request, before the request is sent again.
+func resent(ctx context.Context) {
+	if p, ok := ctx.Value(sentKey{}).(*time.Time); ok {
+		*p = time.Now()
+	}
+}
+
+// releasedTTL is how long the release scripts remember that an owner
+// released its lease, so that a client retry of the release after a lost
+// reply (go-redis retries a command whose connection failed) reports
+// success instead of "not held". It outlasts go-redis's retries.
+const releasedTTL = 30 * time.Second
+
 // subscribeTimeout bounds the write of a SUBSCRIBE or UNSUBSCRIBE command.
 const subscribeTimeout = 5 * time.Second
 
@@ -131,7 +180,8 @@ func (b *redisBackend) renew(ctx context.Context, k *keys, owner string, lease t
 }
 
 func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel}, owner, holds, drop, owner).Int64()
+	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.released(owner)},
+		owner, holds, drop, owner, releasedTTL.Milliseconds()).Int64()
 }
 
 func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
@@ -488,8 +538,8 @@ func (b *redisBackend) fairAcquire(ctx context.Context, k *keys, owner string, l
 }
 
 func (b *redisBackend) fairRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, string, error) {
-	v, err := fairReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout},
-		owner, holds, drop).Slice()
+	v, err := fairReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout, k.released(owner)},
+		owner, holds, drop, releasedTTL.Milliseconds()).Slice()
 	if err != nil {
 		return 0, "", err
 	}

@@ -179,7 +179,7 @@ func (rw *RWMutex) lockRead(ctx context.Context, try bool, opts []AcquireOption)
 		// The writer's read lock is granted at once: it must not queue
 		// behind this Client's readers, which wait for that very writer.
 		// Should the write lease be lost meanwhile, wait as any reader.
-		if l, err := c.acquire(ctx, a, true, opts); !errors.Is(err, ErrLocked) {
+		if l, err := c.acquire(ctx, a, true, opts); !errors.Is(err, ErrLocked) && !lostReply(err) {
 			return l, err
 		}
 	}
@@ -229,8 +229,8 @@ func (rw *RWMutex) attempt(ctx context.Context, k *keys, write bool, owner strin
 	if mark {
 		markTTL = c.opt.waiterTTL
 	}
-	sent := time.Now()
-	r, err := c.be.rwAcquire(ctx, k, owner, write, lease, 0, writer, markTTL, rwMaxSleep(c.opt.waiterTTL))
+	var sent time.Time
+	r, err := c.be.rwAcquire(withSent(ctx, &sent), k, owner, write, lease, 0, writer, markTTL, rwMaxSleep(c.opt.waiterTTL))
 	if err != nil {
 		return nil, 0, mark, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}

@@ -185,9 +185,14 @@ func (b *memoryBackend) rwRelease(ctx context.Context, k *keys, owner string, wr
 	}
 	s := b.s
 	s.mu.Lock()
-	rw := s.rwAt(k, time.Now(), false)
+	now := time.Now()
+	rw := s.rwAt(k, now, false)
 	if !rw.holding(write, owner) {
+		done := s.wasReleased(k, owner, now)
 		s.mu.Unlock()
+		if done {
+			return relReleased, false, nil
+		}
 		return relNotHeld, false, nil
 	}
 	l := rw.leases[owner]
@@ -196,6 +201,7 @@ func (b *memoryBackend) rwRelease(ctx context.Context, k *keys, owner string, wr
 		return n, false, nil
 	}
 	delete(rw.leases, owner)
+	s.markReleased(k, owner, now)
 	if write {
 		rw.writer = ""
 	}

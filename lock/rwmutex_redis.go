@@ -64,8 +64,8 @@ func (b *redisBackend) rwRenew(ctx context.Context, k *keys, owner string, write
 }
 
 func (b *redisBackend) rwRelease(ctx context.Context, k *keys, owner string, write bool, holds, drop int) (int64, bool, error) {
-	v, err := rwReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.readers, k.writerWaiting, k.channel},
-		rwMode(write), owner, holds, drop, owner).Int64Slice()
+	v, err := rwReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.readers, k.writerWaiting, k.channel, k.released(owner)},
+		rwMode(write), owner, holds, drop, owner, releasedTTL.Milliseconds()).Int64Slice()
 	if err != nil {
 		return 0, false, err
 	}

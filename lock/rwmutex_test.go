@@ -855,8 +855,8 @@ func TestRWScriptsRetry(t *testing.T) {
 	}
 	rel := func(mode, owner string, holds, drop int) func() (any, error) {
 		return func() (any, error) {
-			return release.Run(ctx, rdb, []string{hash, readers, writers, channel},
-				mode, owner, holds, drop, owner).Int64Slice()
+			return release.Run(ctx, rdb, []string{hash, readers, writers, channel, hash + ":released:" + owner},
+				mode, owner, holds, drop, owner, 30_000).Int64Slice()
 		}
 	}
 	ren := func(mode, owner string, lease int) func() (any, error) {
@@ -886,12 +886,17 @@ func TestRWScriptsRetry(t *testing.T) {
 	if got := twice("drop a read hold", rel("r", "c:1", 2, 1)).([]int64); !reflect.DeepEqual(got, []int64{2, 0}) {
 		t.Fatalf("drop a read hold: %v", got)
 	}
-	// The last release publishes; its repeat finds nothing to release.
+	// The last release publishes; its repeat answers released, and
+	// neither touches the lock nor publishes again.
 	if got, _ := rel("r", "c:1", 1, 1)(); !reflect.DeepEqual(got, []int64{1, 1}) {
 		t.Fatalf("last read release: %v", got)
 	}
-	if got, _ := rel("r", "c:1", 1, 1)(); !reflect.DeepEqual(got, []int64{0, 0}) {
-		t.Fatalf("repeated last read release: %v", got)
+	before := srv.Do("HGETALL", hash)
+	if got, _ := rel("r", "c:1", 1, 1)(); !reflect.DeepEqual(got, []int64{1, 0}) {
+		t.Fatalf("repeated last read release: %v, want {1, 0}", got)
+	}
+	if after := srv.Do("HGETALL", hash); !reflect.DeepEqual(before, after) {
+		t.Fatalf("the repeated release changed the lock: %v, then %v", before, after)
 	}
 	w := twice("writer", acq("w", "c:2", 60_000, 0, 3000, "")).([]int64)
 	if w[0] != 1 || w[1] <= r1[1] {

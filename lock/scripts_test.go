@@ -47,15 +47,36 @@ func TestScriptsAreIdempotent(t *testing.T) {
 			if n, err := be.release(ctx, k, owner, 1, 1); err != nil || n != relReleased {
 				t.Fatalf("last release: %d, %v", n, err)
 			}
-			if n, err := be.release(ctx, k, owner, 1, 1); err != nil || n != relNotHeld {
-				t.Fatalf("release after the last: %d, %v", n, err)
+			// Its repeat (a retry after a lost reply) answers released
+			// again, and changes nothing.
+			if n, err := be.release(ctx, k, owner, 1, 1); err != nil || n != relReleased {
+				t.Fatalf("repeat of the last release: %d, %v", n, err)
+			}
+			if r, _ := be.acquire(ctx, k, "next:1", lease, 0); r.status != acqAcquired {
+				t.Fatalf("the lock after the repeated release: %+v", r)
+			}
+			if n, _ := be.release(ctx, k, owner, 1, 1); n != relReleased {
+				t.Fatalf("repeat of the last release, with the lock held by another: %d", n)
+			}
+			if r, _ := be.acquire(ctx, k, "next:1", lease, 1); r.status != acqAcquired {
+				t.Fatalf("the other owner's lease after a repeated release: %+v", r)
+			}
+			if n, _ := be.release(ctx, k, "next:1", 2, 2); n != relReleased {
+				t.Fatalf("the other owner's release: %d", n)
+			}
+			// A release by an owner that never released is not held.
+			if n, err := be.release(ctx, k, "never:1", 1, 1); err != nil || n != relNotHeld {
+				t.Fatalf("release by an owner that holds nothing: %d, %v", n, err)
 			}
 			// Another owner's lease is never touched.
 			if r, _ := be.acquire(ctx, k, "other:1", lease, 0); r.status != acqAcquired {
 				t.Fatalf("other owner: %+v", r)
 			}
-			if n, _ := be.release(ctx, k, owner, 1, 1); n != relNotHeld {
+			if n, _ := be.release(ctx, k, "stranger:1", 1, 1); n != relNotHeld {
 				t.Fatalf("release by a non-owner: %d", n)
+			}
+			if r, _ := be.acquire(ctx, k, "other:1", lease, 1); r.status != acqAcquired {
+				t.Fatalf("other owner's lease after releases by others: %+v", r)
 			}
 			if ok, _ := be.renew(ctx, k, owner, lease); ok {
 				t.Fatal("renew by a non-owner succeeded")

@@ -104,8 +104,8 @@ func (s *semaphore) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease,
 // until the earliest permit's deadline, or an error.
 func (s *semaphore) attempt(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error) {
 	c, k := s.c, s.k
-	sent := time.Now()
-	r, err := c.be.semAcquire(ctx, k, owner, lease, 0, s.permits)
+	var sent time.Time
+	r, err := c.be.semAcquire(withSent(ctx, &sent), k, owner, lease, 0, s.permits)
 	if err != nil {
 		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}

@@ -113,10 +113,15 @@ func (b *memoryBackend) semRelease(ctx context.Context, k *keys, owner string, h
 	}
 	s := b.s
 	s.mu.Lock()
-	m := s.semAt(k, time.Now(), false)
+	now := time.Now()
+	m := s.semAt(k, now, false)
 	p := m[owner]
 	if p == nil {
+		done := s.wasReleased(k, owner, now)
 		s.mu.Unlock()
+		if done {
+			return relReleased, nil
+		}
 		return relNotHeld, nil
 	}
 	if n, last := dropHolds(&p.holds, holds, drop); !last {
@@ -124,6 +129,7 @@ func (b *memoryBackend) semRelease(ctx context.Context, k *keys, owner string, h
 		return n, nil
 	}
 	delete(m, owner)
+	s.markReleased(k, owner, now)
 	if len(m) == 0 {
 		delete(s.sems, k.lock)
 	}

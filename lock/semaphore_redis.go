@@ -48,8 +48,8 @@ func (b *redisBackend) semRenew(ctx context.Context, k *keys, owner string, leas
 }
 
 func (b *redisBackend) semRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	return semReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.holds, semTokens(k), k.channel},
-		owner, holds, drop, owner).Int64()
+	return semReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.holds, semTokens(k), k.channel, k.released(owner)},
+		owner, holds, drop, owner, releasedTTL.Milliseconds()).Int64()
 }
 
 // semForceUnlock replies acqWrongType when the permits' key holds another

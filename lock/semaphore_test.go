@@ -526,7 +526,7 @@ func TestSemaphoreScriptsAreIdempotent(t *testing.T) {
 	}
 	rel := func(owner string, holds, drop int) int64 {
 		t.Helper()
-		n, err := release.Run(ctx, rdb, []string{k[0], k[1], k[2], "p:{idem}:sem:channel"}, owner, holds, drop, owner).Int64()
+		n, err := release.Run(ctx, rdb, []string{k[0], k[1], k[2], "p:{idem}:sem:channel", k[0] + ":released:" + owner}, owner, holds, drop, owner, 30_000).Int64()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -567,8 +567,11 @@ func TestSemaphoreScriptsAreIdempotent(t *testing.T) {
 	if n := rel("me:1", 1, 1); n != 1 {
 		t.Fatalf("last release: %d", n)
 	}
-	if n := rel("me:1", 1, 1); n != 0 {
-		t.Fatalf("repeated last release: %d, want 0", n)
+	if n := rel("me:1", 1, 1); n != 1 {
+		t.Fatalf("repeated last release: %d, want 1 (released, as the first)", n)
+	}
+	if n := rel("never:1", 1, 1); n != 0 {
+		t.Fatalf("release by an owner that holds no permit: %d, want 0", n)
 	}
 	if n, _ := renew.Run(ctx, rdb, k[:3], "me:1", 60000).Int64(); n != 0 {
 		t.Fatal("renew of a released permit succeeded")

@@ -55,11 +55,17 @@
 // A replica that dies mid-run (SIGKILL, a lost machine) sends nothing: its
 // lock expires within one lease (lock.WithLeaseTime). A replica waiting for
 // the tick then claims it, finds it unfinished, and runs it again
-// (ShutdownHandoff) or records it as interrupted (ShutdownAbandon). If a
-// claim of a later tick takes the freed lock first (a tick queued under
-// OverlapQueue, or the next tick's, in the same instant), the earlier tick
-// is not run: the replica that took the lock counts it as interrupted, and
-// its waiters stop as for a tick done.
+// (ShutdownHandoff) or records it as interrupted (ShutdownAbandon). An
+// unfinished tick is never overtaken: if a claim of a later tick takes the
+// freed lock first (a replica that was not waiting for the earlier one, a
+// tick queued under OverlapQueue, the next tick's claim in the same
+// instant), the ledger hands it the earlier tick, which it runs first
+// (RunInfo.Attempt one higher) or records as interrupted under abandon;
+// then it claims its own tick again. A replica killed mid-run thus has its
+// tick re-run within about one lease while any replica runs the job.
+//
+// An exec job's processes do not outlive their replica, even one killed
+// with SIGKILL (see the jobs package), so a re-run never overlaps them.
 //
 // # Misfires
 //
@@ -87,9 +93,12 @@
 // way goes on. Trigger(ctx, job) counts a manual request in the job's
 // ledger and publishes it (lock.Client.Publish); every replica that runs
 // the job claims the manual run in a second ledger of manual runs, under
-// the job's lock, so one runs it once (RunInfo.Tick is the time of the
-// request). A manual run waits for a run under way, and runs while the job
-// is paused, as Kubernetes runs a Job made from a suspended CronJob.
+// the job's lock, so one runs it once. RunInfo.Tick is the time of the
+// request and RunInfo.Trigger its number (counted per job, from 1; 0 for
+// scheduled runs), which tells a manual run from a scheduled tick of the
+// same second; exec and http jobs get it as LOCKCRON_TRIGGER and
+// Lockcron-Trigger. A manual run waits for a run under way, and runs while
+// the job is paused, as Kubernetes runs a Job made from a suspended CronJob.
 // Neither needs Run: the scheduler command builds a Scheduler only to send
 // them. A trigger published while no replica is connected is lost.
 //

@@ -28,9 +28,27 @@ type claimSpec struct {
 	manual bool
 }
 
+// maxEarlier bounds how many earlier unfinished ticks one claim runs before
+// its own: each is a tick whose claimant died or gave it back, and the
+// ledger holds at most one, but a finish that cannot be recorded leaves it
+// unfinished.
+const maxEarlier = 3
+
 // handleClaim claims c, runs the job under it, and finishes it. tick is the
-// time the run reports as its tick.
+// time the run reports as its tick. A claim that is handed an earlier tick
+// that was claimed and never finished (its claimant died or gave it back)
+// runs that one first, then claims its own again.
 func (s *Scheduler) handleClaim(e *entry, tick time.Time, c claimSpec) {
+	for range maxEarlier + 1 {
+		if !s.claimOnce(e, tick, c) || s.stopCtx.Err() != nil {
+			return
+		}
+	}
+}
+
+// claimOnce is one claim of c and its run. It reports whether the claim
+// was handed an earlier unfinished tick, so that c is still to be claimed.
+func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bool) {
 	log := s.runLog(e, tick)
 	if c.manual {
 		log = log.With("trigger", c.tick)
@@ -52,7 +70,7 @@ func (s *Scheduler) handleClaim(e *entry, tick time.Time, c claimSpec) {
 			// happened here.
 			s.tel.waited(e.job.Name, "stopped", time.Since(fired))
 			endSpan(span, "stopped", nil)
-			return
+			return false
 		default:
 			log.Error("tick not claimed", "error", err)
 		}
@@ -62,35 +80,43 @@ func (s *Scheduler) handleClaim(e *entry, tick time.Time, c claimSpec) {
 		if outcome != OutcomeError && log.IsDebug() {
 			log.Debug("tick skipped", "outcome", outcome)
 		}
-		return
+		return false
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
 	span.SetAttributes(attribute.Int64("token", cl.Lease.Token()), attribute.Int("attempt", cl.Try))
 	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual}
+	if cl.Tick != c.tick {
+		// An earlier tick was claimed and never finished (its claimant
+		// died, lost the lock, or gave it back): it comes first, and
+		// this replica claims its own tick after it.
+		earlier = true
+		if !c.manual {
+			r.tick = time.UnixMilli(cl.Tick)
+			log = s.runLog(e, r.tick)
+		} else {
+			log = s.runLog(e, tick).With("trigger", cl.Tick)
+		}
+		span.SetAttributes(attribute.String("tick", fmtTick(r.tick)))
+		log.Warn("an earlier tick was claimed and never finished: running it first", "attempt", cl.Try, "before", fmtTick(tick))
+	}
 	if c.manual {
 		log.Info("manual run claimed")
-	}
-	if cl.Unfinished != 0 {
-		// An earlier tick was given back or its owner died, and this later
-		// one took the lock before anyone took that one over.
-		s.tel.outcome(e.job.Name, OutcomeInterrupted, 1)
-		log.Warn("an earlier tick was claimed and never finished; counted as interrupted",
-			"unfinished", fmtTick(time.UnixMilli(cl.Unfinished)))
 	}
 	if !s.track(r) {
 		// The stop began while the claim was made: give the tick back.
 		endSpan(span, s.finish(r, OutcomeHandedOff, false, nil, log), nil)
-		return
+		return false
 	}
 	if cl.Try > 1 && e.job.OnShutdown == ShutdownAbandon {
 		log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
 		endSpan(span, s.finish(r, OutcomeInterrupted, true, nil, log), nil)
-		return
+		return earlier
 	}
-	if !c.manual {
+	if !c.manual && !earlier {
 		s.tel.late(e.job.Name, s.opt.clock.Now().Sub(tick))
 	}
 	s.execute(r, span, log)
+	return earlier
 }
 
 // execute runs the job, with its retries, under the claim's lease, and
@@ -137,6 +163,9 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		runCtx = permit.Context()
 	}
 	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.Lock, Token: cl.Lease.Token(), Replica: s.opt.replica}
+	if r.manual {
+		info.Trigger = cl.Tick
+	}
 	backoff := e.job.Backoff
 	for try := cl.Try; ; try++ {
 		r.setTries(try)

@@ -322,8 +322,9 @@ func (s *Scheduler) Status() []Status {
 }
 
 // RunInfo returns what a run knows about itself, from the ctx the job was
-// given: job, tick, lock, fencing token, attempt and replica. Pass the
-// token along with writes so that a store can refuse a late writer.
+// given: job, tick, lock, fencing token, attempt, replica, and for a manual
+// run its trigger number. Pass the token along with writes so that a store
+// can refuse a late writer.
 func RunInfo(ctx context.Context) (jobs.Info, bool) { return jobs.InfoFrom(ctx) }
 
 // loop fires e's ticks until the Scheduler stops.

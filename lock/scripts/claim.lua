@@ -24,9 +24,13 @@
 -- A fair claim that would not wait takes a free lock whoever queues (the
 -- queue may hold the waiters of a tick just done, on their way out), and
 -- never takes a place. A claim answered done or paused leaves its place.
--- Returns {1, token, try, unfinished} acquired: try is the number of this
--- claim's first try at the tick (1 + the tries before it), unfinished an
--- earlier tick that was claimed and never finished, else 0;
+-- An earlier tick that was claimed and never finished (its claimant died,
+-- lost the lock, or gave it back) is never overtaken: a claim that takes
+-- the lock claims that tick instead, with its tries counting on, and the
+-- caller claims its own again once it has finished it.
+-- Returns {1, token, try, claimed} acquired: claimed is the tick claimed
+-- (ARGV[4], or the earlier unfinished one), try the number of this claim's
+-- first try at it (1 + the tries before it);
 -- {2, tick} the tick, or the later one returned, is done or under way;
 -- {3, 0} the ledger is paused (its field paused is 1): nothing is taken;
 -- {0, pttl, running} held by another owner, who claimed the tick running
@@ -36,8 +40,7 @@
 -- KEYS[5] is of another type.
 --
 -- Idempotent: the owner id is unique, so a client retry after a lost reply
--- finds the lock its own and returns the same claim, except that only the
--- first reply can name an unfinished earlier tick (a retry says 0).
+-- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
 local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused')
@@ -108,7 +111,7 @@ if pttl ~= -2 then
   if redis.call('HEXISTS', KEYS[1], owner) == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, 0}
+    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick}
   end
   return wait(pttl)
 end
@@ -126,13 +129,15 @@ if fair and head == owner then
   redis.call('LPOP', KEYS[4])
   redis.call('ZREM', KEYS[5], owner)
 end
-local unfinished = 0
-if running == tick then
+local claimed = tick
+if running ~= 0 and running < tick then
+  claimed = running
+end
+if running == claimed then
   tries = tries + 1
 else
-  unfinished = running
   tries = 1
 end
-redis.call('HSET', KEYS[3], 'running', tick, 'owner', owner, 'tries', tries)
+redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries)
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
-return {1, token, tries, unfinished}
+return {1, token, tries, claimed}

@@ -4,10 +4,12 @@
 -- KEYS[2] the permits' hold counts: a hash of owner id -> holds
 -- KEYS[3] the permits' fencing tokens: a hash of owner id -> token
 -- KEYS[4] the semaphore's Pub/Sub channel
+-- KEYS[5] the release mark of this owner (see release.lua)
 -- ARGV[1] owner id
 -- ARGV[2] holds the caller's permit has now
 -- ARGV[3] holds to drop
 -- ARGV[4] the message to publish: the releasing owner id
+-- ARGV[5] how long the release mark lives, in milliseconds
 -- Returns 1 released (the permit is back); 2 holds dropped, still held;
 -- 0 the caller holds no permit (nothing of anyone else's touched, and a key
 -- of another type left as it is); -5 the hold count differs.
@@ -15,13 +17,17 @@
 -- Permits whose deadline has passed are dropped first. After a release the
 -- keys live as long as the longest permit left, or are deleted with the
 -- last. Idempotent: it compares the count before it sets it, so a client
--- retry after a lost reply changes nothing.
+-- retry after a lost reply changes nothing, and a retry of the release
+-- that gave the permit back answers 1 again.
 if semWrongType() then
   return 0
 end
 local now = millis(redis.call('TIME'))
 prunePermits(now)
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  if redis.call('EXISTS', KEYS[5]) == 1 then
+    return 1
+  end
   return 0
 end
 local holds = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
@@ -43,6 +49,7 @@ end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('SET', KEYS[5], 1, 'PX', ARGV[5])
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 if #last == 0 then
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
