@@ -70,9 +70,19 @@ shutdown_timeout = "30s"
 #   # Prefix of every key: a lock named n lives at <key_prefix>:{n}.
 #   key_prefix = "lockcron"
 #
-#   # Bound on each command (dial, read, write). Must be shorter than
-#   # lock.lease/3, the renewal period (plus lock.replica_ack.timeout).
+#   # Bound on each command (dial, read, write). It, plus
+#   # lock.replica_ack.timeout when set, must be shorter than lock.lease/2:
+#   # renewals go every lease/3 from the last one sent, and the lease counts
+#   # as lost at 9/10 of it after the last successful renewal was sent, so a
+#   # renewal that hangs this long must leave time for another. Raise it on a
+#   # slow network.
 #   timeout = "3s"
+#
+#   # How long `scheduler run` waits at start-up for Redis to answer: it
+#   # retries (100ms, doubling to 2s between attempts), logging each failed
+#   # attempt, and exits 1 if Redis has not answered by then. /healthz
+#   # answers meanwhile; /readyz is 503.
+#   connect_timeout = "30s"
 # }
 
 lock {

@@ -22,6 +22,16 @@ import (
 // runs on lock.NewMemory then.
 var ErrNoRedis = errors.New("config: no redis configured")
 
+// DialerRetries and DialerRetryTimeout make a client that cannot dial keep
+// trying every 20ms, bounded by the command's ctx, instead of go-redis's
+// default (5 tries 100ms apart, then, after PoolSize failed dials, one probe
+// a second): waiters take their lock within tens of milliseconds of the
+// server's return after a restart or a failover.
+const (
+	DialerRetries      = 1000
+	DialerRetryTimeout = 20 * time.Millisecond
+)
+
 // ClusterStateReloadInterval is how often a Cluster client reloads the
 // slot map: go-redis's default (up to a minute) keeps sending a failed
 // primary's slots to it for too long.
@@ -31,7 +41,8 @@ const ClusterStateReloadInterval = time.Second
 // single address, redis.NewFailoverClient for addrs with master_name
 // (Sentinel), redis.NewClusterClient for several addrs. Every command is
 // bounded by redis.timeout (dial, read, write) and by its ctx's deadline
-// (ContextTimeoutEnabled). It connects to nothing: go-redis dials on the
+// (ContextTimeoutEnabled); a failed dial is retried every
+// DialerRetryTimeout within those bounds. It connects to nothing: go-redis dials on the
 // first command. It returns ErrNoRedis without a redis block, and an error
 // naming the file for TLS files that cannot be read; its errors never show
 // the password. The caller closes the client.
@@ -68,6 +79,7 @@ func (c *Config) RedisClient() (redis.UniversalClient, error) {
 		}
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.Timeout, r.Timeout, r.Timeout
 		o.ContextTimeoutEnabled = true
+		o.DialerRetries, o.DialerRetryTimeout = DialerRetries, DialerRetryTimeout
 		return redis.NewClient(o), nil
 	case r.MasterName != "":
 		return redis.NewFailoverClient(&redis.FailoverOptions{
@@ -81,6 +93,8 @@ func (c *Config) RedisClient() (redis.UniversalClient, error) {
 			ReadTimeout:           r.Timeout,
 			WriteTimeout:          r.Timeout,
 			ContextTimeoutEnabled: true,
+			DialerRetries:         DialerRetries,
+			DialerRetryTimeout:    DialerRetryTimeout,
 		}), nil
 	case len(r.Addrs) > 1:
 		return redis.NewClusterClient(&redis.ClusterOptions{
@@ -92,6 +106,8 @@ func (c *Config) RedisClient() (redis.UniversalClient, error) {
 			ReadTimeout:                r.Timeout,
 			WriteTimeout:               r.Timeout,
 			ContextTimeoutEnabled:      true,
+			DialerRetries:              DialerRetries,
+			DialerRetryTimeout:         DialerRetryTimeout,
 			ClusterStateReloadInterval: ClusterStateReloadInterval,
 		}), nil
 	case len(r.Addrs) == 1:
@@ -105,6 +121,8 @@ func (c *Config) RedisClient() (redis.UniversalClient, error) {
 			ReadTimeout:           r.Timeout,
 			WriteTimeout:          r.Timeout,
 			ContextTimeoutEnabled: true,
+			DialerRetries:         DialerRetries,
+			DialerRetryTimeout:    DialerRetryTimeout,
 		}), nil
 	}
 	return nil, errors.New("config: redis: neither url nor addrs")

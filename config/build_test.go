@@ -107,6 +107,9 @@ func TestRedisClientShapes(t *testing.T) {
 			if !o.ContextTimeoutEnabled || o.ReadTimeout != 2*time.Second || o.WriteTimeout != 2*time.Second || o.DialTimeout != 2*time.Second {
 				t.Errorf("timeouts %v %v %v %v", o.ContextTimeoutEnabled, o.DialTimeout, o.ReadTimeout, o.WriteTimeout)
 			}
+			if o.DialerRetries != config.DialerRetries || o.DialerRetryTimeout != config.DialerRetryTimeout {
+				t.Errorf("dial retries %d every %v", o.DialerRetries, o.DialerRetryTimeout)
+			}
 			if o.TLSConfig != nil {
 				t.Errorf("TLS on a redis:// url")
 			}
@@ -135,7 +138,7 @@ func TestRedisClientShapes(t *testing.T) {
 		redis: `addrs = ["10.0.0.1:6379"]` + "\n db = 1\n password = \"pw\"",
 		check: func(t *testing.T, c redis.UniversalClient) {
 			o := c.(*redis.Client).Options()
-			if o.Addr != "10.0.0.1:6379" || o.DB != 1 || o.Password != "pw" || !o.ContextTimeoutEnabled || o.ReadTimeout != 3*time.Second {
+			if o.Addr != "10.0.0.1:6379" || o.DB != 1 || o.Password != "pw" || !o.ContextTimeoutEnabled || o.ReadTimeout != 3*time.Second || o.DialerRetries != config.DialerRetries {
 				t.Errorf("options %+v", o)
 			}
 		},
@@ -144,7 +147,7 @@ func TestRedisClientShapes(t *testing.T) {
 		redis: `addrs = ["s1:26379", "s2:26379", "s3:26379"]` + "\n master_name = \"mymaster\"\n db = 2",
 		check: func(t *testing.T, c redis.UniversalClient) {
 			o := c.(*redis.Client).Options()
-			if o.Addr != "FailoverClient" || o.DB != 2 || !o.ContextTimeoutEnabled {
+			if o.Addr != "FailoverClient" || o.DB != 2 || !o.ContextTimeoutEnabled || o.DialerRetries != config.DialerRetries || o.DialerRetryTimeout != config.DialerRetryTimeout {
 				t.Errorf("not a failover client: %+v", o)
 			}
 		},
@@ -153,7 +156,7 @@ func TestRedisClientShapes(t *testing.T) {
 		redis: `addrs = ["n1:7000", "n2:7000", "n3:7000"]` + "\n timeout = \"1s\"",
 		check: func(t *testing.T, c redis.UniversalClient) {
 			o := c.(*redis.ClusterClient).Options()
-			if !slices.Equal(o.Addrs, []string{"n1:7000", "n2:7000", "n3:7000"}) || o.ClusterStateReloadInterval != time.Second || !o.ContextTimeoutEnabled || o.ReadTimeout != time.Second {
+			if !slices.Equal(o.Addrs, []string{"n1:7000", "n2:7000", "n3:7000"}) || o.ClusterStateReloadInterval != time.Second || !o.ContextTimeoutEnabled || o.ReadTimeout != time.Second || o.DialerRetries != config.DialerRetries || o.DialerRetryTimeout != config.DialerRetryTimeout {
 				t.Errorf("options %+v", o)
 			}
 		},

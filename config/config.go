@@ -18,6 +18,7 @@ import (
 const (
 	DefaultKeyPrefix       = "lockcron"
 	DefaultRedisTimeout    = 3 * time.Second
+	DefaultConnectTimeout  = 30 * time.Second
 	DefaultAdminListen     = "127.0.0.1:9090"
 	DefaultLogLevel        = "info"
 	DefaultTraces          = TracesNone
@@ -107,6 +108,10 @@ type Redis struct {
 	KeyPrefix string
 	// Timeout bounds each command (dial, read and write). Default 3s.
 	Timeout time.Duration
+	// ConnectTimeout bounds how long the daemon, at start-up, retries a
+	// Redis that does not answer before it gives up and exits 1. Default
+	// 30s.
+	ConnectTimeout time.Duration
 }
 
 // TLS is the redis.tls block.

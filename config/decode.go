@@ -62,7 +62,7 @@ func (d *decoder) decode(root map[string]any) *Config {
 }
 
 func (d *decoder) decodeRedis(r obj) *Redis {
-	out := &Redis{KeyPrefix: DefaultKeyPrefix, Timeout: DefaultRedisTimeout}
+	out := &Redis{KeyPrefix: DefaultKeyPrefix, Timeout: DefaultRedisTimeout, ConnectTimeout: DefaultConnectTimeout}
 	hasURL, hasAddrs, hasMaster := r.has("url"), r.has("addrs"), r.has("master_name")
 	_, urlEnv := r.env("url")
 	_, addrsEnv := r.env("addrs")
@@ -169,6 +169,9 @@ func (d *decoder) decodeRedis(r obj) *Redis {
 	}
 	if v, ok := r.dur("timeout"); ok {
 		out.Timeout = v
+	}
+	if v, ok := r.dur("connect_timeout"); ok {
+		out.ConnectTimeout = v
 	}
 	if t, ok := r.block("tls"); ok {
 		out.TLS = d.decodeTLS(t)
@@ -312,10 +315,13 @@ func (d *decoder) decodeLock(l obj, cfg *Config) {
 	}
 }
 
-// checkLease checks the lock settings against Redis's: a renewal is sent
-// every lease/3, and one that hangs for the whole command timeout (plus
-// the replicas' acknowledgement) must still end within that period, or the
-// lease could expire while the renewal waits.
+// checkLease checks the lock settings against Redis's. Renewals are sent
+// every lease/3, counted from when the last one was sent, and the lease
+// counts as lost at 9/10 of it after the last successful renewal was sent.
+// A renewal that hangs for the whole command timeout (plus the replicas'
+// acknowledgement) must therefore end before lease/2, so that the next
+// one, sent at the latest lease/3 after it ended, still has time to
+// succeed before 9/10 of the lease.
 func (d *decoder) checkLease(cfg *Config) {
 	if cfg.Redis == nil {
 		if cfg.Lock.ReplicaAck != nil {
@@ -326,22 +332,22 @@ func (d *decoder) checkLease(cfg *Config) {
 	if d.leaseBad {
 		return // reported already
 	}
-	period := cfg.Lock.Lease / 3
+	limit := cfg.Lock.Lease / 2
 	budget := cfg.Redis.Timeout
 	what := fmt.Sprintf("redis.timeout (%v)", cfg.Redis.Timeout)
 	if a := cfg.Lock.ReplicaAck; a != nil {
 		budget += a.Timeout
 		what = fmt.Sprintf("redis.timeout (%v) plus lock.replica_ack.timeout (%v)", cfg.Redis.Timeout, a.Timeout)
 	}
-	if budget < period {
+	if budget < limit {
 		return
 	}
 	path, field := []string{"lock", "lease"}, "lock.lease"
 	if !d.set(path...) {
 		path, field = []string{"redis", "timeout"}, "redis.timeout"
 	}
-	d.errAt(path, "", field, fmt.Sprintf("a lease of %v is renewed every %v, which must be longer than %s, or one slow renewal could outlast the lease: raise lock.lease or lower redis.timeout",
-		cfg.Lock.Lease, period.Round(time.Millisecond), what))
+	d.errAt(path, "", field, fmt.Sprintf("%s must be shorter than half the lease of %v (%v): a renewal that hangs that long must leave time for another before the lease counts as lost at 9/10 of it; raise lock.lease or lower redis.timeout",
+		what, cfg.Lock.Lease, limit.Round(time.Millisecond)))
 }
 
 func (d *decoder) decodeAdmin(a obj, cfg *Config) {

@@ -33,7 +33,8 @@
 // Defaults: replica_id host name and process id ("host-1234");
 // shutdown_timeout 30s; no redis block, the in-memory backend
 // (Config.Redis == nil, UsesRedis false); redis.key_prefix "lockcron",
-// redis.timeout 3s, redis.db 0; lock.lease 30s, lock.waiter_ttl 3s;
+// redis.timeout 3s, redis.connect_timeout 30s, redis.db 0; lock.lease
+// 30s, lock.waiter_ttl 3s;
 // lock.replica_ack, when present, replicas 1 and timeout 500ms;
 // admin.listen "127.0.0.1:9090"; telemetry.traces "none", telemetry.metrics
 // "prometheus"; log.level "info", log.json false. A job's defaults are the
@@ -71,7 +72,8 @@
 // level is unknown (LOCKCRON_FOO) is only warned about, since other
 // programs may use the prefix. The run info that exec jobs get
 // (LOCKCRON_JOB, LOCKCRON_TICK, LOCKCRON_TOKEN, LOCKCRON_REPLICA,
-// LOCKCRON_ATTEMPT) and LOCKCRON_CONFIG are not settings and are ignored.
+// LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER) and LOCKCRON_CONFIG are not settings
+// and are ignored.
 // An error about a value set by a variable names the variable instead of a
 // place in the file.
 //
@@ -112,9 +114,20 @@
 // lock.lease must be at least 1s (MinLease): the watchdog renews every
 // lease/3 and needs several round trips of margin. With Redis,
 // redis.timeout, plus lock.replica_ack.timeout when set, must be shorter
-// than lease/3: a renewal that hangs for the whole command timeout must
-// still end before the next one is due, or the lease could expire while
-// it waits. The error names both fields.
+// than lease/2. Renewals are sent every lease/3, counted from when the last
+// one was sent, and the lease counts as lost at 9/10 of it after the last
+// successful renewal was sent; so a renewal that hangs for the whole
+// command timeout must leave time for another before then. The error names
+// both fields. Within that bound, redis.timeout may be well above a slow
+// network's round trip: a lease survives round trips up to 0.4 x the
+// lease.
+//
+// redis.connect_timeout bounds how long `scheduler run` waits at start-up
+// for Redis to answer: it pings it (each ping bounded by redis.timeout),
+// backing off from 100ms to 2s between attempts, and exits 1 if Redis has
+// not answered within connect_timeout. It is not a bound on commands once
+// running; the other commands (jobs, locks, trigger, pause, resume) do not
+// wait for Redis and fail within redis.timeout.
 //
 // A job's timeout has no upper bound from the lease, by design: the
 // watchdog renews the lease for as long as the run goes on, so a two-hour

@@ -193,21 +193,21 @@ func TestValidationErrors(t *testing.T) {
 ` + job,
 		want: []want{{mark: 1, field: "lock.lease", msg: "at least 1s"}},
 	}, {
-		name: "redis timeout not shorter than lease/3",
+		name: "redis timeout not shorter than lease/2",
 		src: `redis {
   url = "redis://127.0.0.1:6379"
   timeout = "3s"
 }
 lock {
-  @@lease = "9s"
+  @@lease = "6s"
 }
 ` + job,
-		want: []want{{mark: 1, field: "lock.lease", msg: "renewed every 3s, which must be longer than redis.timeout (3s)"}},
+		want: []want{{mark: 1, field: "lock.lease", msg: "redis.timeout (3s) must be shorter than half the lease of 6s (3s)"}},
 	}, {
 		name: "redis timeout too long for the default lease",
 		src: `redis {
   url = "redis://127.0.0.1:6379"
-  @@timeout = "12s"
+  @@timeout = "15s"
 }
 ` + job,
 		want: []want{{mark: 1, field: "redis.timeout", msg: "lock.lease"}},
@@ -218,14 +218,38 @@ lock {
   timeout = "2s"
 }
 lock {
-  @@lease = "6500ms"
+  @@lease = "4400ms"
   replica_ack {
     replicas = 1
     timeout = "200ms"
   }
 }
 ` + job,
-		want: []want{{mark: 1, field: "lock.lease", msg: "redis.timeout (2s) plus lock.replica_ack.timeout (200ms)"}},
+		want: []want{{mark: 1, field: "lock.lease", msg: "redis.timeout (2s) plus lock.replica_ack.timeout (200ms) must be shorter than half the lease of 4.4s (2.2s)"}},
+	}, {
+		name: "bad redis connect_timeout",
+		src: `redis {
+  url = "redis://127.0.0.1:6379"
+  @@connect_timeout = "soon"
+}
+` + job,
+		want: []want{{mark: 1, field: "redis.connect_timeout", msg: `"soon" is not a duration`}},
+	}, {
+		name: "redis connect_timeout as a number",
+		src: `redis {
+  url = "redis://127.0.0.1:6379"
+  @@connect_timeout = 30
+}
+` + job,
+		want: []want{{mark: 1, field: "redis.connect_timeout", msg: "must be a duration"}},
+	}, {
+		name: "redis connect_timeout misspelt",
+		src: `redis {
+  url = "redis://127.0.0.1:6379"
+  @@connect_timout = "5s"
+}
+` + job,
+		want: []want{{mark: 1, field: "redis.connect_timout", msg: `did you mean "connect_timeout"?`}},
 	}, {
 		name: "replica ack without redis",
 		src: `lock {
@@ -619,6 +643,9 @@ func TestEveryDurationMustBePositive(t *testing.T) {
 		{"shutdown_timeout", "", func(v string) string { return "@@shutdown_timeout = " + v + "\n" + job }},
 		{"redis.timeout", "", func(v string) string {
 			return "redis {\n  url = \"redis://h:6379\"\n  @@timeout = " + v + "\n}\n" + job
+		}},
+		{"redis.connect_timeout", "", func(v string) string {
+			return "redis {\n  url = \"redis://h:6379\"\n  @@connect_timeout = " + v + "\n}\n" + job
 		}},
 		{"lock.lease", "", func(v string) string { return "lock {\n  @@lease = " + v + "\n}\n" + job }},
 		{"lock.waiter_ttl", "", func(v string) string { return "lock {\n  @@waiter_ttl = " + v + "\n}\n" + job }},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,19 +19,27 @@ import (
 // probeTimeout bounds the store's PING of a readiness probe.
 const probeTimeout = time.Second
 
+// connectingReason is why the daemon is not ready while it waits for
+// Redis at start-up.
+const connectingReason = "connecting to redis"
+
 // admin serves the admin endpoint: probes, metrics and the JSON API.
 type admin struct {
-	s       *scheduler.Scheduler
+	s       *scheduler.Scheduler // nil: none yet
 	locks   *lock.Client
 	token   string // bearer token of the mutating calls; "" for none
 	metrics http.Handler
 	log     hclog.Logger
+	// connected is set once the store has answered at start-up (at once
+	// for the in-memory backend). Until then probes and calls that need the
+	// store or the scheduler answer 503, "connecting to redis".
+	connected atomic.Bool
 }
 
 // handler routes the admin endpoint:
 //
 //	GET  /healthz                   200 while the process serves
-//	GET  /readyz                    200 when the scheduler runs and the store answers; 503 otherwise (and during the stop)
+//	GET  /readyz                    200 when the scheduler runs and the store answers; 503 otherwise (while connecting, and during the stop)
 //	GET  /metrics                   Prometheus exposition (when metrics = "prometheus")
 //	GET  /api/jobs                  every job: schedule, next ticks, this replica's last run, the fleet's ledger
 //	GET  /api/locks                 the locks in the store: holders, holds, TTL, token, waiters
@@ -46,13 +55,34 @@ func (a *admin) handler() http.Handler {
 	if a.metrics != nil {
 		mux.Handle("GET /metrics", a.metrics)
 	}
-	mux.HandleFunc("GET /api/jobs", a.jobs)
-	mux.HandleFunc("GET /api/locks", a.lockList)
-	mux.HandleFunc("POST /api/jobs/{name}/{action}", a.act)
+	mux.HandleFunc("GET /api/jobs", a.needStore(a.jobs))
+	mux.HandleFunc("GET /api/locks", a.needStore(a.lockList))
+	mux.HandleFunc("POST /api/jobs/{name}/{action}", a.needStore(a.act))
 	return mux
 }
 
+// ready reports whether the store has answered at start-up and there is a
+// scheduler.
+func (a *admin) ready() bool { return a.connected.Load() && a.s != nil }
+
+// needStore wraps a handler that needs the store and the scheduler: until
+// the store has answered at start-up, it answers 503 instead.
+func (a *admin) needStore(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !a.ready() {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": connectingReason})
+			return
+		}
+		h(w, r)
+	}
+}
+
 func (a *admin) readyz(w http.ResponseWriter, r *http.Request) {
+	if !a.ready() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": connectingReason})
+		return
+	}
 	if !a.s.Running() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "the scheduler is not running"})
 		return

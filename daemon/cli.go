@@ -33,7 +33,8 @@ const (
 )
 
 // commandTimeout bounds the store calls of jobs, locks, trigger, pause and
-// resume.
+// resume, once Redis has answered their first PING (which redis.timeout
+// bounds).
 const commandTimeout = 10 * time.Second
 
 // usageError marks a bad command line.
@@ -106,7 +107,11 @@ Flags may be written -config or --config.`,
 			Long: `run runs the jobs of the config until SIGTERM or SIGINT, then stops gracefully:
 running jobs are cancelled, their ticks handed to another replica, their locks
 released; it waits for them up to shutdown_timeout. A second signal stops it at
-once. With no redis block and no REDIS_URL it runs on the in-memory backend.`,
+once. With no redis block and no REDIS_URL it runs on the in-memory backend.
+
+At start-up it serves /healthz at once, then waits for Redis, retrying, for up
+to redis.connect_timeout (default 30s): /readyz is 503 meanwhile, and if Redis
+does not answer in time it exits 1.`,
 			Args: noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				ctx, force, stop := signals(cmd.Context())
@@ -138,10 +143,14 @@ once. With no redis block and no REDIS_URL it runs on the in-memory backend.`,
 						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
 					}
 					views := JobsJSON(s.Jobs(ctx))
+					printViews := printJobs
 					if asJSON {
-						return printJSON(cmd.OutOrStdout(), views)
+						printViews = func(w io.Writer, v []JobJSON) error { return printJSON(w, v) }
 					}
-					return printJobs(cmd.OutOrStdout(), views)
+					if err := printViews(cmd.OutOrStdout(), views); err != nil {
+						return err
+					}
+					return unreadLedgers(views, cfg)
 				})
 			},
 		}, jsonFlag),
@@ -156,7 +165,7 @@ once. With no redis block and no REDIS_URL it runs on the in-memory backend.`,
 					}
 					ls, err := locks.Locks(ctx)
 					if err != nil {
-						return err
+						return storeError(cfg, err)
 					}
 					if asJSON {
 						return printJSON(cmd.OutOrStdout(), LocksJSON(ls))
@@ -288,9 +297,53 @@ func withScheduler(parent context.Context, path string, o Options, f func(contex
 	if parent == nil {
 		parent = context.Background()
 	}
+	if cfg.UsesRedis() {
+		if err := pingRedis(parent, locks, cfg.Redis); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(parent, commandTimeout)
 	defer cancel()
 	return f(ctx, s, locks, cfg)
+}
+
+// pingRedis checks that Redis answers a PING within redis.timeout, so that
+// a command against an unreachable Redis fails at once (the daemon waits
+// for it instead, see connect). Its error names Redis.
+func pingRedis(ctx context.Context, locks *lock.Client, r *config.Redis) error {
+	pctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	if err := locks.Ping(pctx); err != nil {
+		return fmt.Errorf("redis at %s does not answer (redis.timeout %v): %w", r.Describe(), r.Timeout, err)
+	}
+	return nil
+}
+
+// storeError names the store in an error of a store call of a command.
+func storeError(cfg *config.Config, err error) error {
+	if !cfg.UsesRedis() {
+		return err
+	}
+	return fmt.Errorf("redis at %s: %w", cfg.Redis.Describe(), err)
+}
+
+// unreadLedgers is the error of `scheduler jobs` when some jobs' ledgers
+// could not be read (the table shows each one's error), or nil.
+func unreadLedgers(views []JobJSON, cfg *config.Config) error {
+	var bad []string
+	first := ""
+	for _, v := range views {
+		if v.Error != "" {
+			bad = append(bad, v.Name)
+			if first == "" {
+				first = v.Error
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return storeError(cfg, fmt.Errorf("the ledger of %d of %d job(s) could not be read (%s): %s", len(bad), len(views), strings.Join(bad, ", "), first))
 }
 
 // controlCommand is trigger, pause or resume: through Redis to the whole
@@ -327,6 +380,9 @@ running daemon's admin API (admin.listen, with admin.token if set).`,
 						err = s.Pause(ctx, job, true)
 					case "resume":
 						err = s.Pause(ctx, job, false)
+					}
+					if err != nil && !errors.Is(err, scheduler.ErrUnknownJob) {
+						err = storeError(cfg, err)
 					}
 				}
 				if err != nil {

@@ -36,6 +36,10 @@ type Options struct {
 	// Force, when it fires, stops the daemon at once (a second signal),
 	// without waiting for running jobs any longer.
 	Force <-chan struct{}
+	// SchedulerOptions are added after those the config gives, for
+	// example scheduler.WithClock in a program that tests clock skew.
+	// Default none.
+	SchedulerOptions []scheduler.Option
 }
 
 func (o *Options) defaults() {
@@ -111,10 +115,17 @@ func newScheduler(cfg *config.Config, locks *lock.Client, reg *jobs.Registry, lo
 // stops it gracefully (within the config's shutdown_timeout; o.Force stops
 // it at once). It returns nil after a clean stop, and an error if the
 // config is invalid (a config.Errors), if the admin listener cannot listen,
-// or if the stop was cut short.
+// if Redis does not answer within redis.connect_timeout, or if the stop was
+// cut short.
+//
+// It starts the admin listener first, then waits for Redis (see connect):
+// meanwhile /healthz answers, /readyz and the API answer 503 "connecting
+// to redis", and ctx ending stops the wait at once with a clean stop (nil).
+// Once Redis answers, the scheduler starts.
 //
 // With no redis block and no REDIS_URL, it runs on the in-memory lock
-// backend and logs once that locks are local to this process.
+// backend, with no wait, and logs once that locks are local to this
+// process.
 func Run(ctx context.Context, path string, o Options) error {
 	o.defaults()
 	cfg, err := load(path, o)
@@ -149,20 +160,56 @@ func Run(ctx context.Context, path string, o Options) error {
 		log.Warn("no redis configured: running on the in-memory lock backend; locks are local to this process, so run one replica only")
 	}
 
-	s, err := newScheduler(cfg, locks, o.Registry, log, scheduler.WithTracerProvider(tel.tracer), scheduler.WithMeterProvider(tel.meter))
+	// Built before the wait for Redis, so that a job the scheduler refuses
+	// is reported at once; it does no I/O until it runs.
+	sopts := append([]scheduler.Option{scheduler.WithTracerProvider(tel.tracer), scheduler.WithMeterProvider(tel.meter)}, o.SchedulerOptions...)
+	s, err := newScheduler(cfg, locks, o.Registry, log, sopts...)
 	if err != nil {
 		return err
 	}
 
 	ln, err := net.Listen("tcp", cfg.Admin.Listen)
 	if err != nil {
+		_ = s.Close()
 		return fmt.Errorf("admin: listen on %q: %w", cfg.Admin.Listen, err)
 	}
 	a := &admin{s: s, locks: locks, token: cfg.Admin.Token.Value(), metrics: tel.metrics, log: log.Named("admin")}
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	// serveErr is set before serveDone closes.
+	serveDone := make(chan struct{})
+	var serveErr error
+	go func() {
+		serveErr = srv.Serve(ln)
+		close(serveDone)
+	}()
 	log.Info("admin listening", "addr", ln.Addr().String())
+	closeAdmin := func(stopErr error) error {
+		sctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil && stopErr == nil {
+			stopErr = fmt.Errorf("admin: %w", err)
+		}
+		<-serveDone
+		log.Info("stopped")
+		return stopErr
+	}
+
+	if cfg.UsesRedis() {
+		if err := connect(ctx, serveDone, locks, cfg.Redis, log); err != nil {
+			_ = s.Close()
+			if errors.Is(err, errStopped) {
+				select {
+				case <-serveDone:
+					err = fmt.Errorf("admin: %w", serveErr)
+				default:
+					log.Info("stop requested while connecting to redis")
+					err = nil
+				}
+			}
+			return closeAdmin(err)
+		}
+	}
+	a.connected.Store(true)
 
 	// The scheduler runs until this function stops it: Shutdown's error
 	// tells whether the graceful stop was cut short.
@@ -198,17 +245,10 @@ func Run(ctx context.Context, path string, o Options) error {
 		}
 		cancel()
 		<-ran
-	case err := <-served:
-		stopErr = fmt.Errorf("admin: %w", err)
+	case <-serveDone:
+		stopErr = fmt.Errorf("admin: %w", serveErr)
 		forceStop()
 		<-ran
 	}
-
-	sctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && stopErr == nil {
-		stopErr = fmt.Errorf("admin: %w", err)
-	}
-	log.Info("stopped")
-	return stopErr
+	return closeAdmin(stopErr)
 }

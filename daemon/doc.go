@@ -20,6 +20,27 @@
 // a second signal); 2 a bad command line. Long flags take one dash or two.
 // The config path defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
 //
+// jobs, locks, trigger, pause and resume first PING Redis, bounded by
+// redis.timeout: against an unreachable Redis they exit 1 within it, with
+// an error that names Redis. jobs prints what it could read, then exits 1
+// if any job's ledger could not be read.
+//
+// # Start-up
+//
+// run starts the admin listener first, then waits for Redis: it pings it
+// (each ping bounded by redis.timeout), 100ms after a failure, doubling up
+// to 2s between attempts, and logs each failed attempt as a warning with
+// Redis's address (never the password), the attempt number, the next
+// retry and the error. Meanwhile /healthz answers 200, and /readyz and the
+// JSON API answer 503 "connecting to redis". Once Redis answers, the
+// scheduler starts. If it has not answered within redis.connect_timeout
+// (default 30s), run exits 1 with an error such as
+//
+//	redis at redis://10.0.0.5:6379 unreachable for 30s: lock: ping: dial tcp 10.0.0.5:6379: connect: connection refused
+//
+// A stop signal during the wait ends it at once, with a clean exit (0).
+// On the in-memory backend there is nothing to wait for.
+//
 // trigger, pause and resume go through Redis to every replica. Without
 // Redis (the in-memory backend) they go to the running daemon's admin API.
 //
@@ -28,8 +49,9 @@
 // On admin.listen (default 127.0.0.1:9090):
 //
 //	GET  /healthz                   200 while the process serves
-//	GET  /readyz                    200 when the scheduler runs and the store answers PING; 503 otherwise,
-//	                                and from the moment a graceful stop begins, so that a load balancer drains it
+//	GET  /readyz                    200 when the scheduler runs and the store answers PING; 503 otherwise:
+//	                                while connecting to Redis at start-up, and from the moment a graceful
+//	                                stop begins, so that a load balancer drains it
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
 //	GET  /api/jobs                  JSON: each job's schedule, next ticks, this replica's last tick and
 //	                                outcome, and the fleet's ledger (done tick, outcome, holder, paused)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -59,6 +60,9 @@ func newTelemetry(ctx context.Context, cfg config.Telemetry, replica string, std
 	switch cfg.Metrics {
 	case config.MetricsPrometheus:
 		reg := prometheus.NewRegistry()
+		// The Go runtime's and the process's own figures (go_goroutines,
+		// process_open_fds, ...) beside lockcron's: a leak shows as growth.
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		pexp, err := otelprom.New(otelprom.WithRegisterer(reg))
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: metrics %q: %w", cfg.Metrics, err)

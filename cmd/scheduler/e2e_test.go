@@ -683,10 +683,14 @@ func TestFleetRunsEachTickOnce(t *testing.T) {
 // ---------------------------------------------------------------------
 
 // longScript records its start (with `date +%s.%N`), and, on SIGTERM, that
-// it got it, then exits; otherwise it runs for 10s.
+// it got it, then exits; otherwise it runs for 10s. It starts its sleep
+// before it records the start, so that a SIGTERM sent to the group once the
+// start is seen reaches the sleep too (one sent before the sleep exists
+// would leave it holding the output open for the whole grace period).
 const longScript = `trap 'echo "term $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT $(date +%s.%N)" >> runs.log; exit 143' TERM
+sleep 10 & pid=$!
 echo "start $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT $(date +%s.%N)" >> runs.log
-sleep 10 & wait $!
+wait $pid
 echo "end $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> runs.log`
 
 func TestSIGTERMHandsTickToAnotherReplica(t *testing.T) {
@@ -833,7 +837,7 @@ func TestCommandsAgainstFleet(t *testing.T) {
 	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
 		execJob("tick", "@every 1s", "1s", `echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> tick.log`)+
 		execJob("once", "@yearly", "1s", `echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT $LOCKCRON_TOKEN" >> once.log`)+
-		execJob("long", "@yearly", "1s", `trap 'exit 143' TERM; echo "start $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> long.log; sleep 30 & wait $!`))
+		execJob("long", "@yearly", "1s", `trap 'exit 143' TERM; sleep 30 & pid=$!; echo "start $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> long.log; wait $pid`))
 	ps := startFleet(t, dir, cfg, 2)
 	waitSubscribed(t, srv, 2)
 	tickLog, onceLog, longLog := filepath.Join(dir, "tick.log"), filepath.Join(dir, "once.log"), filepath.Join(dir, "long.log")
@@ -1062,8 +1066,9 @@ func TestAdminEndpoint(t *testing.T) {
 		execJob("quick", "@every 1s", "1s", "true") +
 		// Takes 1s to stop after SIGTERM.
 		execJob("slow", "@yearly", "5s", `trap 'sleep 1; echo "term $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> slow.log; exit 0' TERM
+sleep 30 & pid=$!
 echo "start $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> slow.log
-sleep 30 & wait $!`)
+wait $pid`)
 	cfg := writeConfig(t, dir, text)
 	p := startReplica(t, dir, cfg, "r1")
 	waitSubscribed(t, srv, 1)
