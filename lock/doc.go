@@ -28,8 +28,10 @@
 // Both the renewal schedule and that deadline count from when each
 // successful request was sent, not from when its reply came: a renewal is
 // due lease/3 after the last successful one was sent, and at once if that
-// time has passed (a lease whose acquisition took long renews at once).
-// Renewals are sent whole (EVAL), so that each takes one round trip even
+// time has passed. A lease whose acquisition took so long that less than
+// lease/3 of it is sure to be left (the send time counts from before a new
+// connection's dial and handshake) is renewed before Lock returns it, so
+// that its deadline counts from that renewal. Renewals are sent whole (EVAL), so that each takes one round trip even
 // when the server has lost its script cache; an acquisition that the
 // server answered NOSCRIPT counts from the EVAL that followed. So a lease
 // is kept while round trips stay under about 0.45 of the lease (the

@@ -532,3 +532,42 @@ func TestNoFalseLockLossOnSlowNetwork(t *testing.T) {
 		}
 	}
 }
+
+// A cold Client on a slow network: the first acquisition pays a dial and
+// the connection's handshake before its request goes out, round trips
+// that together exceed the lease's safe part. The lease renews before
+// Lock returns it instead of being lost at once.
+func TestNoFalseLockLossOnColdConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	const leaseTime = time.Second
+	// The server has the scripts already (another replica loaded them).
+	warm, err := lock.New(srv.Client(), lock.WithLeaseTime(leaseTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	locktest.MustUnlock(t, locktest.MustLock(t, testCtx(t), warm.Mutex("cold")))
+	warm.Close()
+	f := newFaultyConns()
+	f.setDelay(leaseTime * 30 / 100)
+	rdb := faultyClient(t, srv, f)
+	c, err := lock.New(rdb, lock.WithLeaseTime(leaseTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testCtx(t)
+	start := time.Now()
+	lease := locktest.MustLock(t, ctx, c.Mutex("cold"))
+	t.Logf("first Lock on a cold connection took %v (lease %v)", time.Since(start), leaseTime)
+	select {
+	case <-time.After(3 * leaseTime):
+	case <-lease.Done():
+	}
+	if err := lease.Err(); err != nil {
+		t.Errorf("lease taken on a cold connection, round trip 0.3 of the lease: %v", err)
+	}
+	f.setDelay(0)
+	if err := lease.Unlock(ctx); err != nil {
+		t.Error(err)
+	}
+}

@@ -66,6 +66,19 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(ctx, leaseKey{c, k.id}, l))
 	l.wdCtx, l.wdStop = context.WithCancel(context.Background())
 	l.hold = c.tel.startHold(ctx, l)
+	if fixed == 0 && time.Until(sent.Add(safeTime(lease))) < lease/3 {
+		// The acquisition took long (a slow network, a new connection's
+		// handshake): little of the lease is sure to be left, maybe none.
+		// Renew at once, before the lease is handed out, so that its
+		// deadline counts from a fresh send. The renewal checks the owner:
+		// if the key expired meanwhile, it fails and the lease is lost.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease/2)
+		var again time.Time
+		if ok, err := kd.renew(withSent(rctx, &again), k, owner, lease); ok && err == nil {
+			sent = again
+		}
+		cancel()
+	}
 	l.mu.Lock() // a short lease's timer may fire before the assignment
 	l.deadline = sent.Add(safeTime(lease))
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
