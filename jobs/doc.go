@@ -20,20 +20,26 @@
 //
 // Exec runs a program (no shell unless its Command asks for one) with the
 // run's Info in its environment, LOCKCRON_JOB, LOCKCRON_TICK,
-// LOCKCRON_TOKEN, LOCKCRON_REPLICA and LOCKCRON_ATTEMPT, which win over
+// LOCKCRON_TOKEN, LOCKCRON_REPLICA, LOCKCRON_ATTEMPT and LOCKCRON_TRIGGER
+// (a manual run's number, empty for scheduled runs), which win over
 // variables of the same name; Exec.Env may not set LOCKCRON_* names. Its
 // stdout and stderr are logged line by line (message "output", keys job,
-// tick, stream, line). The process leads a process group of its own: when
+// tick, stream, line). The process runs in a process group of its own: when
 // the run's ctx ends, the whole group gets SIGTERM, then SIGKILL after
 // Exec.Grace (DefaultGrace, 10s); when the command exits, what it left in
-// its group is ended the same way. A status other than 0 is an *ExitError
-// with the code and the last lines of stderr.
+// its group is ended the same way. The group is led by a small supervisor
+// process, this program started again, which kills the whole group with
+// SIGKILL when this process dies, however it dies (SIGKILL included): on
+// Linux, within 250 ms. Exec's doc says how, and where that falls short
+// (processes that leave the group, a supervisor killed on its own,
+// containers). A status other than 0 is an *ExitError with the code and
+// the last lines of stderr.
 //
 //	r := &jobs.Exec{Command: []string{"pg_dump", "-f", "/backup/db.sql"}, Grace: 30 * time.Second, Logger: log}
 //
 // HTTP sends one request per run, with the run's Info in the headers
-// Lockcron-Job, Lockcron-Tick, Lockcron-Token, Lockcron-Replica and
-// Lockcron-Attempt; HTTP.Headers may not set Lockcron-* names. It succeeds
+// Lockcron-Job, Lockcron-Tick, Lockcron-Token, Lockcron-Replica,
+// Lockcron-Attempt and Lockcron-Trigger; HTTP.Headers may not set Lockcron-* names. It succeeds
 // on any 2xx status, or on one of HTTP.ExpectStatus; another status is a
 // *StatusError with the start of the body. Errors never show the URL's
 // userinfo or query values, and neither kind logs request headers.
