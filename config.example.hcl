@@ -145,8 +145,10 @@ log {
 
 # An exec job: runs a program directly (no shell unless you ask for one).
 # It gets the run's info in LOCKCRON_JOB, LOCKCRON_TICK (the scheduled time,
-# RFC 3339 UTC), LOCKCRON_TOKEN (fencing token), LOCKCRON_REPLICA and
-# LOCKCRON_ATTEMPT; its output is logged line by line.
+# RFC 3339 UTC), LOCKCRON_TOKEN (fencing token), LOCKCRON_REPLICA,
+# LOCKCRON_ATTEMPT and LOCKCRON_TRIGGER (a manual run's number, empty for
+# scheduled runs); its output is logged line by line. If the scheduler dies,
+# even by SIGKILL, the job's whole process group is killed with it.
 job "hello" {
   # When: cron with 5 fields, or 6 with seconds first ("*/10 * * * * *");
   # descriptors (@hourly, @daily, @every 30s: multiples of 30s since the
@@ -229,9 +231,10 @@ job "hello" {
 
 # An http job: one request per run; a status outside expect_status
 # (default: any 2xx) fails the try. The run's info goes along as
-# Lockcron-Job, Lockcron-Tick, Lockcron-Token, Lockcron-Replica and
-# Lockcron-Attempt headers. Commented out: it needs a server to call, and
-# would fail (and log) every minute on a machine without one.
+# Lockcron-Job, Lockcron-Tick, Lockcron-Token, Lockcron-Replica,
+# Lockcron-Attempt and Lockcron-Trigger headers. Commented out: it needs a
+# server to call, and would fail (and log) every minute on a machine
+# without one.
 # job "ping" {
 #   schedule = "*/1 * * * *"
 #   timeout  = "10s"
