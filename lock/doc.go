@@ -207,7 +207,10 @@
 // connection fails after the request went out. The scripts are idempotent,
 // and a release that frees a lock leaves a mark (prefix:{n}:released:<owner>
 // for a mutex, kept 30s) so that its repeat answers "released" again
-// instead of "not held": an Unlock whose reply was lost succeeds.
+// instead of "not held": an Unlock whose reply was lost succeeds. A
+// ledger's Finish that arrives after its lock expired (the run ended while
+// the server was out of reach) still records the tick done if no one has
+// claimed it since; if someone has, the tick runs again (at least once).
 //
 // go-redis stops dialling a server after PoolSize failed dials and then
 // probes it once a second, so a Client may learn a second late that the

@@ -257,8 +257,12 @@ type Record struct {
 // Unlock. If the lease no longer holds the lock, Finish records nothing and
 // returns an error wrapping ErrNotHeld; the next claim of the tick finds it
 // unfinished. A failure to reach the backend is retried, with a growing
-// pause, until ctx ends; then the lease ends all the same, the lock expires
-// within its lease time, and the tick is unfinished.
+// pause (up to 250ms), until ctx ends; then the lease ends all the same,
+// the lock expires within its lease time, and the tick is unfinished. A
+// retry that arrives after the lock expired still records a done tick if no
+// one has claimed it since (the run ended while the lease held): the
+// outage cost the lock, not the run. If a claim came first, the tick runs
+// again: at least once.
 func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	l, g := cl.Lease, cl.g
 	l.holdMu.Lock()
@@ -272,7 +276,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec, g.fair)
 		// A tick whose outcome is not recorded may run again: retry
 		// failures while ctx lasts (finish.lua answers a repeat with 1).
-		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, time.Second) {
+		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, maxBackoff) {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:

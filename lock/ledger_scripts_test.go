@@ -328,3 +328,59 @@ func TestLedgerScriptsSeen(t *testing.T) {
 		t.Fatalf("seen after a claim of tick 7000 above it = %s, want 7000", got)
 	}
 }
+
+// A finish that comes after its lock expired (the server was out of reach
+// while the run ended) records the tick done if no one has claimed it
+// since, and changes nothing if someone has.
+func TestFinishScriptAfterExpiry(t *testing.T) {
+	s := newLedgerScripts(t)
+	ctx := testCtx(t)
+	k := keysOf("late")
+	const owner, tick = "me:1", 1000
+	rec := finishRec{holds: 1, tick: tick, done: true, outcome: "ran", tries: 1, seen: tick}
+
+	if r := s.claim(t, ctx, k, owner, tick); r[0] != 1 {
+		t.Fatalf("claim = %v", r)
+	}
+	s.rdb.Del(ctx, k.lock) // the lease ran out
+	if n := s.finish(t, ctx, k, owner, rec); n != 1 {
+		t.Fatalf("late finish, tick not claimed since = %d, want 1", n)
+	}
+	f := s.fields(t, ctx, k.ledger)
+	if f["done"] != "1000" || f["finished"] != owner || f["outcome"] != "ran" {
+		t.Fatalf("ledger after the late finish %v, want tick 1000 done by %s", f, owner)
+	}
+	if r := s.claim(t, ctx, k, "other:1", tick); r[0] != 2 {
+		t.Fatalf("claim of the tick after its late finish = %v, want done (2)", r)
+	}
+
+	// Claimed again by another before the late finish arrives: the finish
+	// changes nothing, and the other's claim stands.
+	k = keysOf("late2")
+	if r := s.claim(t, ctx, k, owner, tick); r[0] != 1 {
+		t.Fatalf("claim = %v", r)
+	}
+	s.rdb.Del(ctx, k.lock)
+	if r := s.claim(t, ctx, k, "other:1", tick); r[0] != 1 || r[2] != 2 {
+		t.Fatalf("claim by another after the expiry = %v, want acquired, try 2", r)
+	}
+	before := s.dump(t, ctx)
+	if n := s.finish(t, ctx, k, owner, rec); n != 0 {
+		t.Fatalf("late finish after another's claim = %d, want 0", n)
+	}
+	sameDump(t, "after a late finish that lost the race", s.dump(t, ctx), before)
+
+	// A late finish that gives the tick back (not done) records nothing.
+	k = keysOf("late3")
+	if r := s.claim(t, ctx, k, owner, tick); r[0] != 1 {
+		t.Fatalf("claim = %v", r)
+	}
+	s.rdb.Del(ctx, k.lock)
+	before = s.dump(t, ctx)
+	back := rec
+	back.done = false
+	if n := s.finish(t, ctx, k, owner, back); n != 0 {
+		t.Fatalf("late hand-back = %d, want 0", n)
+	}
+	sameDump(t, "after a late hand-back", s.dump(t, ctx), before)
+}

@@ -354,10 +354,20 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 	switch {
 	case l == nil || l.owner != owner:
 		g := s.ledgerAt(ledger, now, false)
-		s.mu.Unlock()
 		if g != nil && g.finished == owner {
+			s.mu.Unlock()
 			return relReleased, nil // as the script: a repeat
 		}
+		if l == nil && g != nil && rec.Done && g.owner == owner && g.running == tick && g.done < tick {
+			// As the script: the lock expired under a run that ended, and
+			// no one has claimed the tick since: record it done, late.
+			g.done = tick
+			g.seen = max(g.seen, rec.Seen)
+			g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
+			s.mu.Unlock()
+			return relReleased, nil
+		}
+		s.mu.Unlock()
 		return relNotHeld, nil
 	case l.holds != holds:
 		s.mu.Unlock()

@@ -17,7 +17,11 @@
 --         and waiters' deadlines, and the message wakes the queue's head
 --         alone ("fair\n<ARGV[1]>\n<head>", see fairrelease.lua)
 -- Returns 1 finished; 0 the caller does not hold the lock (nothing
--- touched); -5 the hold count differs; -6 KEYS[3] is not a hash (the lock
+-- touched); 1 also when the lock has expired under a claim whose run ended
+-- while the caller could not reach the server (a partition, a paused
+-- server) and no one has claimed the tick since (the ledger's running and
+-- owner are still the caller's): a done tick is recorded as such, late,
+-- so that it is not run again; -5 the hold count differs; -6 KEYS[3] is not a hash (the lock
 -- was released all the same).
 --
 -- Idempotent: a client retry after a lost reply finds the ledger finished
@@ -28,8 +32,21 @@ if type(holds) == 'table' then
 end
 holds = tonumber(holds)
 if not holds then
-  local by = redis.pcall('HGET', KEYS[3], 'finished')
-  if by == ARGV[1] then
+  local f = redis.pcall('HMGET', KEYS[3], 'finished', 'owner', 'running', 'done')
+  if f.err then
+    return 0
+  end
+  if f[1] == ARGV[1] then
+    return 1
+  end
+  if ARGV[4] == '1' and f[2] == ARGV[1] and tonumber(f[3]) == tonumber(ARGV[3])
+      and (tonumber(f[4]) or 0) < tonumber(ARGV[3]) and redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('HSET', KEYS[3], 'done', ARGV[3], 'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1])
+    local seen = tonumber(redis.call('HGET', KEYS[3], 'seen')) or 0
+    if seen < tonumber(ARGV[9]) then
+      redis.call('HSET', KEYS[3], 'seen', ARGV[9])
+    end
+    redis.call('PEXPIRE', KEYS[3], ARGV[7])
     return 1
   end
   return 0
