@@ -132,7 +132,11 @@ func (w *window) required(tick time.Time) bool {
 		if !x.RedisDown {
 			continue
 		}
-		if m >= x.From-int64(time.Second) && m <= x.To+int64(w.lease+time.Second) {
+		lead := x.Lead
+		if lead == 0 {
+			lead = time.Second
+		}
+		if m >= x.From-int64(lead) && m <= x.To+int64(w.lease+time.Second) {
 			return false
 		}
 	}

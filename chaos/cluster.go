@@ -45,9 +45,12 @@ type Cluster struct {
 
 // Window is a span of monotonic time during which a fault was on.
 type Window struct {
-	What       string
-	From, To   int64 // oracle.Mono
-	RedisDown  bool  // no replica could reach Redis: ticks in it are excused
+	What      string
+	From, To  int64 // oracle.Mono
+	RedisDown bool  // no replica could reach Redis: ticks in it are excused
+	// Lead is how long before From a tick is excused as well, when
+	// RedisDown: a tick whose claim was under way (1s if zero).
+	Lead       time.Duration
 	ReplicaOff string
 }
 

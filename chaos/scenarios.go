@@ -303,6 +303,7 @@ func scenarios() []*Scenario {
 	sc.Hold = 300 * time.Millisecond
 	sc.Length = 32 * time.Second
 	sc.Faults = func(f *Faults) {
+		var prev time.Duration
 		for _, x := range []float64{0.2, 0.3, 0.4, 0.5} {
 			rtt := time.Duration(x * float64(lease))
 			before := f.c.lost()
@@ -312,8 +313,11 @@ func scenarios() []*Scenario {
 			if rtt >= timeout {
 				// No command can complete within redis.timeout: as good as
 				// unreachable.
-				f.c.fault(Window{What: fmt.Sprintf("round trip %v", rtt), From: at, To: oracle.Mono(), RedisDown: true})
+				// Claims take a few round trips of the phase before: a
+				// tick due that long before it was still being claimed.
+				f.c.fault(Window{What: fmt.Sprintf("round trip %v", rtt), From: at, To: oracle.Mono(), RedisDown: true, Lead: time.Second + 4*prev})
 			}
+			prev = rtt
 			f.note("round trip %.1f× lease (%v, redis.timeout %v): locks lost %.0f", x, rtt, timeout, f.c.lost()-before)
 			if x < 0.4 && f.c.lost() > before {
 				f.miss("false lock loss at a round trip of %.1f× the lease", x)
