@@ -39,8 +39,10 @@
 //   - tokens never going backwards: a run started later has a token at
 //     least as large;
 //   - every tick scheduled while a replica and Redis were up has an
-//     effective run (ticks within a second before, and lease + 1s after, a
-//     window in which Redis was unreachable by every replica are excused);
+//     effective run (ticks within a second before, more on a slow network,
+//     and lease + 1s after, a window in which Redis was unreachable by every
+//     replica are excused, and so are ticks the overlap policy let go: due
+//     while a run of an earlier tick held the lock);
 //   - every interrupted tick (its replica killed, stopped, paused or its
 //     lock lost) in that span was run again whole;
 //   - nothing leaked: no replica's goroutines more than doubled (and grew
