@@ -21,6 +21,7 @@ import (
 	"github.com/lockcron/lockcron/chaos/internal/oracle"
 	"github.com/lockcron/lockcron/internal/faultproxy"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // Cluster is one scenario's world: the Redis under test (a server, or a
@@ -36,6 +37,7 @@ type Cluster struct {
 	proxy *faultproxy.Proxy   // nil unless sc.Proxy
 
 	mu       sync.Mutex
+	sut      *redis.Client // for sutDo
 	replicas []*Replica
 	next     int      // replicas started so far, for ids
 	windows  []Window // faults, as they happened
@@ -83,13 +85,19 @@ func newCluster(t *testing.T, env *Env, sc *Scenario) *Cluster {
 	return c
 }
 
-// sut returns a client of the Redis under test, for inspection.
+// sutDo runs a command on the Redis under test, for inspection, on a
+// client made once (closed when the test ends).
 func (c *Cluster) sutDo(ctx context.Context, args ...any) (any, error) {
-	if c.sent != nil {
-		cl := c.sent.Client()
-		return cl.Do(ctx, args...).Result()
+	c.mu.Lock()
+	if c.sut == nil {
+		if c.sent != nil {
+			c.sut = c.sent.Client()
+		} else {
+			c.sut = c.redis.Client()
+		}
 	}
-	cl := c.redis.Client()
+	cl := c.sut
+	c.mu.Unlock()
 	return cl.Do(ctx, args...).Result()
 }
 

@@ -37,7 +37,12 @@
 //
 // On one replica, a job has at most one tick in hand (claiming or running),
 // two under overlap queue; a further tick is skipped_busy without asking
-// Redis.
+// Redis. So overlap queue does not queue without bound: when runs fall
+// behind (runs longer than the period, or a lock held by a dead replica
+// until it expires), the fleet's claims run in turn, a claim finds ticks
+// before a later one claimed as done (skipped_done), and the ticks in
+// between are let go, as Quartz coalesces misfired triggers. Only a tick
+// that was claimed and not finished is never let go (below).
 //
 // # Stopping and dying
 //
