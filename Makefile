@@ -8,7 +8,7 @@ test:
 	cd bench && $(GO) vet ./... && $(GO) test ./...
 	$(GO) test -race -count=1 ./...
 
-## chaos: the whole fault suite, every scenario, with its table of figures (about 10 minutes; SEED=n replays a schedule)
+## chaos: the whole fault suite, every scenario, with its table of figures (about 9 minutes; SEED=n replays a schedule)
 chaos:
 	$(GO) test -count=1 -timeout 20m -v -run 'TestChaos$$' ./chaos -args -chaos.full $(if $(SEED),-chaos.seed=$(SEED)) $(if $(TABLE),-chaos.table=$(TABLE))
 
