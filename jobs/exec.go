@@ -64,7 +64,11 @@ const (
 // SIGCONT); once the group has closed its stdout and stderr, or Grace has
 // passed since SIGTERM, what is still left of it gets SIGKILL. Output that
 // a process outside the group keeps open is read for 2s more at most.
-// Exec works on Unix only, as it relies on process groups.
+// A command that had exited on its own when ctx ended is not stopped: Run
+// returns its own status, so a run that completes as its replica stops
+// counts as done (on Linux, where the exit can be seen before it is
+// collected; elsewhere it counts as stopped). Exec works on Unix only, as
+// it relies on process groups.
 //
 // Nor do they outlive this process, even one killed with SIGKILL. Run
 // first starts a supervisor to lead the group, and the command joins it
@@ -230,7 +234,7 @@ func (e *Exec) Run(ctx context.Context) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	// On ctx's end, SIGTERM to the whole group; after WaitDelay, SIGKILL to
 	// the command if it is still there (endRest sees to the rest of it).
-	cmd.Cancel = func() error { return g.cancel(cmp.Or(pgid, cmd.Process.Pid)) }
+	cmd.Cancel = func() error { return g.cancel(cmp.Or(pgid, cmd.Process.Pid), cmd.Process.Pid) }
 	cmd.WaitDelay = grace
 	start := time.Now()
 	err = cmd.Start()
@@ -409,17 +413,21 @@ func (g *group) setPgid(pgid int) {
 	g.mu.Unlock()
 }
 
-// cancel is the Cmd's Cancel: SIGTERM to the whole group, whose leader is
-// pid. (os/exec may call it before Run has called setPgid.) It returns
-// os.ErrProcessDone if there is no one left to signal.
-func (g *group) cancel(pid int) error {
+// cancel is the Cmd's Cancel: SIGTERM to the whole group, whose id is
+// pgid. (os/exec may call it before Run has called setPgid.) It returns
+// os.ErrProcessDone if there is no one left to signal. A command (pid)
+// that had already exited when ctx ended, its work done, was not stopped:
+// its exit status stands (the rest of its group is ended all the same),
+// so a run that completes as the replica stops is not run again.
+func (g *group) cancel(pgid, pid int) error {
+	exited := exitedOnItsOwn(pid)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.pgid = pid
+	g.pgid = pgid
 	if err := g.termLocked(); err != nil {
 		return err
 	}
-	g.cancelled = true
+	g.cancelled = !exited
 	return nil
 }
 
