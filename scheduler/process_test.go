@@ -354,16 +354,19 @@ func TestProcessSIGTERMHandoff(t *testing.T) {
 	if !strings.HasPrefix(msg.Payload, first.Replica+":") {
 		t.Fatalf("unlock message %q, want one from %s", msg.Payload, first.Replica)
 	}
-	if d := freed.Sub(ret.At); d > 100*time.Millisecond {
-		t.Fatalf("lock freed %v after the job returned, want within 100ms", d)
+	// Released by the stop, not expired: well within the 30s lease, with
+	// room for a loaded machine (unloaded: about 15-25ms, and 40-70ms to
+	// the survivor's start; the fault suite reports these figures).
+	if d := freed.Sub(ret.At); d > 3*time.Second {
+		t.Fatalf("lock freed %v after the job returned, want within 3s (a tenth of the lease)", d)
 	}
 	again := next(t, events, "start", 5*time.Second)
 	t.Logf("job returned → lock freed: %v; lock freed → survivor started: %v", freed.Sub(ret.At), again.At.Sub(freed))
 	if again.Replica == first.Replica || !again.Tick.Equal(tick) || again.Attempt != 2 {
 		t.Fatalf("after SIGTERM: %+v; want the survivor on tick %s, attempt 2", again, tick)
 	}
-	if d := again.At.Sub(freed); d > 300*time.Millisecond {
-		t.Fatalf("the survivor started the tick %v after the lock was freed, want within 300ms", d)
+	if d := again.At.Sub(freed); d > 3*time.Second {
+		t.Fatalf("the survivor started the tick %v after the lock was freed, want within 3s (a tenth of the lease)", d)
 	}
 	select {
 	case <-victim.exited:

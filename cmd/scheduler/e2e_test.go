@@ -724,8 +724,11 @@ func TestSIGTERMHandsTickToAnotherReplica(t *testing.T) {
 	if again.replica == victim.name || !again.tick.Equal(first.tick) {
 		t.Errorf("after SIGTERM: %+v; want another replica on tick %s", again, first.tick.Format(time.RFC3339))
 	}
-	if d > 300*time.Millisecond {
-		t.Errorf("the survivor started the tick %v after the SIGTERM, want within 300ms", d)
+	// A handoff, not the lease's expiry: well within the 30s lease, with
+	// room for a loaded machine (unloaded it takes about 100ms; the fault
+	// suite reports the figure).
+	if d > 3*time.Second {
+		t.Errorf("the survivor started the tick %v after the SIGTERM, want within 3s (a tenth of the lease)", d)
 	}
 
 	// The victim's exec job got SIGTERM, and the victim exits 0 within
