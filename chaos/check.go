@@ -197,9 +197,10 @@ func check(name string, evs []oracle.Event, w *window, jobs []string, kills []Ki
 		}
 	}
 	// Every required tick ran, unless the overlap policy let it go: it was
-	// due while a run of an earlier tick held the job's lock (a lock whose
-	// holder vanished is held until its lease runs out); every interrupted
-	// tick was run again.
+	// due while an earlier tick was in hand, from its own scheduled time
+	// (replicas claiming it) until its run ended (a lock whose holder
+	// vanished is held until its lease runs out); every interrupted tick
+	// was run again.
 	held := func(job string, t time.Time) bool {
 		m := w.mono(t)
 		for _, r := range byJob[job] {
@@ -207,6 +208,9 @@ func check(name string, evs []oracle.Event, w *window, jobs []string, kills []Ki
 				continue
 			}
 			from, to := r.start-int64(200*time.Millisecond), r.last+int64(200*time.Millisecond)
+			if due, err := time.Parse(time.RFC3339, r.Tick); err == nil {
+				from = min(from, w.mono(due))
+			}
 			if !r.effective() {
 				to = r.last + int64(w.lease+200*time.Millisecond)
 			}

@@ -42,7 +42,7 @@
 //     effective run (ticks within a second before, more on a slow network,
 //     and lease + 1s after, a window in which Redis was unreachable by every
 //     replica are excused, and so are ticks the overlap policy let go: due
-//     while a run of an earlier tick held the lock);
+//     while an earlier tick was in hand, being claimed or run);
 //   - every interrupted tick (its replica killed, stopped, paused or its
 //     lock lost) in that span was run again whole;
 //   - nothing leaked: no replica's goroutines more than doubled (and grew
