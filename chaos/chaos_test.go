@@ -239,7 +239,7 @@ func runScenario(t *testing.T, env *Env, sc *Scenario, rng *rand.Rand) *Result {
 	got.LocksLost = res.LocksLost
 	got.Leaks = append(got.Leaks, res.Leaks...)
 	got.Err = res.Err
-	got.Broken = f.broken
+	got.Broken = append(got.Broken, f.broken...)
 	got.Notes = append(append(got.Notes, res.Notes...), f.notes...)
 	if len(got.violations()) > 0 {
 		t.Logf("replica logs kept in %s", keep(t, c.dir))

@@ -55,6 +55,10 @@ func runs(evs []oracle.Event) []*run {
 	return out
 }
 
+// groupGoneBound is how long an exec job's process group may outlive its
+// SIGKILLed daemon.
+const groupGoneBound = 250 * time.Millisecond
+
 // Result is what the checker found in one scenario.
 type Result struct {
 	Scenario string
@@ -259,14 +263,21 @@ func check(name string, evs []oracle.Event, w *window, jobs []string, kills []Ki
 				if r.refused && r.lastAccMono != 0 {
 					from = r.lastAccMono // paused: it was cut short at its last accepted write
 				}
+				killed := false
 				for _, k := range kills {
 					if k.Job == job && k.Tick == r.Tick && k.Replica == r.Replica {
-						from = k.At
+						from, killed = k.At, true
 					}
 				}
-				if d := time.Duration(next.start - from); d > res.RerunMax {
+				d := time.Duration(next.start - from)
+				if d > res.RerunMax {
 					res.RerunMax = d
 					res.RerunWorst = fmt.Sprintf("%s@%s: %s's run (try %d) interrupted, tried again by %s (try %d) %v later", job, t.UTC().Format("15:04:05"), r.Replica, r.Attempt, next.Replica, next.Attempt, d.Round(time.Millisecond))
+				}
+				// Replicas are killed one at a time, so others are up: a
+				// killed handoff tick is due again within lease + 1 s.
+				if killed && d > w.lease+time.Second {
+					res.Broken = append(res.Broken, fmt.Sprintf("%s@%s killed on %s re-run %v later, over lease + 1s", job, t.UTC().Format("15:04:05"), r.Replica, d.Round(time.Millisecond)))
 				}
 			}
 		}
@@ -299,6 +310,9 @@ func check(name string, evs []oracle.Event, w *window, jobs []string, kills []Ki
 			res.Leaks = append(res.Leaks, fmt.Sprintf("exec job of %s still running 10s after its daemon's SIGKILL", k.Replica))
 		}
 		res.GroupGone = max(res.GroupGone, k.Gone)
+	}
+	if res.GroupGone > groupGoneBound {
+		res.Broken = append(res.Broken, fmt.Sprintf("exec job outlived its SIGKILLed daemon by %v, over %v", res.GroupGone.Round(time.Millisecond), groupGoneBound))
 	}
 	return res
 }
