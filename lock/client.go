@@ -37,7 +37,13 @@ type backend interface {
 	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error)
 	// finish runs finish.lua. Like release, it does not wake this
 	// Client's own waiters.
-	finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record, fair bool) (int64, error)
+	// It appends rec.Entry to the ledger's history.
+	finish(ctx context.Context, k *keys, g *Ledger, owner string, holds int, tick int64, rec Record) (int64, error)
+	// ledgerPass runs pass.lua: 1 passed, 0 passed already, or a type
+	// error's status.
+	ledgerPass(ctx context.Context, g *Ledger, upTo int64, entry map[string]string) (int64, error)
+	// history reads a ledger's history stream, newest first.
+	history(ctx context.Context, key string, limit int, before string) ([]Entry, error)
 	// ledgerPause sets or clears a ledger's paused field.
 	ledgerPause(ctx context.Context, key string, paused bool) error
 	// ledgerTrigger adds one to a ledger's triggers field and returns it.

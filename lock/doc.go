@@ -131,6 +131,22 @@
 // requests, and Client.Publish and Client.Subscribe carry messages between
 // the Clients of a store (the scheduler's fleet requests).
 //
+// A ledger keeps a history: a Redis Stream at prefix:{n}:ledger:id:history,
+// in the lock's hash slot, whose entries are the field-value maps its
+// callers give. Claim.Finish appends Record.Entry in the same script that
+// records the finish and releases the lock, so a finish is in the history
+// once, by its claimant, whatever the retries; a finish that finds the
+// lock lost records nothing (the caller may Ledger.Append the entry to the
+// history alone). Ledger.Pass moves the ledger's seen past ticks nobody
+// claimed and appends an entry, once across the callers. Each append trims
+// the history to the latest WithHistory keep entries (default 100) and
+// drops those older than its max age (default 30 days), which is also the
+// stream's TTL. Ledger.History reads it newest first, paged by entry id.
+// Ledgers of one task may share one history (WithSharedHistory). The
+// ledger also remembers when each outcome was last recorded
+// (LedgerState.Last), and who had a tick before it was taken over
+// (Claim.From). The memory backend keeps the same history.
+//
 // # Fair locks
 //
 // Client.FairMutex is the reentrant lock whose waiters acquire it first

@@ -194,7 +194,7 @@ func TestLostReleaseReplyReportsSuccess(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.dropOnce(sha)
-		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 1000}); err != nil {
+		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 1000, Entry: map[string]string{"tick": "1000"}}); err != nil {
 			t.Fatalf("Finish with its reply lost: %v", err)
 		}
 		if f.armed() != 0 {
@@ -209,6 +209,9 @@ func TestLostReleaseReplyReportsSuccess(t *testing.T) {
 		}
 		if st.Done != 1000 || st.Outcome != "ran" || st.Held {
 			t.Fatalf("ledger after the retried finish: %+v", st)
+		}
+		if ents, err := g.History(ctx, 10, ""); err != nil || len(ents) != 1 {
+			t.Fatalf("history after the retried finish: %v, %v; want one entry", ents, err)
 		}
 	})
 }

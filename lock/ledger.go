@@ -38,6 +38,11 @@ type Ledger struct {
 	id   string
 	key  string
 	fair bool // claims wait in the FairMutex's queue
+
+	keep   int           // history entries kept
+	maxAge time.Duration // history entries' lifetime
+	histID string        // the ledger whose history this one writes (WithSharedHistory)
+	hist   string        // the history's key
 }
 
 // fairClaim is how a claim takes part in a fair lock's queue (claim.lua's
@@ -48,10 +53,11 @@ type fairClaim struct {
 	wait  int           // 0 no wait (one attempt); 1 for the same tick; 2 for any tick (queue)
 }
 
-// Ledger returns the ledger named id beside the lock named lockName. It
-// returns ErrInvalid for a bad lock name or an id that is empty or holds
-// { or }.
-func (c *Client) Ledger(lockName, id string) (*Ledger, error) {
+// Ledger returns the ledger named id beside the lock named lockName, with
+// its history (Ledger.History) kept as opts say. It returns ErrInvalid for
+// a bad lock name, an id that is empty or holds { or }, or a negative
+// retention.
+func (c *Client) Ledger(lockName, id string, opts ...LedgerOption) (*Ledger, error) {
 	if err := validName(lockName); err != nil {
 		return nil, err
 	}
@@ -59,7 +65,24 @@ func (c *Client) Ledger(lockName, id string) (*Ledger, error) {
 		return nil, fmt.Errorf("lock %q: ledger id %q: empty, or holds { or }: %w", lockName, id, ErrInvalid)
 	}
 	m := newMutex(c, lockName)
-	return &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id}, nil
+	g := &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id, keep: DefaultHistoryKeep, maxAge: DefaultHistoryMaxAge}
+	for _, o := range opts {
+		o(g)
+	}
+	if g.histID == "" {
+		g.histID = id
+	}
+	if strings.ContainsAny(g.histID, "{}") {
+		return nil, fmt.Errorf("lock %q: ledger %q: shared history %q holds { or }: %w", lockName, id, g.histID, ErrInvalid)
+	}
+	g.hist = m.k.lock + ":ledger:" + g.histID + ":history"
+	if g.keep < 0 || g.maxAge < 0 {
+		return nil, fmt.Errorf("lock %q: ledger %q: history keeps %d entries for %v: must not be negative: %w", lockName, id, g.keep, g.maxAge, ErrInvalid)
+	}
+	if g.maxAge < time.Millisecond {
+		g.maxAge = time.Millisecond
+	}
+	return g, nil
 }
 
 // FairLedger is Ledger whose claims take the lock in FairMutex order:
@@ -68,8 +91,8 @@ func (c *Client) Ledger(lockName, id string) (*Ledger, error) {
 // they came, and only the head is woken when it is released. The lock is
 // the same as Ledger's: a Ledger and a FairLedger of one name exclude each
 // other, but only FairLedger claims keep the order.
-func (c *Client) FairLedger(lockName, id string) (*Ledger, error) {
-	g, err := c.Ledger(lockName, id)
+func (c *Client) FairLedger(lockName, id string, opts ...LedgerOption) (*Ledger, error) {
+	g, err := c.Ledger(lockName, id, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +116,11 @@ type Claim struct {
 	// Try is the number of this claim's first try at the tick: 1, or more
 	// when earlier claims of the tick gave it back or died with it.
 	Try int
+	// From is the owner id of the claim of Tick before this one, when Try
+	// is above 1 (it died, lost the lock or gave the tick back), else "".
+	// An owner id is the claiming Client's ID (WithClientID), a colon and
+	// a number.
+	From string
 
 	g *Ledger
 }
@@ -216,7 +244,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if claimed == 0 {
 			claimed = tick
 		}
-		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), g: g}, nil
+		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, g: g}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -248,6 +276,10 @@ type Record struct {
 	// handled every tick up to it (it skipped those due while it ran), so
 	// none of them was missed.
 	Seen int64
+	// Entry, if not nil, is appended to the ledger's history (History)
+	// when the finish is recorded, in the same step: once, whatever the
+	// retries.
+	Entry map[string]string
 }
 
 // Finish writes rec to the ledger and releases the lock (every hold of the
@@ -273,7 +305,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	}
 	var ledgerErr error
 	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
-		n, err := l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec, g.fair)
+		n, err := l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
 		// A tick whose outcome is not recorded may run again: retry
 		// failures while ctx lasts (finish.lua answers a repeat with 1).
 		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, maxBackoff) {
@@ -284,10 +316,14 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 				t.Stop()
 				continue
 			}
-			n, err = l.c.be.finish(ctx, l.k, g.key, l.owner, holds, cl.Tick, rec, g.fair)
+			n, err = l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
 		}
-		if n == finishLedgerType {
+		switch n {
+		case finishLedgerType:
 			ledgerErr = fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", l.k.name, g.key, ErrBadKey)
+			n = relReleased
+		case historyType:
+			ledgerErr = g.historyTypeErr()
 			n = relReleased
 		}
 		if err != nil || n == relReleased {
@@ -309,16 +345,20 @@ func (g *Ledger) kind() kind {
 
 // LedgerState is what a ledger says now.
 type LedgerState struct {
-	Done     int64  // the latest tick done; 0 if none
-	Seen     int64  // the latest tick anyone claimed (done or not)
-	Running  int64  // the tick claimed after Done and not done: under way, given back, or its owner died; else 0
-	Owner    string // the owner id of the claim of Running, or of the last claim
-	Tries    int    // tries of the last tick claimed
-	Outcome  string // the outcome recorded by the last Finish
-	Finished string // the owner id of the last Finish
-	Held     bool   // the lock is held now (by a claim or a plain Lock)
-	Paused   bool   // Pause(true) was called and not undone: claims return ErrPaused
-	Triggers int64  // how many times Trigger was called
+	Done     int64     // the latest tick done; 0 if none
+	Seen     int64     // the latest tick anyone claimed (done or not)
+	Running  int64     // the tick claimed after Done and not done: under way, given back, or its owner died; else 0
+	Owner    string    // the owner id of the claim of Running, or of the last claim
+	Since    time.Time // when that claim was taken, on the store's clock; zero if none
+	Tries    int       // tries of the last tick claimed
+	Outcome  string    // the outcome recorded by the last Finish
+	Finished string    // the owner id of the last Finish
+	Held     bool      // the lock is held now (by a claim or a plain Lock)
+	Paused   bool      // Pause(true) was called and not undone: claims return ErrPaused
+	Triggers int64     // how many times Trigger was called
+	// Last is when each outcome was last recorded by a Finish, on the
+	// store's clock (as long as the ledger lives, LedgerTTL).
+	Last map[string]time.Time
 }
 
 // State reads the ledger, and whether the lock is held, in one round trip.
@@ -342,6 +382,19 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 		Done: num("done"), Seen: num("seen"), Running: num("running"),
 		Owner: f["owner"], Tries: int(num("tries")), Outcome: f["outcome"], Finished: f["finished"],
 		Held: held, Paused: f["paused"] == "1", Triggers: num("triggers"),
+	}
+	if ms := num("since"); ms != 0 {
+		st.Since = time.UnixMilli(ms)
+	}
+	for k, v := range f {
+		if outcome, ok := strings.CutPrefix(k, "at:"); ok {
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+				if st.Last == nil {
+					st.Last = make(map[string]time.Time)
+				}
+				st.Last[outcome] = time.UnixMilli(ms)
+			}
+		}
 	}
 	if st.Running <= st.Done {
 		st.Running = 0
@@ -390,6 +443,7 @@ type claimReply struct {
 	value  int64 // token, done tick or pttl, by status
 	try    int64
 	extra  int64 // the tick claimed when acquired; the holder's tick when held
+	from   string
 }
 
 // finishRetry is the first pause before Finish tries again.

@@ -46,7 +46,7 @@ func TestMemoryFinishAfterExpiry(t *testing.T) {
 				t.Fatalf("claim by another after the expiry: %v, %v; want try 2", ocl, err)
 			}
 		}
-		n, err := c.be.finish(ctx, cl.Lease.k, g.key, owner, 1, tick, Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick}, false)
+		n, err := c.be.finish(ctx, cl.Lease.k, g, owner, 1, tick, Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick})
 		if err != nil {
 			t.Fatal(err)
 		}

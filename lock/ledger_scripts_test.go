@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,11 +51,19 @@ func newLedgerScripts(t *testing.T) *ledgerScripts {
 func (s *ledgerScripts) claim(t *testing.T, ctx context.Context, k scriptKeys, owner string, tick int64) []int64 {
 	t.Helper()
 	v, err := s.claimS.Run(ctx, s.rdb, []string{k.lock, k.token, k.ledger},
-		owner, scriptLease.Milliseconds(), scriptTokenTTL.Milliseconds(), tick, lock.LedgerTTL.Milliseconds()).Int64Slice()
+		owner, scriptLease.Milliseconds(), scriptTokenTTL.Milliseconds(), tick, lock.LedgerTTL.Milliseconds()).Slice()
 	if err != nil {
 		t.Fatalf("claim.lua by %s of tick %d: %v", owner, tick, err)
 	}
-	return v
+	// The numbers of the reply; an acquired claim's last value is the
+	// owner it took the tick from.
+	var n []int64
+	for _, x := range v {
+		if i, ok := x.(int64); ok {
+			n = append(n, i)
+		}
+	}
+	return n
 }
 
 // finishRec is what finish.lua is told.
@@ -204,7 +213,16 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 	after := s.dump(t, ctx)
 	want := map[string]string{"done": "1000", "seen": "1000", "running": "1000", "owner": owner,
 		"tries": "1", "outcome": "ran", "finished": owner}
-	if f := s.fields(t, ctx, k.ledger); !maps.Equal(f, want) {
+	f := s.fields(t, ctx, k.ledger)
+	if at, err := strconv.ParseInt(f["at:ran"], 10, 64); err != nil || at <= 0 {
+		t.Fatalf("ledger after finish: at:ran = %q, want the time of the finish", f["at:ran"])
+	}
+	delete(f, "at:ran")
+	if since, err := strconv.ParseInt(f["since"], 10, 64); err != nil || since <= 0 {
+		t.Fatalf("ledger after finish: since = %q, want the time of the claim", f["since"])
+	}
+	delete(f, "since")
+	if !maps.Equal(f, want) {
 		t.Fatalf("ledger after finish %v, want %v", f, want)
 	}
 	if n := s.rdb.Exists(ctx, k.lock).Val(); n != 0 {

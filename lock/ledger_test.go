@@ -103,12 +103,19 @@ func TestLedgerOncePerTick(t *testing.T) {
 		if st.Done != 100 || st.Seen != 100 || st.Running != 0 || st.Outcome != "ran" || st.Tries != 1 || st.Finished != cl.Lease.Owner() || st.Held {
 			t.Fatalf("state = %+v", st)
 		}
+		before := time.Now()
 		next := mustClaim(t, ctx, b, 101)
+		after := time.Now()
 		if next.Lease.Token() <= cl.Lease.Token() {
 			t.Fatalf("token of tick 101 = %d, not above %d", next.Lease.Token(), cl.Lease.Token())
 		}
 		if st, err = b.State(ctx); err != nil || !st.Held || st.Running != 101 || st.Owner != next.Lease.Owner() {
 			t.Fatalf("state while tick 101 runs = %+v, %v", st, err)
+		}
+		// Since is on the store's clock, which is this machine's here; a
+		// millisecond of truncation either way.
+		if st.Since.Before(before.Add(-time.Millisecond)) || st.Since.After(after.Add(time.Millisecond)) {
+			t.Fatalf("claim of tick 101 since %v, not between %v and %v", st.Since, before, after)
 		}
 		// The claimant skipped ticks up to 105 while it ran: seen moves on.
 		if err := next.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 105}); err != nil {

@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +21,7 @@ type MemoryStore struct {
 	tokens map[string]int64    // high-water marks by token key
 	subs   map[string]map[*memoryBackend]int
 	ledger map[string]*memLedger            // by ledger key
+	hists  map[string]*memHistory           // ledgers' histories, by history key
 	queues map[string]*memQueue             // fair locks' queues, by queue key
 	events map[string]map[*handler]struct{} // Subscribe, by channel
 	sems   map[string]memSem                // semaphores' permits, by permits key
@@ -33,6 +36,9 @@ type memLedger struct {
 	triggers                   int64
 	paused                     bool
 	owner, outcome, finished   string
+	from                       string           // the owner before owner, when tries > 1
+	since                      int64            // ms of the claim of running
+	last                       map[string]int64 // at:<outcome>: ms of its last finish
 	expires                    time.Time
 }
 
@@ -50,6 +56,7 @@ func NewMemoryStore() *MemoryStore {
 		tokens: make(map[string]int64),
 		subs:   make(map[string]map[*memoryBackend]int),
 		ledger: make(map[string]*memLedger),
+		hists:  make(map[string]*memHistory),
 		queues: make(map[string]*memQueue),
 		events: make(map[string]map[*handler]struct{}),
 		sems:   make(map[string]memSem),
@@ -316,7 +323,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	waits := fair.on && (fair.wait == 1 && running == tick || fair.wait == 2)
 	if l := s.live(k.lock, now); l != nil {
 		if l.owner == owner {
-			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running}, nil
+			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		if waits {
@@ -334,26 +341,43 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	if running != 0 && running < tick {
 		r.extra = running // never overtaken: as the script
 	}
+	g.from = ""
 	if running == r.extra {
 		g.tries++
+		g.from = g.owner
 	} else {
 		g.tries = 1
 	}
-	g.running, g.owner, r.try = r.extra, owner, g.tries
+	g.running, g.owner, r.try, r.from = r.extra, owner, g.tries, g.from
+	g.since = now.UnixMilli()
 	return r, nil
 }
 
-func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record, fair bool) (int64, error) {
+func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s := b.s
 	s.mu.Lock()
 	now := time.Now()
+	// record writes the finish to the ledger and its history, as the
+	// script's record.
+	record := func(g *memLedger) {
+		if rec.Done && g.done < tick {
+			g.done = tick
+		}
+		g.seen = max(g.seen, rec.Seen)
+		g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
+		if g.last == nil {
+			g.last = make(map[string]int64)
+		}
+		g.last[rec.Outcome] = time.Now().UnixMilli()
+		s.appendHistory(lg, rec.Entry, now)
+	}
 	l := s.live(k.lock, now)
 	switch {
 	case l == nil || l.owner != owner:
-		g := s.ledgerAt(ledger, now, false)
+		g := s.ledgerAt(lg.key, now, false)
 		if g != nil && g.finished == owner {
 			s.mu.Unlock()
 			return relReleased, nil // as the script: a repeat
@@ -361,9 +385,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 		if l == nil && g != nil && rec.Done && g.owner == owner && g.running == tick && g.done < tick {
 			// As the script: the lock expired under a run that ended, and
 			// no one has claimed the tick since: record it done, late.
-			g.done = tick
-			g.seen = max(g.seen, rec.Seen)
-			g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
+			record(s.ledgerAt(lg.key, now, true))
 			s.mu.Unlock()
 			return relReleased, nil
 		}
@@ -373,21 +395,16 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 		s.mu.Unlock()
 		return relMismatch, nil
 	}
-	g := s.ledgerAt(ledger, now, true)
-	if rec.Done && g.done < tick {
-		g.done = tick
-	}
-	g.seen = max(g.seen, rec.Seen)
-	g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
+	record(s.ledgerAt(lg.key, now, true))
 	delete(s.locks, k.lock)
 	subs := s.subscribers(k, b)
 	head := ""
-	if fair {
+	if lg.fair {
 		head = s.queueAt(k, now, false).head()
 	}
 	s.mu.Unlock()
 	for _, sub := range subs {
-		if fair {
+		if lg.fair {
 			if head != "" {
 				sub.wakeFair(head)
 			}
@@ -396,6 +413,103 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, ledger, owner strin
 		}
 	}
 	return relReleased, nil
+}
+
+func (b *memoryBackend) ledgerPass(ctx context.Context, lg *Ledger, upTo int64, entry map[string]string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if upTo != 0 { // 0: append alone
+		if g := s.ledgerAt(lg.key, now, false); g != nil && g.seen >= upTo {
+			return 0, nil
+		}
+		s.ledgerAt(lg.key, now, true).seen = upTo
+	}
+	s.appendHistory(lg, entry, now)
+	return 1, nil
+}
+
+func (b *memoryBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.hists[key]
+	if h == nil || !time.Now().Before(h.expires) {
+		delete(s.hists, key)
+		return nil, nil
+	}
+	var out []Entry
+	for i := len(h.entries) - 1; i >= 0 && len(out) < limit; i-- {
+		e := h.entries[i]
+		if before != "" && !idBefore(e.id, before) {
+			continue
+		}
+		out = append(out, Entry{ID: e.id.String(), Time: time.UnixMilli(e.id.ms), Fields: maps.Clone(e.fields)})
+	}
+	return out, nil
+}
+
+// memHistory is a ledger's history stream (lib.lua's appendHistory).
+type memHistory struct {
+	entries []memEntry // oldest first
+	last    streamID
+	expires time.Time
+}
+
+type memEntry struct {
+	id     streamID
+	fields map[string]string
+}
+
+// streamID is a Redis Stream entry id.
+type streamID struct{ ms, seq int64 }
+
+func (id streamID) String() string { return fmt.Sprintf("%d-%d", id.ms, id.seq) }
+
+// idBefore reports whether id comes before the entry id s (well formed).
+func idBefore(id streamID, s string) bool {
+	var b streamID
+	if _, err := fmt.Sscanf(s, "%d-%d", &b.ms, &b.seq); err != nil {
+		return false
+	}
+	return id.ms < b.ms || id.ms == b.ms && id.seq < b.seq
+}
+
+// appendHistory appends fields, if any, to lg's history, trimmed as the
+// script trims it. s.mu is held.
+func (s *MemoryStore) appendHistory(lg *Ledger, fields map[string]string, now time.Time) {
+	if len(fields) == 0 {
+		return
+	}
+	key := lg.HistoryKey()
+	h := s.hists[key]
+	if h == nil || !now.Before(h.expires) {
+		h = &memHistory{}
+		s.hists[key] = h
+	}
+	id := streamID{ms: now.UnixMilli()}
+	if id.ms <= h.last.ms {
+		id = streamID{ms: h.last.ms, seq: h.last.seq + 1}
+	}
+	h.last = id
+	h.entries = append(h.entries, memEntry{id: id, fields: maps.Clone(fields)})
+	if n := len(h.entries) - lg.keep; n > 0 {
+		h.entries = slices.Delete(h.entries, 0, n)
+	}
+	oldest := id.ms - lg.maxAge.Milliseconds()
+	i := 0
+	for i < len(h.entries) && h.entries[i].id.ms < oldest {
+		i++
+	}
+	h.entries = slices.Delete(h.entries, 0, i)
+	h.expires = now.Add(lg.maxAge)
 }
 
 func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
@@ -412,11 +526,18 @@ func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[st
 		return map[string]string{}, held, nil
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return map[string]string{
+	f := map[string]string{
 		"done": n(g.done), "seen": n(g.seen), "running": n(g.running), "tries": n(g.tries),
 		"owner": g.owner, "outcome": g.outcome, "finished": g.finished,
 		"paused": map[bool]string{true: "1", false: ""}[g.paused], "triggers": n(g.triggers),
-	}, held, nil
+	}
+	if g.since != 0 {
+		f["since"] = n(g.since)
+	}
+	for outcome, ms := range g.last {
+		f["at:"+outcome] = n(ms)
+	}
+	return f, held, nil
 }
 
 func (b *memoryBackend) ledgerPause(ctx context.Context, key string, paused bool) error {

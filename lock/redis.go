@@ -28,6 +28,8 @@ var (
 	claimSrc string
 	//go:embed scripts/finish.lua
 	finishSrc string
+	//go:embed scripts/pass.lua
+	passSrc string
 
 	// Run sends EVALSHA, and EVAL on NOSCRIPT.
 	acquireScript     = redis.NewScript(libSrc + acquireSrc)
@@ -36,6 +38,7 @@ var (
 	forceUnlockScript = redis.NewScript(forceUnlockSrc)
 	claimScript       = redis.NewScript(libSrc + claimSrc)
 	finishScript      = redis.NewScript(libSrc + finishSrc)
+	passScript        = redis.NewScript(libSrc + passSrc)
 )
 
 // tokenTTL is how long the fencing high-water mark outlives its last use.
@@ -195,38 +198,84 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 		keys = append(keys, k.queue, k.timeout)
 		args = append(args, 1, fair.place.Milliseconds(), max((fair.place/3).Milliseconds(), 1), fair.wait)
 	}
-	v, err := b.runAcked(ctx, claimScript, keys, args...).Int64Slice()
+	v, err := b.runAcked(ctx, claimScript, keys, args...).Slice()
 	if err != nil {
 		return claimReply{}, err
 	}
 	if len(v) < 2 {
 		return claimReply{}, fmt.Errorf("claim: %d values in reply, want 2 or more", len(v))
 	}
-	r := claimReply{status: v[0], value: v[1]}
+	n := make([]int64, len(v))
+	for i, x := range v {
+		switch x := x.(type) {
+		case int64:
+			n[i] = x
+		case string:
+			if i != 4 {
+				return claimReply{}, fmt.Errorf("claim: value %d of the reply is %q, not an integer", i, x)
+			}
+		default:
+			return claimReply{}, fmt.Errorf("claim: value %d of the reply is a %T", i, x)
+		}
+	}
+	r := claimReply{status: n[0], value: n[1]}
 	switch {
-	case r.status == claimAcquired && len(v) == 4:
-		r.try, r.extra = v[2], v[3]
+	case r.status == claimAcquired && len(v) == 5:
+		r.try, r.extra = n[2], n[3]
+		r.from, _ = v[4].(string)
 	case r.status == claimHeld && len(v) == 3:
-		r.extra = v[2]
+		r.extra = n[2]
 	case r.status == claimAcquired, r.status == claimHeld:
 		return claimReply{}, fmt.Errorf("claim: %d values in reply with status %d", len(v), r.status)
 	}
 	return r, nil
 }
 
-func (b *redisBackend) finish(ctx context.Context, k *keys, ledger, owner string, holds int, tick int64, rec Record, fair bool) (int64, error) {
+func (b *redisBackend) finish(ctx context.Context, k *keys, g *Ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
 	d := 0
 	if rec.Done {
 		d = 1
 	}
-	keys := []string{k.lock, k.channel, ledger}
+	keys := []string{k.lock, k.channel, g.key, g.HistoryKey()}
 	f := 0
-	if fair {
+	if g.fair {
 		f = 1
 		keys = append(keys, k.queue, k.timeout)
 	}
-	return finishScript.Run(ctx, b.rdb, keys,
-		owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), owner, rec.Seen, f).Int64()
+	args := append([]any{owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), owner, rec.Seen, f,
+		g.keep, g.maxAge.Milliseconds()}, flatten(rec.Entry)...)
+	return finishScript.Run(ctx, b.rdb, keys, args...).Int64()
+}
+
+func (b *redisBackend) ledgerPass(ctx context.Context, g *Ledger, upTo int64, entry map[string]string) (int64, error) {
+	var up any = upTo
+	if upTo == 0 {
+		up = "" // append alone
+	}
+	args := append([]any{up, LedgerTTL.Milliseconds(), g.keep, g.maxAge.Milliseconds()}, flatten(entry)...)
+	return passScript.Run(ctx, b.rdb, []string{g.key, g.HistoryKey()}, args...).Int64()
+}
+
+func (b *redisBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
+	end := "+"
+	if before != "" {
+		end = "(" + before
+	}
+	msgs, err := b.rdb.XRevRangeN(ctx, key, end, "-", int64(limit)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(msgs))
+	for _, m := range msgs {
+		f := make(map[string]string, len(m.Values))
+		for k, v := range m.Values {
+			if s, ok := v.(string); ok {
+				f[k] = s
+			}
+		}
+		out = append(out, Entry{ID: m.ID, Time: entryTime(m.ID), Fields: f})
+	}
+	return out, nil
 }
 
 func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {

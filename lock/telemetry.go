@@ -21,6 +21,7 @@ const (
 	outcomeLocked   = "locked"   // ErrLocked: the wait was over
 	outcomeCanceled = "canceled" // the ctx ended
 	outcomeDone     = "done"     // ErrDone: a ledger's tick needs no run
+	outcomePaused   = "paused"   // ErrPaused: a paused ledger runs nothing
 	outcomeError    = "error"
 	outcomeReleased = "released"
 	outcomeLost     = "lost"
@@ -85,6 +86,8 @@ func (t *telemetry) endWait(w waitSpan, name string, d time.Duration, l *Lease, 
 		outcome = outcomeLocked
 	case errors.Is(err, ErrDone):
 		outcome = outcomeDone
+	case errors.Is(err, ErrPaused):
+		outcome = outcomePaused
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		outcome = outcomeCanceled
 	default:

@@ -5,7 +5,9 @@
 -- KEYS[3] the ledger: a hash with the fields done (the latest tick done),
 --         seen (the latest tick anyone claimed), running (the tick last
 --         claimed), owner (its claimant), tries (tries of running so far),
---         outcome and finished (written by finish.lua)
+--         outcome and finished (written by finish.lua), from (the owner
+--         of the claim before running's, when tries > 1), since (when
+--         running was claimed, Redis time in ms)
 -- ARGV[1] owner id, unique to this claim
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
@@ -28,9 +30,10 @@
 -- lost the lock, or gave it back) is never overtaken: a claim that takes
 -- the lock claims that tick instead, with its tries counting on, and the
 -- caller claims its own again once it has finished it.
--- Returns {1, token, try, claimed} acquired: claimed is the tick claimed
--- (ARGV[4], or the earlier unfinished one), try the number of this claim's
--- first try at it (1 + the tries before it);
+-- Returns {1, token, try, claimed, from} acquired: claimed is the tick
+-- claimed (ARGV[4], or the earlier unfinished one), try the number of this
+-- claim's first try at it (1 + the tries before it), from the owner of the
+-- claim before it when try > 1, else "";
 -- {2, tick} the tick, or the later one returned, is done or under way;
 -- {3, 0} the ledger is paused (its field paused is 1): nothing is taken;
 -- {0, pttl, running} held by another owner, who claimed the tick running
@@ -43,7 +46,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'from')
 if f.err then
   return {-6, 0}
 end
@@ -111,7 +114,7 @@ if pttl ~= -2 then
   if redis.call('HEXISTS', KEYS[1], owner) == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick}
+    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick, f[7] or ''}
   end
   return wait(pttl)
 end
@@ -119,7 +122,8 @@ if waits and head and head ~= owner then
   -- Free, but others came first.
   return wait(0)
 end
-local token = newToken(KEYS[2], ARGV[3], clock or redis.call('TIME'))
+clock = clock or redis.call('TIME')
+local token = newToken(KEYS[2], ARGV[3], clock)
 if not token then
   return {-4, 0}
 end
@@ -133,11 +137,18 @@ local claimed = tick
 if running ~= 0 and running < tick then
   claimed = running
 end
+local from = ''
 if running == claimed then
   tries = tries + 1
+  from = f[6] or ''
 else
   tries = 1
 end
-redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries)
+redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', millis(clock))
+if from ~= '' then
+  redis.call('HSET', KEYS[3], 'from', from)
+else
+  redis.call('HDEL', KEYS[3], 'from')
+end
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
-return {1, token, tries, claimed}
+return {1, token, tries, claimed, from}

@@ -3,6 +3,7 @@
 -- KEYS[1] the lock hash
 -- KEYS[2] the lock's Pub/Sub channel
 -- KEYS[3] the ledger hash
+-- KEYS[4] the ledger's history stream
 -- ARGV[1] owner id of the claim
 -- ARGV[2] holds the claim's lease has now (all are dropped)
 -- ARGV[3] the tick
@@ -13,19 +14,46 @@
 -- ARGV[8] the message to publish: the releasing owner id
 -- ARGV[9] a tick up to which the claimant handled every tick: the ledger's
 --         seen moves up to it
--- ARGV[10] 1: the claim was fair: KEYS[4] and KEYS[5] are the lock's queue
+-- ARGV[10] 1: the claim was fair: KEYS[5] and KEYS[6] are the lock's queue
 --         and waiters' deadlines, and the message wakes the queue's head
 --         alone ("fair\n<ARGV[1]>\n<head>", see fairrelease.lua)
+-- ARGV[11] how many entries the history keeps
+-- ARGV[12] how long the history keeps an entry, ms
+-- ARGV[13..] the run's history entry: field-value pairs appended to
+--         KEYS[4] when the ledger records the finish (none: no entry)
 -- Returns 1 finished; 0 the caller does not hold the lock (nothing
 -- touched); 1 also when the lock has expired under a claim whose run ended
 -- while the caller could not reach the server (a partition, a paused
 -- server) and no one has claimed the tick since (the ledger's running and
 -- owner are still the caller's): a done tick is recorded as such, late,
 -- so that it is not run again; -5 the hold count differs; -6 KEYS[3] is not a hash (the lock
--- was released all the same).
+-- was released all the same); -8 KEYS[4] is not a stream (the ledger
+-- recorded the finish and the lock was released all the same, without a
+-- history entry).
 --
 -- Idempotent: a client retry after a lost reply finds the ledger finished
 -- by this owner and returns 1 again.
+
+-- record writes the finish to the ledger (a hash or none), with the time
+-- of the last finish of each outcome (at:<outcome>, ms on the server's
+-- clock), and its entry to the history; false if the history is of
+-- another type.
+local function record()
+  if ARGV[4] == '1' then
+    local done = tonumber(redis.call('HGET', KEYS[3], 'done')) or 0
+    if done < tonumber(ARGV[3]) then
+      redis.call('HSET', KEYS[3], 'done', ARGV[3])
+    end
+  end
+  local seen = tonumber(redis.call('HGET', KEYS[3], 'seen')) or 0
+  if seen < tonumber(ARGV[9]) then
+    redis.call('HSET', KEYS[3], 'seen', ARGV[9])
+  end
+  redis.call('HSET', KEYS[3], 'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1],
+    'at:' .. ARGV[5], millis(redis.call('TIME')))
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  return appendHistory(KEYS[4], ARGV[11], tonumber(ARGV[12]), 13)
+end
 local holds = redis.pcall('HGET', KEYS[1], ARGV[1])
 if type(holds) == 'table' then
   holds = nil
@@ -41,12 +69,9 @@ if not holds then
   end
   if ARGV[4] == '1' and f[2] == ARGV[1] and tonumber(f[3]) == tonumber(ARGV[3])
       and (tonumber(f[4]) or 0) < tonumber(ARGV[3]) and redis.call('EXISTS', KEYS[1]) == 0 then
-    redis.call('HSET', KEYS[3], 'done', ARGV[3], 'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1])
-    local seen = tonumber(redis.call('HGET', KEYS[3], 'seen')) or 0
-    if seen < tonumber(ARGV[9]) then
-      redis.call('HSET', KEYS[3], 'seen', ARGV[9])
+    if not record() then
+      return -8
     end
-    redis.call('PEXPIRE', KEYS[3], ARGV[7])
     return 1
   end
   return 0
@@ -56,27 +81,20 @@ if holds ~= tonumber(ARGV[2]) then
 end
 local t = redis.call('TYPE', KEYS[3])['ok']
 local ok = t == 'hash' or t == 'none'
+local histOK = true
 if ok then
-  if ARGV[4] == '1' then
-    local done = tonumber(redis.call('HGET', KEYS[3], 'done')) or 0
-    if done < tonumber(ARGV[3]) then
-      redis.call('HSET', KEYS[3], 'done', ARGV[3])
-    end
-  end
-  local seen = tonumber(redis.call('HGET', KEYS[3], 'seen')) or 0
-  if seen < tonumber(ARGV[9]) then
-    redis.call('HSET', KEYS[3], 'seen', ARGV[9])
-  end
-  redis.call('HSET', KEYS[3], 'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1])
-  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  histOK = record()
 end
 redis.call('DEL', KEYS[1])
 if ARGV[10] == '1' then
-  wakeHead(KEYS[4], KEYS[5], KEYS[2], ARGV[1], millis(redis.call('TIME')))
+  wakeHead(KEYS[5], KEYS[6], KEYS[2], ARGV[1], millis(redis.call('TIME')))
 else
   redis.call('PUBLISH', KEYS[2], ARGV[8])
 end
-if ok then
-  return 1
+if not ok then
+  return -6
 end
-return -6
+if not histOK then
+  return -8
+end
+return 1

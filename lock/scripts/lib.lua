@@ -121,3 +121,27 @@ local function prunePermits(now)
     redis.call('HDEL', KEYS[3], p)
   end
 end
+
+-- appendHistory appends an entry, the field-value pairs ARGV[from..], to
+-- the history stream key, if there are any, then trims it to the latest
+-- keep entries and none older than age ms, and sets its lifetime to age:
+-- the stream expires with its last entry. It returns false, appending
+-- nothing, if key holds another type.
+local function appendHistory(key, keep, age, from)
+  if #ARGV < from then
+    return true
+  end
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'stream' and t ~= 'none' then
+    return false
+  end
+  local fields = {}
+  for i = from, #ARGV do
+    fields[#fields + 1] = ARGV[i]
+  end
+  local id = redis.call('XADD', key, 'MAXLEN', keep, '*', unpack(fields))
+  local ms = tonumber(string.match(id, '^(%d+)'))
+  redis.call('XTRIM', key, 'MINID', math.max(ms - age, 0))
+  redis.call('PEXPIRE', key, age)
+  return true
+end
