@@ -116,3 +116,35 @@ func TestRunTwiceAndAfterStop(t *testing.T) {
 		t.Fatalf("Add after Shutdown = %v, want ErrClosed", err)
 	}
 }
+
+func TestStatusZone(t *testing.T) {
+	c, err := lock.NewMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(c, scheduler.WithLocation(berlin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := jobs.Func(func(context.Context) error { return nil })
+	for _, j := range []scheduler.Job{
+		{Name: "default", Schedule: "0 3 * * *", Run: noop},
+		{Name: "own", Schedule: "CRON_TZ=America/New_York 0 3 * * *", Run: noop},
+		{Name: "job", Schedule: "@daily", Run: noop, Location: time.UTC},
+	} {
+		if err := s.Add(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{"default": "Europe/Berlin", "own": "America/New_York", "job": "UTC"}
+	for _, st := range s.Status() {
+		if st.Zone != want[st.Job] {
+			t.Errorf("job %q: zone %q, want %q", st.Job, st.Zone, want[st.Job])
+		}
+	}
+}

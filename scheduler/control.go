@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,11 +61,18 @@ func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
 	if err := e.ledger.Pause(ctx, paused); err != nil {
 		return fmt.Errorf("scheduler: pause %q: %w", job, err)
 	}
+	word := "resume"
 	if paused {
-		s.log.Info("job paused", "job", job)
-	} else {
-		s.log.Info("job resumed", "job", job)
+		word = "pause"
 	}
+	// Tell the fleet, so that each replica says so in its log; the mark
+	// in the ledger is what counts, so a lost message loses only the line.
+	heard, err := s.locks.Publish(ctx, controlTopic, word+"\n"+job)
+	if err != nil {
+		s.log.Warn("job "+word+"d; the fleet was not told (its logs will not say so)", "job", job, "error", err)
+		return nil
+	}
+	s.log.Info("job "+word+"d", "job", job, "heard_by", heard)
 	return nil
 }
 
@@ -103,6 +109,15 @@ func (s *Scheduler) listen() func() {
 // must not block.
 func (s *Scheduler) control(payload string) {
 	parts := strings.Split(payload, "\n")
+	if len(parts) == 2 && (parts[0] == "pause" || parts[0] == "resume") {
+		s.mu.Lock()
+		e := s.entries[parts[1]]
+		s.mu.Unlock()
+		if e != nil {
+			s.log.Info("heard: job "+parts[0]+"d fleet-wide", "job", parts[1])
+		}
+		return
+	}
 	if len(parts) != 4 || parts[0] != "trigger" {
 		s.log.Warn("unknown fleet request ignored", "request", payload)
 		return
@@ -119,6 +134,7 @@ func (s *Scheduler) control(payload string) {
 	if e == nil {
 		return // a job of another program
 	}
+	s.log.Info("heard: manual run requested", "job", parts[1], "trigger", n)
 	s.fireManual(e, n, time.UnixMilli(ms))
 }
 
@@ -185,9 +201,7 @@ type JobView struct {
 // each job's ledger (one round trip per job). ctx bounds the reads. It
 // needs no Run.
 func (s *Scheduler) Jobs(ctx context.Context) []JobView {
-	s.mu.Lock()
-	order := slices.Clone(s.order)
-	s.mu.Unlock()
+	order := s.ordered()
 	status := s.Status()
 	out := make([]JobView, len(order))
 	now := s.opt.clock.Now()

@@ -105,7 +105,30 @@
 // Lockcron-Trigger. A manual run waits for a run under way, and runs while
 // the job is paused, as Kubernetes runs a Job made from a suspended CronJob.
 // Neither needs Run: the scheduler command builds a Scheduler only to send
-// them. A trigger published while no replica is connected is lost.
+// them. A trigger published while no replica is connected is lost. Each
+// replica logs at INFO the pause, resume and trigger requests it hears.
+//
+// # Run history
+//
+// Every finished run is appended to its job's history (Scheduler.History)
+// by the replica that ran it, in the same script that records its outcome
+// and releases the lock (lock.Ledger's history: a capped Redis Stream at
+// prefix:{lock}:ledger:job:history, beside the ledger, in the same hash
+// slot), so it is there once across the fleet: the tick, the manual
+// trigger if any, replica, attempt, start and end, duration, outcome,
+// fencing token, trace id and the last MaxErrorTail bytes of the error,
+// passed through WithRedact. Manual runs share the job's history. A run
+// whose lock was lost is appended alone (its ledger records nothing; the
+// tick runs again, and that run is an entry of its own). Ticks found
+// missed at start, while every replica was down, are one entry (outcome
+// missed, Run.Missed ticks up to Run.Tick), written by the first replica
+// to find them; ticks skipped (done elsewhere, busy, paused) are counted
+// in metrics only. Each append keeps the latest Job.HistoryKeep entries
+// (WithHistory; default 100) and none older than Job.HistoryMaxAge
+// (default 30 days). WithOnRun hears each run this replica records: once
+// per run across the fleet (the daemon's webhooks hang on it). A handed-off
+// tick shows twice: handed_off on the replica that stopped, then the run
+// that took it over (attempt 2).
 //
 // # Lock kinds and concurrency
 //
@@ -129,8 +152,17 @@
 // lock.Client the same tracer provider. Metrics: lockcron.job.runs (by job
 // and outcome), lockcron.job.wait.duration, lockcron.job.run.duration,
 // lockcron.job.lateness (start of a run minus its tick) and
-// lockcron.job.locks_lost. Logs go to the "scheduler" sub-logger with job and
-// tick fields.
+// lockcron.job.locks_lost; and, read from each job's ledger when they are
+// collected while Run runs, the gauges lockcron.job.last_success_timestamp
+// (the fleet's last scheduled run that succeeded, seconds since the epoch;
+// lockcron_job_last_success_timestamp_seconds in Prometheus),
+// lockcron.job.next_tick_timestamp (this replica's next tick) and
+// lockcron.job.paused. A paused tick is not an error of the lock wait.
+// Logs go to the "scheduler" sub-logger with job and tick fields: one INFO
+// line per finished run (replica, attempt, duration, outcome; ERROR when it
+// failed or lost its lock), a WARN when a replica takes over a tick (from
+// whom, and why: given back, or its claimant stopped answering), and DEBUG
+// for the detail (skipped ticks).
 //
 // # Backends
 //

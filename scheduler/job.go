@@ -66,6 +66,12 @@ type Job struct {
 	// ConcurrencyGroup names the semaphore of MaxConcurrency. Default the
 	// job's Lock.
 	ConcurrencyGroup string
+	// HistoryKeep is how many entries the job's run history keeps
+	// (Scheduler.History). Default the Scheduler's (WithHistory, 100).
+	HistoryKeep int
+	// HistoryMaxAge is how long an entry of the run history is kept.
+	// Default the Scheduler's (WithHistory, 30 days).
+	HistoryMaxAge time.Duration
 }
 
 // LockKind is the kind of lock a job's runs take.
@@ -168,6 +174,22 @@ func (e every) Next(t time.Time) time.Time {
 	return time.Unix(0, (n/d+1)*d).In(t.Location())
 }
 
+// zone is the name of the time zone j's schedule is read in: the one its
+// CRON_TZ= (or TZ=) prefix names, else j.Location's.
+func (j *Job) zone() string {
+	s := strings.TrimSpace(j.Schedule)
+	if strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ=") {
+		if tz, _, ok := strings.Cut(s, " "); ok {
+			_, name, _ := strings.Cut(tz, "=")
+			return name
+		}
+	}
+	if j.Location == nil {
+		return time.UTC.String()
+	}
+	return j.Location.String()
+}
+
 // parseSchedule reads a Job's Schedule.
 func parseSchedule(spec string, loc *time.Location) (schedule, error) {
 	s := strings.TrimSpace(spec)
@@ -224,6 +246,10 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		return nil, bad("misfire_grace", "%v is negative", j.MisfireGrace)
 	case j.MaxConcurrency < 0:
 		return nil, bad("max_concurrency", "%d is negative", j.MaxConcurrency)
+	case j.HistoryKeep < 0:
+		return nil, bad("history.keep", "%d is negative", j.HistoryKeep)
+	case j.HistoryMaxAge < 0:
+		return nil, bad("history.max_age", "%v is negative", j.HistoryMaxAge)
 	case strings.ContainsAny(j.ConcurrencyGroup, "{}"):
 		return nil, bad("concurrency_group", "%q must not hold { or }", j.ConcurrencyGroup)
 	}

@@ -28,6 +28,10 @@ type options struct {
 	location        *time.Location
 	clock           Clock
 	shutdownTimeout time.Duration
+	historyKeep     int
+	historyMaxAge   time.Duration
+	redact          func(string) string
+	onRun           func(Run)
 }
 
 // WithLogger sets the logger; the Scheduler logs under its sub-logger
@@ -61,12 +65,41 @@ func WithShutdownTimeout(d time.Duration) Option {
 	return func(o *options) { o.shutdownTimeout = d }
 }
 
+// WithHistory sets the retention of every job's run history, for jobs that
+// set none of their own (Job.HistoryKeep, Job.HistoryMaxAge): the latest
+// keep entries, none older than maxAge. A zero keeps the default
+// (DefaultHistoryKeep, DefaultHistoryMaxAge).
+func WithHistory(keep int, maxAge time.Duration) Option {
+	return func(o *options) {
+		if keep != 0 {
+			o.historyKeep = keep
+		}
+		if maxAge != 0 {
+			o.historyMaxAge = maxAge
+		}
+	}
+}
+
+// WithRedact sets a function that removes secrets from a run's error text
+// before it is kept in the run history or passed to WithOnRun. Default
+// none: the text is kept as the job returned it.
+func WithRedact(f func(string) string) Option { return func(o *options) { o.redact = f } }
+
+// WithOnRun sets a function called with each run this replica records in
+// the history (a finished run, or ticks found missed): once per run across
+// the fleet. It is called on the run's goroutine after the lock is
+// released, and must not block: hand slow work (a webhook) to a goroutine
+// or a queue of its own.
+func WithOnRun(f func(Run)) Option { return func(o *options) { o.onRun = f } }
+
 func buildOptions(opts []Option) (options, error) {
 	o := options{
 		logger:          hclog.NewNullLogger(),
 		location:        time.UTC,
 		clock:           SystemClock{},
 		shutdownTimeout: DefaultShutdownTimeout,
+		historyKeep:     DefaultHistoryKeep,
+		historyMaxAge:   DefaultHistoryMaxAge,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -78,6 +111,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, fmt.Errorf("scheduler: WithLocation(nil): %w", ErrInvalid)
 	case o.clock == nil:
 		return o, fmt.Errorf("scheduler: WithClock(nil): %w", ErrInvalid)
+	case o.historyKeep < 0 || o.historyMaxAge < 0:
+		return o, fmt.Errorf("scheduler: WithHistory(%d, %v): must not be negative: %w", o.historyKeep, o.historyMaxAge, ErrInvalid)
 	case o.shutdownTimeout <= 0:
 		return o, fmt.Errorf("scheduler: WithShutdownTimeout(%v): must be positive: %w", o.shutdownTimeout, ErrInvalid)
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -84,7 +85,10 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
 	span.SetAttributes(attribute.Int64("token", cl.Lease.Token()), attribute.Int("attempt", cl.Try))
-	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual}
+	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now()}
+	if sc := span.SpanContext(); sc.HasTraceID() {
+		r.trace = sc.TraceID().String()
+	}
 	if cl.Tick != c.tick {
 		// An earlier tick was claimed and never finished (its claimant
 		// died, lost the lock, or gave it back): it comes first, and
@@ -97,7 +101,10 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			log = s.runLog(e, tick).With("trigger", cl.Tick)
 		}
 		span.SetAttributes(attribute.String("tick", fmtTick(r.tick)))
-		log.Warn("an earlier tick was claimed and never finished: running it first", "attempt", cl.Try, "before", fmtTick(tick))
+		log.Warn("an earlier tick was claimed and never finished: running it first", "attempt", cl.Try, "before", fmtTick(tick),
+			"from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
+	} else if cl.Try > 1 {
+		log.Warn("tick taken over", "attempt", cl.Try, "from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	}
 	if c.manual {
 		log.Info("manual run claimed")
@@ -234,35 +241,86 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	tries := r.tries
 	r.mu.Unlock()
 
+	end := time.Now()
+	rr := Run{
+		Job: r.e.job.Name, Tick: r.tick, Replica: s.opt.replica, Attempt: tries,
+		Start: r.start, End: end, Duration: end.Sub(r.start), Outcome: outcome,
+		Token: r.cl.Lease.Token(), TraceID: r.trace, Error: errorTail(runErr, s.opt.redact),
+	}
+	if r.manual {
+		rr.Trigger = r.cl.Tick
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	seen := r.cl.Tick
 	if !r.manual {
 		seen = s.latestDue(r.e, r.tick).UnixMilli()
 	}
-	err := r.cl.Finish(ctx, lock.Record{Done: done, Outcome: outcome, Tries: tries, Seen: seen})
+	err := r.cl.Finish(ctx, lock.Record{Done: done, Outcome: outcome, Tries: tries, Seen: seen, Entry: rr.fields()})
+	recorded := err == nil
+	if outcome == OutcomeLostLock && errors.Is(err, lock.ErrNotHeld) {
+		// A lost lease records nothing in the ledger (the tick is run
+		// again); the history keeps the run all the same.
+		ledger := r.e.ledger
+		if r.manual {
+			ledger = r.e.manual
+		}
+		herr := ledger.Append(ctx, rr.fields())
+		recorded = herr == nil
+		if herr != nil {
+			log.Warn("run not recorded in the history", "error", herr)
+		}
+	}
 	cancel()
 	s.mu.Lock()
 	delete(s.active, r)
 	s.mu.Unlock()
 	s.record(r.e, r.tick, outcome)
 
+	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", outcome}
 	switch {
 	case outcome == OutcomeLostLock:
-		log.Error("lock lost while the job ran", "error", runErr, "cause", context.Cause(r.cl.Lease.Context()))
+		log.Error("run finished: lock lost while the job ran", append(line, "error", runErr, "cause", context.Cause(r.cl.Lease.Context()))...)
 	case err != nil:
-		log.Error("run not recorded in the ledger", "outcome", outcome, "error", err)
+		log.Error("run finished, not recorded in the ledger", append(line, "error", err)...)
 	case outcome == OutcomeFailed:
-		log.Error("job failed", "attempt", tries, "error", runErr)
+		log.Error("run finished: job failed", append(line, "error", runErr)...)
 	case outcome == OutcomeHandedOff:
-		log.Info("run interrupted by the stop; tick handed off", "attempt", tries)
+		log.Info("run finished: interrupted by the stop; tick handed off", line...)
 	case outcome == OutcomeInterrupted:
-		log.Warn("run interrupted; tick abandoned", "attempt", tries, "error", runErr)
+		log.Warn("run finished: interrupted; tick abandoned", append(line, "error", runErr)...)
+	case outcome == OutcomeError:
+		log.Error("run finished: not run", append(line, "error", runErr)...)
 	default:
-		if log.IsDebug() {
-			log.Debug("job ran", "attempt", tries, "token", r.cl.Lease.Token())
-		}
+		log.Info("run finished", append(line, "token", r.cl.Lease.Token())...)
+	}
+	if recorded && s.opt.onRun != nil {
+		s.opt.onRun(rr)
 	}
 	return outcome
+}
+
+// takeoverWhy tells why the tick of cl, taken over from another claim
+// (cl.Try > 1), needed it: its claimant gave it back, or stopped answering.
+func (s *Scheduler) takeoverWhy(ctx context.Context, g *lock.Ledger, cl *lock.Claim) string {
+	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
+	defer cancel()
+	st, err := g.State(ctx)
+	switch {
+	case err != nil:
+		return "unknown: " + err.Error()
+	case cl.From != "" && st.Finished == cl.From:
+		return "its run was given back (" + st.Outcome + ")"
+	}
+	return "its claimant stopped answering (it died, was paused or cut off, or lost the lock) and its lease expired"
+}
+
+// ownerReplica is the replica of a claim's owner id: the lock Client's ID
+// before its last colon.
+func ownerReplica(owner string) string {
+	if i := strings.LastIndexByte(owner, ':'); i > 0 {
+		return owner[:i]
+	}
+	return owner
 }
 
 func (r *run) setTries(n int) {

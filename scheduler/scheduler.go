@@ -73,6 +73,8 @@ type run struct {
 	cl     *lock.Claim
 	tick   time.Time
 	manual bool // a manual run (Trigger), in e.manual
+	start  time.Time
+	trace  string // the run's trace id, if sampled
 
 	mu         sync.Mutex
 	tries      int    // tries of the tick so far, counting earlier claims
@@ -127,11 +129,18 @@ func (s *Scheduler) Add(j Job) error {
 	if j.LockKind == LockFair {
 		ledger = s.locks.FairLedger
 	}
-	g, err := ledger(j.Lock, j.Name)
+	keep, age := j.HistoryKeep, j.HistoryMaxAge
+	if keep == 0 {
+		keep = s.opt.historyKeep
+	}
+	if age == 0 {
+		age = s.opt.historyMaxAge
+	}
+	g, err := ledger(j.Lock, j.Name, lock.WithHistory(keep, age))
 	if err != nil {
 		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := ledger(j.Lock, j.Name+ManualSuffix)
+	manual, err := ledger(j.Lock, j.Name+ManualSuffix, lock.WithHistory(keep, age), lock.WithSharedHistory(j.Name))
 	if err != nil {
 		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
@@ -187,6 +196,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	stopControl := s.listen()
 	defer stopControl()
+	if reg, err := s.tel.observe(s); err != nil {
+		s.log.Warn("job gauges unavailable", "error", err)
+	} else {
+		defer func() { _ = reg.Unregister() }()
+	}
 	s.log.Info("scheduler started", "replica", s.opt.replica, "jobs", n)
 
 	select {
@@ -297,6 +311,7 @@ func (s *Scheduler) forceFinish() {
 type Status struct {
 	Job         string
 	Schedule    string
+	Zone        string // the time zone the schedule is read in: its CRON_TZ=, else the job's Location
 	Lock        string
 	Next        time.Time // the next tick this replica waits for
 	LastTick    time.Time // the last tick this replica handled
@@ -306,14 +321,12 @@ type Status struct {
 
 // Status returns the status of every job, in the order they were added.
 func (s *Scheduler) Status() []Status {
-	s.mu.Lock()
-	order := slices.Clone(s.order)
-	s.mu.Unlock()
+	order := s.ordered()
 	out := make([]Status, 0, len(order))
 	for _, e := range order {
 		e.mu.Lock()
 		out = append(out, Status{
-			Job: e.job.Name, Schedule: e.job.Schedule, Lock: e.job.Lock,
+			Job: e.job.Name, Schedule: e.job.Schedule, Zone: e.job.zone(), Lock: e.job.Lock,
 			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight+e.manuals > 0,
 		})
 		e.mu.Unlock()
@@ -396,26 +409,87 @@ func (s *Scheduler) catchUp(e *entry) time.Time {
 		// the ticks since its claim were skipped as busy, not missed.
 		return next
 	}
-	var latest time.Time
+	var latest, before time.Time // the latest tick due, and the one before it
 	var missed int64
 	for t := e.sched.Next(time.UnixMilli(st.Seen)); !t.IsZero() && !t.After(now) && missed < maxCatchUp; t = e.sched.Next(t) {
-		latest = t
+		before, latest = latest, t
 		missed++
 	}
 	if missed == 0 {
 		return next
 	}
-	if e.job.Misfire == MisfireRunOnce && now.Sub(latest) <= e.job.MisfireGrace {
+	lastMissed := latest
+	runOnce := e.job.Misfire == MisfireRunOnce && now.Sub(latest) <= e.job.MisfireGrace
+	if runOnce {
 		missed--
+		lastMissed = before
+	}
+	if missed > 0 {
+		// Recorded before the run-once claim, which moves the ledger's
+		// seen past them.
+		s.tel.outcome(e.job.Name, OutcomeMissed, missed)
+		s.log.Warn("ticks missed while every replica was down", "job", e.job.Name, "missed", missed,
+			"latest", fmtTick(lastMissed), "misfire", e.job.Misfire)
+		s.recordMissed(e, lastMissed, missed)
+	}
+	if runOnce {
 		s.log.Info("running the latest missed tick once", "job", e.job.Name, "tick", fmtTick(latest), "missed", missed)
 		s.fire(e, latest)
 	}
-	if missed > 0 {
-		s.tel.outcome(e.job.Name, OutcomeMissed, missed)
-		s.log.Warn("ticks missed while every replica was down", "job", e.job.Name, "missed", missed,
-			"latest", fmtTick(latest), "misfire", e.job.Misfire)
-	}
 	return next
+}
+
+// recordMissed writes the ticks up to latest, missed while every replica
+// was down, to the job's history: once across the fleet, by the first
+// replica to find them.
+func (s *Scheduler) recordMissed(e *entry, latest time.Time, missed int64) {
+	now := time.Now()
+	r := Run{Job: e.job.Name, Tick: latest, Replica: s.opt.replica, Start: now, End: now, Outcome: OutcomeMissed, Missed: missed}
+	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+	first, err := e.ledger.Pass(ctx, latest.UnixMilli(), r.fields())
+	cancel()
+	switch {
+	case err != nil:
+		if s.stopCtx.Err() == nil {
+			s.log.Warn("missed ticks not recorded in the history", "job", e.job.Name, "error", err)
+		}
+	case first && s.opt.onRun != nil:
+		s.opt.onRun(r)
+	}
+}
+
+// ordered returns the entries in the order they were added.
+func (s *Scheduler) ordered() []*entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.order)
+}
+
+// gauge is what the job gauges say of one job.
+type gauge struct {
+	job         string
+	next        time.Time
+	ok          bool // the ledger was read
+	lastSuccess time.Time
+	paused      bool
+}
+
+// gauges reads every job's ledger for the gauges (one round trip each).
+func (s *Scheduler) gauges(ctx context.Context) []gauge {
+	order := s.ordered()
+	out := make([]gauge, 0, len(order))
+	for _, e := range order {
+		e.mu.Lock()
+		g := gauge{job: e.job.Name, next: e.next}
+		e.mu.Unlock()
+		if ctx.Err() == nil {
+			if st, err := e.ledger.State(ctx); err == nil {
+				g.ok, g.lastSuccess, g.paused = true, st.Last[OutcomeRan], st.Paused
+			}
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // fire starts handling tick, unless this replica already handles as many

@@ -39,9 +39,18 @@ const (
 	metricHold     = "lockcron.job.run.duration"
 	metricLateness = "lockcron.job.lateness"
 	metricLost     = "lockcron.job.locks_lost"
+
+	// Gauges, read when the metrics are collected, while Run runs.
+	metricLastSuccess = "lockcron.job.last_success_timestamp" // Prometheus: lockcron_job_last_success_timestamp_seconds
+	metricNextTick    = "lockcron.job.next_tick_timestamp"    // lockcron_job_next_tick_timestamp_seconds
+	metricPaused      = "lockcron.job.paused"                 // lockcron_job_paused
 )
 
+// gaugeTimeout bounds the ledger reads of one collection of the gauges.
+const gaugeTimeout = time.Second
+
 type telemetry struct {
+	meter    metric.Meter
 	replica  string
 	tracer   trace.Tracer
 	runs     metric.Int64Counter
@@ -54,6 +63,7 @@ type telemetry struct {
 func newTelemetry(o options, log hclog.Logger) *telemetry {
 	t := &telemetry{replica: o.replica, tracer: o.tracer.Tracer(instrumentation)}
 	m := o.meter.Meter(instrumentation)
+	t.meter = m
 	var errs []error
 	var err error
 	t.runs, err = m.Int64Counter(metricRuns, metric.WithUnit("{tick}"),
@@ -77,6 +87,43 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 	return t
 }
 
+// observe registers the gauges of s's jobs: the fleet's last success
+// (from each job's ledger, on the store's clock), this replica's next tick,
+// and whether the job is paused. The registration it returns ends them.
+func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
+	last, err1 := t.meter.Float64ObservableGauge(metricLastSuccess, metric.WithUnit("s"),
+		metric.WithDescription("When a scheduled run of the job last succeeded anywhere in the fleet, in seconds since the epoch, as the job's ledger says; absent until one has."))
+	next, err2 := t.meter.Float64ObservableGauge(metricNextTick, metric.WithUnit("s"),
+		metric.WithDescription("The job's next tick on this replica, in seconds since the epoch."))
+	paused, err3 := t.meter.Int64ObservableGauge(metricPaused,
+		metric.WithDescription("1 while the job is paused fleet-wide, else 0."))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, gaugeTimeout)
+		defer cancel()
+		for _, g := range s.gauges(ctx) {
+			job := metric.WithAttributes(attribute.String("job", g.job))
+			if !g.next.IsZero() {
+				o.ObserveFloat64(next, float64(g.next.UnixMilli())/1e3, job)
+			}
+			if !g.ok {
+				continue // the ledger could not be read: no figure rather than a wrong one
+			}
+			if !g.lastSuccess.IsZero() {
+				o.ObserveFloat64(last, float64(g.lastSuccess.UnixMilli())/1e3, job)
+			}
+			var p int64
+			if g.paused {
+				p = 1
+			}
+			o.ObserveInt64(paused, p, job)
+		}
+		return nil
+	}, last, next, paused)
+}
+
 func (t *telemetry) startTick(ctx context.Context, job, lock string, tick time.Time) (context.Context, trace.Span) {
 	return t.tracer.Start(ctx, "job.tick", trace.WithAttributes(
 		attribute.String("job", job), attribute.String("tick", tick.UTC().Format(time.RFC3339Nano)),
@@ -94,7 +141,7 @@ func (t *telemetry) startRun(ctx context.Context) (context.Context, trace.Span) 
 func endSpan(span trace.Span, outcome string, err error) {
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("outcome", outcome))
-		if err != nil && outcome != OutcomeSkippedDone && outcome != OutcomeSkippedBusy {
+		if err != nil && outcome != OutcomeSkippedDone && outcome != OutcomeSkippedBusy && outcome != OutcomePaused {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 		}

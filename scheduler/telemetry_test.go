@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -160,12 +161,14 @@ func TestTelemetryOfARun(t *testing.T) {
 		}
 	}
 
-	o.logLine(t, "[DEBUG] app.scheduler: job ran", "job="+job+" ", "tick="+x.info.Tick.UTC().Format(time.RFC3339))
+	// One INFO line per finished run, with what an operator asks.
+	o.logLine(t, "[INFO]  app.scheduler: run finished:", "job="+job+" ", "tick="+x.info.Tick.UTC().Format(time.RFC3339),
+		"replica=", "attempt=1", "duration=", "outcome=ran")
 }
 
 // A job that returns an error: its job.tick span has status Error and
-// outcome failed, and "job failed" is logged at error level with job, tick
-// and error.
+// outcome failed, and "run finished: job failed" is logged at error level
+// with job, tick, replica, duration, outcome and error.
 func TestTelemetryOfAFailure(t *testing.T) {
 	o := newObserved(t)
 	const job = "flaky"
@@ -187,6 +190,93 @@ func TestTelemetryOfAFailure(t *testing.T) {
 	if run.Status().Code != codes.Error {
 		t.Errorf("job.run status %+v, want Error", run.Status())
 	}
-	o.logLine(t, "[ERROR] app.scheduler: job failed", "job="+job+" ",
-		"tick="+x.info.Tick.UTC().Format(time.RFC3339), "error="+errBoom.Error())
+	o.logLine(t, "[ERROR] app.scheduler: run finished: job failed:", "job="+job+" ",
+		"tick="+x.info.Tick.UTC().Format(time.RFC3339), "error="+errBoom.Error(), "replica=", "duration=", "outcome=failed")
+}
+
+// gaugeValue is the float64 or int64 gauge's value for job, and whether it
+// has one.
+func (m *meter) gaugeValue(t *testing.T, name, job string) (float64, bool) {
+	t.Helper()
+	for _, d := range m.data(t, name) {
+		switch g := d.(type) {
+		case metricdata.Gauge[float64]:
+			for _, dp := range g.DataPoints {
+				if v, ok := dp.Attributes.Value("job"); ok && v.AsString() == job {
+					return dp.Value, true
+				}
+			}
+		case metricdata.Gauge[int64]:
+			for _, dp := range g.DataPoints {
+				if v, ok := dp.Attributes.Value("job"); ok && v.AsString() == job {
+					return float64(dp.Value), true
+				}
+			}
+		default:
+			t.Fatalf("metric %s is a %T, not a gauge", name, d)
+		}
+	}
+	return 0, false
+}
+
+// The job gauges: the fleet's last success (absent before any), the next
+// tick, and paused, which follows Pause and Resume; a paused tick is not a
+// lock-wait error.
+func TestJobGauges(t *testing.T) {
+	o := newObserved(t)
+	ctx := testCtx(t)
+	const job = "gauged"
+	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
+	o.start()
+	eventually(t, 10*time.Second, "the replica runs", o.s.Running)
+	if v, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job); ok {
+		t.Logf("last success before any run: %v (a run may have been quick)", v)
+	}
+	o.j.awaitStart(t, 10*time.Second)
+	eventually(t, 10*time.Second, "last success reported", func() bool {
+		_, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job)
+		return ok
+	})
+	now := float64(time.Now().UnixMilli()) / 1e3
+	last, _ := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job)
+	if last > now+1 || last < now-30 {
+		t.Errorf("last success %.3f, now %.3f: want a moment ago", last, now)
+	}
+	next, ok := o.m.gaugeValue(t, "lockcron.job.next_tick_timestamp", job)
+	if !ok || next < now-2 || next > now+2 {
+		t.Errorf("next tick %.3f (%v), now %.3f: want within a second", next, ok, now)
+	}
+	if p, ok := o.m.gaugeValue(t, "lockcron.job.paused", job); !ok || p != 0 {
+		t.Errorf("paused = %v (%v), want 0", p, ok)
+	}
+	if err := o.s.Pause(ctx, job, true); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := o.m.gaugeValue(t, "lockcron.job.paused", job); p != 1 {
+		t.Errorf("paused = %v after Pause, want 1", p)
+	}
+	eventually(t, 10*time.Second, "a paused tick", func() bool { return o.m.runs(t, job, scheduler.OutcomePaused) >= 1 })
+	heard := func(what string) {
+		eventually(t, 10*time.Second, "the replica logs that it heard "+what, func() bool {
+			return strings.Contains(o.logs.String(), "[INFO]  app.scheduler: heard: job "+what+" fleet-wide: job="+job)
+		})
+	}
+	heard("paused")
+	if err := o.s.Pause(ctx, job, false); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := o.m.gaugeValue(t, "lockcron.job.paused", job); p != 0 {
+		t.Errorf("paused = %v after Resume, want 0", p)
+	}
+	heard("resumed")
+	o.stop(t)
+	for _, s := range o.spans.Ended() {
+		attrs := attribute.NewSet(s.Attributes()...)
+		if s.Name() == "job.tick" && attrString(attrs, "outcome") == scheduler.OutcomePaused && s.Status().Code == codes.Error {
+			t.Errorf("a paused tick's span has status Error: %+v", s.Status())
+		}
+		if s.Name() == "lock.wait" && attrString(attrs, "outcome") == "error" {
+			t.Errorf("a lock.wait span with outcome error: %v", s.Status())
+		}
+	}
 }

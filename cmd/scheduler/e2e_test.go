@@ -740,7 +740,7 @@ func TestSIGTERMHandsTickToAnotherReplica(t *testing.T) {
 		t.Errorf("%s exited with %d after SIGTERM, want 0", victim.name, code)
 	}
 	t.Logf("%s exited %v after its SIGTERM", victim.name, time.Since(sent).Round(time.Millisecond))
-	if _, ok := victim.logs.find("run interrupted by the stop; tick handed off"); !ok {
+	if _, ok := victim.logs.find("run finished: interrupted by the stop; tick handed off"); !ok {
 		t.Errorf("%s did not log the handoff", victim.name)
 	}
 	if _, ok := findRecord(t, path, func(r record) bool { return r.word == "end" }); ok {
