@@ -5,7 +5,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -23,7 +27,15 @@ const probeTimeout = time.Second
 // Redis at start-up.
 const connectingReason = "connecting to redis"
 
-// admin serves the admin endpoint: probes, metrics and the JSON API.
+// Runs in GET /api/jobs/{name} and /api/jobs/{name}/runs: how many by
+// default, and at most.
+const (
+	defaultRuns = 20
+	maxRuns     = 1000
+)
+
+// admin serves the admin endpoint: probes, metrics, the JSON API and the
+// status page (page.go).
 type admin struct {
 	s       *scheduler.Scheduler // nil: none yet
 	locks   *lock.Client
@@ -41,11 +53,23 @@ type admin struct {
 //	GET  /healthz                   200 while the process serves
 //	GET  /readyz                    200 when the scheduler runs and the store answers; 503 otherwise (while connecting, and during the stop)
 //	GET  /metrics                   Prometheus exposition (when metrics = "prometheus")
-//	GET  /api/jobs                  every job: schedule, next ticks, this replica's last run, the fleet's ledger
+//	GET  /api/jobs                  every job: schedule, zone, next ticks, this replica's last run, the fleet's ledger
+//	GET  /api/jobs/{name}           one job as in /api/jobs, and its latest runs (20), newest first
+//	GET  /api/jobs/{name}/runs      its runs, newest first: ?limit= (default 20, at most 1000), ?before=ID (older than that run)
 //	GET  /api/locks                 the locks in the store: holders, holds, TTL, token, waiters
 //	POST /api/jobs/{name}/trigger   run the job once now, on one replica of the fleet
 //	POST /api/jobs/{name}/pause     pause the job on every replica
 //	POST /api/jobs/{name}/resume    resume it
+//	GET  /                          status page: the jobs, their holders and their last outcomes
+//	GET  /jobs/{name}               status page: the job's run history, paged with ?before=ID
+//	GET  /locks                     status page: the locks in the store
+//	GET  /static/{file}             the status page's style sheet and script
+//
+// An unknown job is a 404 that names it and lists the known ones; a bad
+// limit or before is a 400 that names the parameter. The POST calls need
+// the bearer token when admin.token is set; without one, they are taken
+// only from loopback (authorized). The status page works while the daemon
+// connects to Redis: it says so, where the JSON API answers 503.
 func (a *admin) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -56,8 +80,11 @@ func (a *admin) handler() http.Handler {
 		mux.Handle("GET /metrics", a.metrics)
 	}
 	mux.HandleFunc("GET /api/jobs", a.needStore(a.jobs))
+	mux.HandleFunc("GET /api/jobs/{name}", a.needStore(a.job))
+	mux.HandleFunc("GET /api/jobs/{name}/runs", a.needStore(a.runs))
 	mux.HandleFunc("GET /api/locks", a.needStore(a.lockList))
 	mux.HandleFunc("POST /api/jobs/{name}/{action}", a.needStore(a.act))
+	a.pageRoutes(mux)
 	return mux
 }
 
@@ -100,6 +127,7 @@ func (a *admin) readyz(w http.ResponseWriter, r *http.Request) {
 type JobJSON struct {
 	Name        string      `json:"name"`
 	Schedule    string      `json:"schedule"`
+	Zone        string      `json:"zone"` // the time zone the schedule is read in
 	Lock        string      `json:"lock"`
 	Next        []time.Time `json:"next"`
 	Paused      bool        `json:"paused"`
@@ -117,6 +145,7 @@ type FleetJSON struct {
 	FinishedBy  string     `json:"finished_by,omitempty"`  // its owner id
 	RunningTick *time.Time `json:"running_tick,omitempty"` // a tick claimed and not done
 	Owner       string     `json:"owner,omitempty"`        // the owner id of that claim, or of the last one
+	Since       *time.Time `json:"since,omitempty"`        // when that claim was taken, on the store's clock
 	Held        bool       `json:"held"`                   // the job's lock is held now
 	Tries       int        `json:"tries,omitempty"`
 	Triggers    int64      `json:"triggers,omitempty"`
@@ -134,7 +163,7 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 	}
 	for _, v := range views {
 		j := JobJSON{
-			Name: v.Job, Schedule: v.Schedule, Lock: v.Lock, Next: v.NextTicks,
+			Name: v.Job, Schedule: v.Schedule, Zone: v.Zone, Lock: v.Lock, Next: v.NextTicks,
 			Paused: v.Ledger.Paused, LastOutcome: v.LastOutcome, RunningHere: v.Running,
 			Fleet: FleetJSON{
 				DoneTick: ms(v.Ledger.Done), Outcome: v.Ledger.Outcome, FinishedBy: v.Ledger.Finished,
@@ -146,6 +175,10 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 			t := v.LastTick.UTC()
 			j.LastTick = &t
 		}
+		if !v.Ledger.Since.IsZero() {
+			t := v.Ledger.Since.UTC()
+			j.Fleet.Since = &t
+		}
 		if v.LedgerErr != nil {
 			j.Error = v.LedgerErr.Error()
 		}
@@ -156,6 +189,113 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 
 func (a *admin) jobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, JobsJSON(a.s.Jobs(r.Context())))
+}
+
+// JobDetailJSON is one job in GET /api/jobs/{name}: the job as in
+// /api/jobs, and its latest runs, newest first.
+type JobDetailJSON struct {
+	JobJSON
+	Runs []scheduler.Run `json:"runs"`
+}
+
+func (a *admin) job(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !a.known(w, name) {
+		return
+	}
+	v, ok := a.view(r.Context(), name)
+	if !ok { // removed meanwhile: a Scheduler's jobs do not change
+		a.known(w, name)
+		return
+	}
+	runs, err := a.s.History(r.Context(), name, defaultRuns, "")
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, JobDetailJSON{JobJSON: JobsJSON([]scheduler.JobView{v})[0], Runs: runs})
+}
+
+func (a *admin) runs(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !a.known(w, name) {
+		return
+	}
+	limit, before, err := runsQuery(r, defaultRuns)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	runs, err := a.s.History(r.Context(), name, limit, before)
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+// runsQuery reads the limit (def when absent, at most maxRuns) and before
+// parameters of a listing of runs; its error names the parameter at fault.
+func runsQuery(r *http.Request, def int) (limit int, before string, err error) {
+	q := r.URL.Query()
+	limit = def
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxRuns {
+			return 0, "", fmt.Errorf("parameter limit: %q is not a number from 1 to %d", s, maxRuns)
+		}
+		limit = n
+	}
+	before = q.Get("before")
+	if before != "" && !lock.ValidEntryID(before) {
+		return 0, "", fmt.Errorf("parameter before: %q is not a run id (the id of a run, such as 1767225600000-0)", before)
+	}
+	return limit, before, nil
+}
+
+// jobNames are the names of the Scheduler's jobs, in the order they were
+// added; none without a Scheduler.
+func (a *admin) jobNames() []string {
+	if a.s == nil {
+		return nil
+	}
+	var names []string
+	for _, st := range a.s.Status() {
+		names = append(names, st.Job)
+	}
+	return names
+}
+
+// unknownJob is the error of a request about a job the daemon does not
+// have: it names the job and the known ones.
+func (a *admin) unknownJob(name string) string {
+	known := a.jobNames()
+	if len(known) == 0 {
+		return fmt.Sprintf("unknown job %q: there are no jobs", name)
+	}
+	return fmt.Sprintf("unknown job %q: the jobs are %s", name, strings.Join(known, ", "))
+}
+
+// known reports whether the daemon has the job; if not, it answers 404
+// with the names of the jobs it has.
+func (a *admin) known(w http.ResponseWriter, name string) bool {
+	for _, n := range a.jobNames() {
+		if n == name {
+			return true
+		}
+	}
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": a.unknownJob(name), "jobs": a.jobNames()})
+	return false
+}
+
+// view is the Scheduler's view of one job, reading its ledger.
+func (a *admin) view(ctx context.Context, name string) (scheduler.JobView, bool) {
+	for _, v := range a.s.Jobs(ctx) {
+		if v.Job == name {
+			return v, true
+		}
+	}
+	return scheduler.JobView{}, false
 }
 
 func (a *admin) lockList(w http.ResponseWriter, r *http.Request) {
@@ -204,16 +344,20 @@ func LocksJSON(ls []lock.LockInfo) []LockJSON {
 }
 
 func (a *admin) act(w http.ResponseWriter, r *http.Request) {
-	if !a.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="lockcron"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "a bearer token is required"})
+	if status, reason := a.authorized(r); status != http.StatusOK {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lockcron"`)
+		}
+		a.log.Warn("admin request refused", "action", r.PathValue("action"), "job", r.PathValue("name"), "remote", r.RemoteAddr, "reason", reason)
+		writeJSON(w, status, map[string]string{"error": reason})
 		return
 	}
 	name, action := r.PathValue("name"), r.PathValue("action")
 	var err error
+	var heard int64
 	switch action {
 	case "trigger":
-		_, err = a.s.Trigger(r.Context(), name) // this replica hears it
+		heard, err = a.s.Trigger(r.Context(), name) // this replica hears it
 	case "pause":
 		err = a.s.Pause(r.Context(), name, true)
 	case "resume":
@@ -224,22 +368,72 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case errors.Is(err, scheduler.ErrUnknownJob):
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": a.unknownJob(name), "jobs": a.jobNames()})
 	case err != nil:
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 	default:
 		a.log.Info("admin request", "action", action, "job", name, "remote", r.RemoteAddr)
-		writeJSON(w, http.StatusOK, map[string]string{"job": name, "action": action, "status": "ok"})
+		resp := map[string]any{"job": name, "action": action, "status": "ok"}
+		if action == "trigger" {
+			resp["heard_by"] = heard // replicas that heard the request; 0: nothing will run it
+		}
+		writeJSON(w, http.StatusOK, resp)
 	}
 }
 
-// authorized checks the bearer token of a mutating call, in constant time.
-func (a *admin) authorized(r *http.Request) bool {
-	if a.token == "" {
+// crossOrigin refuses the POST calls that a browser sends from a page of
+// another origin (CSRF), by their Sec-Fetch-Site or Origin header.
+var crossOrigin http.CrossOriginProtection
+
+// authorized checks a mutating call: http.StatusOK, or the status to
+// answer and why. With a token, the call needs it as a bearer token
+// (compared in constant time). Without one, it must come from loopback
+// and name a loopback host (an IP address or localhost: a DNS name that a
+// hostile page rebinds to 127.0.0.1 is refused). A browser's cross-origin
+// call is refused either way.
+func (a *admin) authorized(r *http.Request) (int, string) {
+	if err := crossOrigin.Check(r); err != nil {
+		return http.StatusForbidden, "refused: a cross-origin request from a browser (" + err.Error() + ")"
+	}
+	if a.token != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		switch {
+		case !ok || got == "":
+			return http.StatusUnauthorized, "a bearer token is required: admin.token is set (send Authorization: Bearer TOKEN)"
+		case subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1:
+			return http.StatusUnauthorized, "wrong token: it is not admin.token"
+		}
+		return http.StatusOK, ""
+	}
+	if !loopbackAddr(r.RemoteAddr) {
+		return http.StatusForbidden, "refused: admin.token is not set, so trigger, pause and resume are taken only from loopback, and this call came from " + r.RemoteAddr + "; set admin.token (or admin.token_env) to allow them from elsewhere"
+	}
+	if !loopbackHost(r.Host) {
+		return http.StatusForbidden, fmt.Sprintf("refused: admin.token is not set, so trigger, pause and resume are taken only when addressed to an IP address or localhost, not to host %q; set admin.token (or admin.token_env)", r.Host)
+	}
+	return http.StatusOK, ""
+}
+
+// loopbackAddr reports whether a request's RemoteAddr is a loopback
+// address.
+func loopbackAddr(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+// loopbackHost reports whether a request's Host names no DNS name that
+// could be rebound: an IP address, localhost or a name under .localhost.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(host); err == nil {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,0 +1,125 @@
+// lockcron status page: the Trigger, Pause and Resume buttons call the
+// admin API (POST /api/jobs/{name}/{action}) with the token kept in
+// sessionStorage, say on the page what came of it, and the page's live
+// part (<main id="live">) is re-fetched and swapped in place every few
+// seconds. No framework, no build.
+(function () {
+  'use strict';
+
+  var KEY = 'lockcron-admin-token';
+  var body = document.body;
+  var every = parseInt(body.dataset.refresh, 10) || 3000;
+  var needToken = body.dataset.needToken === 'true';
+  var msg = document.getElementById('msg');
+  var tokenInput = document.getElementById('token');
+
+  function storedToken() {
+    try { return sessionStorage.getItem(KEY) || ''; } catch (e) { return ''; }
+  }
+  function storeToken(v) {
+    try {
+      if (v) { sessionStorage.setItem(KEY, v); } else { sessionStorage.removeItem(KEY); }
+    } catch (e) { /* storage off: the input still holds it */ }
+  }
+  function token() { return tokenInput ? tokenInput.value.trim() : storedToken(); }
+
+  if (tokenInput) {
+    tokenInput.value = storedToken();
+    tokenInput.addEventListener('input', function () { storeToken(tokenInput.value.trim()); });
+  }
+
+  // say shows a message: kind is 'ok', 'err' or 'info'.
+  function say(text, kind) {
+    msg.textContent = text;
+    msg.className = 'msg ' + (kind || 'info');
+    msg.hidden = !text;
+  }
+
+  var done = { trigger: 'triggered', pause: 'paused on every replica', resume: 'resumed on every replica' };
+
+  async function act(button) {
+    var job = button.dataset.job, action = button.dataset.action;
+    if (!job || !done[action]) { return; }
+    var tok = token();
+    if (needToken && !tok) {
+      say('Nothing sent: this daemon needs its admin token (admin.token) for ' + action + '. Enter it in the box at the top, then click again.', 'err');
+      if (tokenInput) { tokenInput.focus(); }
+      return;
+    }
+    var headers = { 'Accept': 'application/json' };
+    if (tok) { headers['Authorization'] = 'Bearer ' + tok; }
+    button.disabled = true;
+    button.setAttribute('aria-busy', 'true');
+    say(job + ': ' + action + '…', 'info');
+    try {
+      var r = await fetch('/api/jobs/' + encodeURIComponent(job) + '/' + action, {
+        method: 'POST', headers: headers, cache: 'no-store', credentials: 'same-origin'
+      });
+      var res = {};
+      try { res = await r.json(); } catch (e) { /* not JSON */ }
+      var why = res.error || ('HTTP ' + r.status + ' ' + r.statusText);
+      if (r.ok) {
+        var text = job + ': ' + done[action];
+        if (action === 'trigger') {
+          text = res.heard_by > 0
+            ? job + ': triggered; ' + res.heard_by + ' replica(s) heard it, one runs it'
+            : job + ': trigger sent, but no replica heard it, so nothing runs it';
+        }
+        say(text, res.heard_by === 0 ? 'err' : 'ok');
+        refresh();
+      } else if (r.status === 401) {
+        say((tok ? 'Wrong token' : 'Token needed') + ': ' + job + ' was not ' + (action === 'trigger' ? 'triggered' : action + 'd') +
+          '. The admin API said: ' + why, 'err');
+        if (tokenInput) { tokenInput.focus(); tokenInput.select(); }
+      } else if (r.status === 403) {
+        say('Refused: ' + job + ' was not ' + (action === 'trigger' ? 'triggered' : action + 'd') + '. The admin API said: ' + why, 'err');
+      } else if (r.status === 503) {
+        say('Not yet: ' + why + '. Try again once the daemon is connected.', 'err');
+      } else {
+        say(job + ': ' + action + ' failed: ' + why, 'err');
+      }
+    } catch (e) {
+      say(job + ': ' + action + ' not sent: the daemon does not answer (' + e.message + ')', 'err');
+    } finally {
+      button.disabled = false;
+      button.removeAttribute('aria-busy');
+    }
+  }
+
+  document.addEventListener('click', function (ev) {
+    var b = ev.target.closest('button[data-action]');
+    if (b && !b.disabled) { act(b); }
+  });
+
+  // refresh swaps in the live part of a fresh copy of this page, if it
+  // changed: one request at a time, none while the tab is hidden.
+  var live = document.getElementById('live');
+  var busy = false, again = false, timer = 0, lastOK = new Date();
+  async function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    clearTimeout(timer);
+    try {
+      var r = await fetch(location.href, { headers: { 'Accept': 'text/html' }, cache: 'no-store' });
+      var type = r.headers.get('Content-Type') || '';
+      if (type.indexOf('text/html') !== 0) { throw new Error('HTTP ' + r.status); }
+      var doc = new DOMParser().parseFromString(await r.text(), 'text/html');
+      var fresh = doc.getElementById('live');
+      if (fresh && fresh.innerHTML !== live.innerHTML) { live.innerHTML = fresh.innerHTML; }
+      if (doc.title) { document.title = doc.title; }
+      lastOK = new Date();
+    } catch (e) {
+      var stale = document.getElementById('stale');
+      if (stale) { stale.textContent = 'Not updated since ' + lastOK.toLocaleTimeString() + ': the daemon does not answer (' + e.message + ').'; }
+    } finally {
+      busy = false;
+      if (again) { again = false; refresh(); } else { timer = setTimeout(tick, every); }
+    }
+  }
+  function tick() {
+    if (document.hidden) { timer = setTimeout(tick, every); return; }
+    refresh();
+  }
+  document.addEventListener('visibilitychange', function () { if (!document.hidden) { refresh(); } });
+  timer = setTimeout(tick, every);
+})();
