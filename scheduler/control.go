@@ -89,7 +89,7 @@ func (s *Scheduler) entry(job string) (*entry, error) {
 	defer s.mu.Unlock()
 	e := s.entries[job]
 	if e == nil {
-		return nil, fmt.Errorf("scheduler: job %q: %w", job, ErrUnknownJob)
+		return nil, fmt.Errorf("%w: %q", ErrUnknownJob, job)
 	}
 	return e, nil
 }

@@ -156,7 +156,9 @@
 // collected while Run runs, the gauges lockcron.job.last_success_timestamp
 // (the fleet's last scheduled run that succeeded, seconds since the epoch;
 // lockcron_job_last_success_timestamp_seconds in Prometheus),
-// lockcron.job.next_tick_timestamp (this replica's next tick) and
+// lockcron.job.next_tick_timestamp (this replica's next tick),
+// lockcron.job.period (from the next tick to the one after it: an alert
+// compares the time since the last success with it) and
 // lockcron.job.paused. A paused tick is not an error of the lock wait.
 // Logs go to the "scheduler" sub-logger with job and tick fields: one INFO
 // line per finished run (replica, attempt, duration, outcome; ERROR when it

@@ -469,7 +469,8 @@ func (s *Scheduler) ordered() []*entry {
 type gauge struct {
 	job         string
 	next        time.Time
-	ok          bool // the ledger was read
+	period      time.Duration // from next to the tick after it
+	ok          bool          // the ledger was read
 	lastSuccess time.Time
 	paused      bool
 }
@@ -482,6 +483,9 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 		e.mu.Lock()
 		g := gauge{job: e.job.Name, next: e.next}
 		e.mu.Unlock()
+		if !g.next.IsZero() {
+			g.period = e.sched.Next(g.next).Sub(g.next)
+		}
 		if ctx.Err() == nil {
 			if st, err := e.ledger.State(ctx); err == nil {
 				g.ok, g.lastSuccess, g.paused = true, st.Last[OutcomeRan], st.Paused

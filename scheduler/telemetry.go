@@ -44,6 +44,7 @@ const (
 	metricLastSuccess = "lockcron.job.last_success_timestamp" // Prometheus: lockcron_job_last_success_timestamp_seconds
 	metricNextTick    = "lockcron.job.next_tick_timestamp"    // lockcron_job_next_tick_timestamp_seconds
 	metricPaused      = "lockcron.job.paused"                 // lockcron_job_paused
+	metricPeriod      = "lockcron.job.period"                 // lockcron_job_period_seconds
 )
 
 // gaugeTimeout bounds the ledger reads of one collection of the gauges.
@@ -97,7 +98,9 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 		metric.WithDescription("The job's next tick on this replica, in seconds since the epoch."))
 	paused, err3 := t.meter.Int64ObservableGauge(metricPaused,
 		metric.WithDescription("1 while the job is paused fleet-wide, else 0."))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	period, err4 := t.meter.Float64ObservableGauge(metricPeriod, metric.WithUnit("s"),
+		metric.WithDescription("The time between the job's next two ticks, in seconds: with the last success, says how many periods a job has gone without one."))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
 	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -107,6 +110,9 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 			job := metric.WithAttributes(attribute.String("job", g.job))
 			if !g.next.IsZero() {
 				o.ObserveFloat64(next, float64(g.next.UnixMilli())/1e3, job)
+			}
+			if g.period > 0 {
+				o.ObserveFloat64(period, g.period.Seconds(), job)
 			}
 			if !g.ok {
 				continue // the ledger could not be read: no figure rather than a wrong one
@@ -121,7 +127,7 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 			o.ObserveInt64(paused, p, job)
 		}
 		return nil
-	}, last, next, paused)
+	}, last, next, paused, period)
 }
 
 func (t *telemetry) startTick(ctx context.Context, job, lock string, tick time.Time) (context.Context, trace.Span) {

@@ -249,6 +249,9 @@ func TestJobGauges(t *testing.T) {
 	if p, ok := o.m.gaugeValue(t, "lockcron.job.paused", job); !ok || p != 0 {
 		t.Errorf("paused = %v (%v), want 0", p, ok)
 	}
+	if p, ok := o.m.gaugeValue(t, "lockcron.job.period", job); !ok || p != 1 {
+		t.Errorf("period = %v (%v), want 1 (@every 1s)", p, ok)
+	}
 	if err := o.s.Pause(ctx, job, true); err != nil {
 		t.Fatal(err)
 	}
