@@ -134,8 +134,18 @@ log {
   # "trace", "debug", "info" (default), "warn" or "error".
   level = "info"
 
-  # One JSON object per line instead of text.
+  # One JSON object per line instead of text (go-redis's own lines too).
   json = false
+}
+
+# The run history, kept in Redis beside each job's ledger (scheduler
+# history JOB, GET /api/jobs/NAME/runs, the status page): per job, the
+# latest `keep` runs, none older than `max_age`. A job may set its own with
+# history_keep and history_max_age. Error text is kept without the config's
+# secrets.
+history {
+  keep    = 100
+  max_age = "720h"
 }
 
 # Jobs: job "name" { ... }, one block each. The name is unique, without

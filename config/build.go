@@ -183,12 +183,15 @@ func (c *Config) LockOptions() []lock.Option {
 }
 
 // SchedulerOptions returns the scheduler's options from the config:
-// replica id and shutdown timeout. Add the logger and the telemetry
+// replica id, shutdown timeout, the run history's retention, and Redact
+// for the error text the history keeps. Add the logger and the telemetry
 // providers yourself.
 func (c *Config) SchedulerOptions() []scheduler.Option {
 	return []scheduler.Option{
 		scheduler.WithReplicaID(c.ReplicaID),
 		scheduler.WithShutdownTimeout(c.ShutdownTimeout),
+		scheduler.WithHistory(c.History.Keep, c.History.MaxAge),
+		scheduler.WithRedact(c.Redact),
 	}
 }
 
@@ -236,6 +239,8 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 			Location:         j.Location,
 			MaxConcurrency:   j.MaxConcurrency,
 			ConcurrencyGroup: j.ConcurrencyGroup,
+			HistoryKeep:      j.HistoryKeep,
+			HistoryMaxAge:    j.HistoryMaxAge,
 		}
 		switch {
 		case j.Exec != nil:

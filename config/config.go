@@ -71,6 +71,9 @@ type Config struct {
 	Telemetry Telemetry
 	// Log is the root logger's settings.
 	Log Log
+	// History is the run history's retention for every job that sets none
+	// of its own (scheduler.WithHistory).
+	History History
 	// ShutdownTimeout bounds the graceful stop (scheduler.WithShutdownTimeout).
 	ShutdownTimeout time.Duration
 	// Jobs are the file's jobs, in the file's order.
@@ -78,6 +81,25 @@ type Config struct {
 	// Warnings are things allowed but risky, each on one line, with its
 	// place where it has one. Log them.
 	Warnings []string
+
+	// secrets are the config's secret values (passwords, tokens, URLs that
+	// hold them), the longest first: Redact removes them. Secrets, so that
+	// even printing the Config with %+v does not show them.
+	secrets []Secret
+}
+
+// Redact returns s with every secret of the config replaced by
+// "[redacted]": the Redis password and URL, the admin token, a webhook's
+// URL. The scheduler applies it to the error text it keeps in the run
+// history (scheduler.WithRedact), so that a job that prints its
+// connection string does not leave the password in Redis.
+func (c *Config) Redact(s string) string {
+	for _, sec := range c.secrets {
+		if v := sec.Value(); len(v) >= 3 {
+			s = strings.ReplaceAll(s, v, redacted)
+		}
+	}
+	return s
 }
 
 // Redis is the redis block: how to reach Redis.
@@ -165,6 +187,14 @@ type Log struct {
 	JSON  bool
 }
 
+// History is the history block: how much of each job's run history Redis
+// keeps (scheduler.WithHistory). A zero field keeps the scheduler's
+// default (100 runs, 30 days).
+type History struct {
+	Keep   int           // the latest runs kept per job
+	MaxAge time.Duration // no run older than this is kept
+}
+
 // HCLogLevel returns Level as an hclog.Level.
 func (l Log) HCLogLevel() hclog.Level { return hclog.LevelFromString(l.Level) }
 
@@ -185,8 +215,10 @@ type Job struct {
 	Retries          int
 	Backoff          time.Duration
 	OnShutdown       scheduler.ShutdownPolicy
-	MaxConcurrency   int    // 0: no limit
-	ConcurrencyGroup string // default LockName when MaxConcurrency is set
+	MaxConcurrency   int           // 0: no limit
+	ConcurrencyGroup string        // default LockName when MaxConcurrency is set
+	HistoryKeep      int           // 0: History.Keep
+	HistoryMaxAge    time.Duration // 0: History.MaxAge
 
 	// Kind is KindExec, KindHTTP or KindFunc; the matching one of Exec,
 	// HTTP and Func is set.

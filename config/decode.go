@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
 )
 
 // decode turns the merged values into a Config.
@@ -55,10 +56,33 @@ func (d *decoder) decode(root map[string]any) *Config {
 			cfg.Log.JSON = v
 		}
 	}
+	if h, ok := top.block("history"); ok {
+		cfg.History.Keep, cfg.History.MaxAge = decodeRetention(h, "keep", "max_age")
+	}
 	d.checkLease(cfg)
 	d.decodeJobs(root["job"], cfg)
 	d.checkFileMode()
 	return cfg
+}
+
+// decodeRetention reads a run history's retention: a count of entries
+// (at least 1) and an age (at least a second); 0 for one left out.
+func decodeRetention(o obj, keepKey, ageKey string) (keep int, maxAge time.Duration) {
+	if v, ok := o.int(keepKey); ok {
+		if v < 1 {
+			o.errf(keepKey, "%d: the history keeps at least 1 run (leave it out for the default, %d)", v, scheduler.DefaultHistoryKeep)
+		} else {
+			keep = v
+		}
+	}
+	if v, ok := o.dur(ageKey); ok {
+		if v < time.Second {
+			o.errf(ageKey, "%v: the history keeps runs at least 1s (leave it out for the default, %v)", v, scheduler.DefaultHistoryMaxAge)
+		} else {
+			maxAge = v
+		}
+	}
+	return keep, maxAge
 }
 
 func (d *decoder) decodeRedis(r obj) *Redis {
@@ -228,6 +252,11 @@ func checkRedisURL(u string) string {
 		if pu.Host == "" {
 			return fmt.Sprintf("%q has no host", pu.Redacted())
 		}
+		if p := pu.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return fmt.Sprintf("%q: port %q is not a number in 1..65535", pu.Redacted(), p)
+			}
+		}
 	case "unix":
 	default:
 		return fmt.Sprintf("%q: scheme %q is not redis, rediss or unix", pu.Redacted(), pu.Scheme)
@@ -368,7 +397,9 @@ func (d *decoder) decodeAdmin(a obj, cfg *Config) {
 	if name, ok := a.str("token_env"); ok {
 		if a.has("token") {
 			a.errf("token_env", "token and token_env are both set: give one")
-		} else if v := d.lookupEnv(name); v == "" {
+		} else if v := d.lookupEnv(name); v == "" && d.o.readOnly {
+			a.warnf("token_env", "the environment variable %q is not set, or empty: this command does not need it, but run does", name)
+		} else if v == "" {
 			a.errf("token_env", "the environment variable %q is not set, or empty", name)
 		} else {
 			d.secrets = append(d.secrets, v)

@@ -24,7 +24,7 @@
 // # The file
 //
 // Top-level settings: replica_id, shutdown_timeout; blocks redis, lock,
-// admin, telemetry, log; and one job "name" { ... } block per job.
+// admin, telemetry, log, history; and one job "name" { ... } block per job.
 // Durations are strings ("500ms", "30s", "1h30m") and must be positive:
 // zero or a negative duration is an error in every duration field (leave
 // the key out for its default). Numbers and bools are HCL's, lists are
@@ -37,7 +37,9 @@
 // 30s, lock.waiter_ttl 3s;
 // lock.replica_ack, when present, replicas 1 and timeout 500ms;
 // admin.listen "127.0.0.1:9090"; telemetry.traces "none", telemetry.metrics
-// "prometheus"; log.level "info", log.json false. A job's defaults are the
+// "prometheus"; log.level "info", log.json false; history.keep 100 runs
+// and history.max_age 720h (30 days) per job, which a job's history_keep
+// and history_max_age replace (scheduler.WithHistory). A job's defaults are the
 // scheduler's: lock "reentrant", lock_name the job's name, no timeout,
 // overlap "skip", misfire "skip", misfire_grace 1h, retries 0, backoff 1s,
 // on_shutdown "handoff", no max_concurrency (and concurrency_group the lock
@@ -167,6 +169,13 @@
 // LOCKCRON_ADMIN__TOKEN, and the variables password_env and token_env
 // name). Exec env values and http headers are not treated as secrets: pass
 // a job's secrets through the scheduler's environment under other names.
+// Config.Redact replaces the config's secrets in any text; SchedulerOptions
+// gives it to the scheduler (scheduler.WithRedact), so that a job's error
+// that quotes one is kept in the run history without it, and the daemon
+// runs go-redis's own log lines through it.
+//
+// ForReading loads a config for a command that only reads: a token_env
+// whose variable is not set is a warning there, not an error.
 //
 // # Concurrency
 //

@@ -209,6 +209,7 @@ func (d *decoder) decodeJob(o obj, item jobItem, cfg *Config) Job {
 			j.ConcurrencyGroup = v
 		}
 	}
+	j.HistoryKeep, j.HistoryMaxAge = decodeRetention(o, "history_keep", "history_max_age")
 	if j.MaxConcurrency > 0 && j.ConcurrencyGroup == "" {
 		j.ConcurrencyGroup = j.LockName
 	}

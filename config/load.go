@@ -26,6 +26,15 @@ type loadOptions struct {
 	registry *jobs.Registry
 	environ  []string
 	envSet   bool
+	readOnly bool
+}
+
+// ForReading loads the config for a command that only reads (validate,
+// jobs, locks, history): a secret it does not use that names an
+// environment variable (admin.token_env) is not needed, so an unset
+// variable is a warning, not an error, and the secret stays empty.
+func ForReading() LoadOption {
+	return func(o *loadOptions) { o.readOnly = true }
 }
 
 // WithRegistry sets the registry that func jobs are looked up in: a name
@@ -271,6 +280,12 @@ func (d *decoder) finish(cfg *Config) (*Config, error) {
 		ws[i] = w.e
 	}
 	sortErrors(ws)
+	// The longest first: a URL before the password inside it.
+	secrets := slices.Clone(d.secrets)
+	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range secrets {
+		cfg.secrets = append(cfg.secrets, NewSecret(s))
+	}
 	for _, w := range ws {
 		cfg.Warnings = append(cfg.Warnings, w.Error())
 	}

@@ -82,6 +82,10 @@ var schema = block(map[string]*spec{
 		"level": leaf(),
 		"json":  leaf(),
 	}),
+	"history": block(map[string]*spec{
+		"keep":    leaf(),
+		"max_age": leaf(),
+	}),
 	"job": labeled(map[string]*spec{
 		"schedule":          leaf(),
 		"time_zone":         leaf(),
@@ -96,6 +100,8 @@ var schema = block(map[string]*spec{
 		"on_shutdown":       leaf(),
 		"max_concurrency":   leaf(),
 		"concurrency_group": leaf(),
+		"history_keep":      leaf(),
+		"history_max_age":   leaf(),
 		"exec": block(map[string]*spec{
 			"command": leaf(),
 			"env":     freeMap(),

@@ -411,6 +411,13 @@ log {
 			{mark: 1, field: "redis.addrs", msg: `"h:99999": port "99999"`},
 		},
 	}, {
+		name: "url port out of range",
+		src: `redis {
+  @@url = "redis://app:hunter22@h:99999/0"
+}
+` + job,
+		want: []want{{mark: 1, field: "redis.url", msg: `"redis://app:xxxxx@h:99999/0": port "99999" is not a number in 1..65535`}},
+	}, {
 		name: "bad url scheme",
 		src: `redis {
   @@url = "http://h:6379"
@@ -648,6 +655,10 @@ func TestEveryDurationMustBePositive(t *testing.T) {
 			return "redis {\n  url = \"redis://h:6379\"\n  @@connect_timeout = " + v + "\n}\n" + job
 		}},
 		{"lock.lease", "", func(v string) string { return "lock {\n  @@lease = " + v + "\n}\n" + job }},
+		{"history.max_age", "", func(v string) string { return "history {\n  @@max_age = " + v + "\n}\n" + job }},
+		{"history_max_age", "j", func(v string) string {
+			return "job \"j\" {\n  schedule = \"@every 1m\"\n  @@history_max_age = " + v + "\n  func = \"cleanup\"\n}\n"
+		}},
 		{"lock.waiter_ttl", "", func(v string) string { return "lock {\n  @@waiter_ttl = " + v + "\n}\n" + job }},
 		{"lock.replica_ack.timeout", "", func(v string) string {
 			return "redis { url = \"redis://h:6379\" }\nlock {\n  replica_ack {\n    @@timeout = " + v + "\n  }\n}\n" + job

@@ -69,7 +69,9 @@ func Main(args []string, o Options) int {
 		fmt.Fprintf(o.Stderr, "scheduler: %d problem(s) in the config\n", len(cerrs))
 		return ExitError
 	}
-	fmt.Fprintf(o.Stderr, "scheduler: %v\n", err)
+	// Errors of the library carry their package's name ("scheduler: ...",
+	// "lock: ..."): one "scheduler:" in front is enough.
+	fmt.Fprintf(o.Stderr, "scheduler: %s\n", strings.TrimPrefix(err.Error(), "scheduler: "))
 	return ExitError
 }
 
@@ -92,8 +94,8 @@ Flags may be written -config or --config.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", defaultConfigPath(o.Environ),
-		"the HCL config file (default: $LOCKCRON_CONFIG, else lockcron.hcl)")
+	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "",
+		"the HCL config file (default $LOCKCRON_CONFIG, else lockcron.hcl)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
 	var asJSON bool
@@ -126,7 +128,7 @@ does not answer in time it exits 1.`,
 			Short: "Check the config: every error with its place, or a summary of the jobs",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				cfg, err := load(cfgPath, o)
+				cfg, err := load(cfgPath, o, config.ForReading())
 				if err != nil {
 					return err
 				}
@@ -138,7 +140,7 @@ does not answer in time it exits 1.`,
 			Short: "List the jobs: next three fire times, last outcome, current holder",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return withScheduler(cmd.Context(), cfgPath, o, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
 					}
@@ -159,7 +161,7 @@ does not answer in time it exits 1.`,
 			Short: "List the locks in the store: holders, holds, TTL, token, waiters",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return withScheduler(cmd.Context(), cfgPath, o, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps locks inside the daemon; see its admin API, GET /api/locks")
 					}
@@ -174,10 +176,29 @@ does not answer in time it exits 1.`,
 				})
 			},
 		}, jsonFlag),
-		controlCommand("trigger", "Run a job once now, on one replica of the fleet", &cfgPath, o),
-		controlCommand("pause", "Pause a job on every replica", &cfgPath, o),
-		controlCommand("resume", "Resume a paused job on every replica", &cfgPath, o),
+		historyCommand(&cfgPath, o),
+		controlCommand("trigger", "Run a job once now, on one replica of the fleet", `trigger asks the fleet to run JOB once now, outside its schedule. Every
+running replica hears the request; the run is still lock-guarded, so one
+replica runs it, with a tick of its own (LOCKCRON_TICK differs from any
+scheduled run's). It fails when no replica heard it. A trigger of a paused
+job runs it.`, &cfgPath, o),
+		controlCommand("pause", "Pause a job on every replica", `pause stops JOB's scheduled ticks on every replica, until resume: each
+replica hears it at once, and the pause is kept in Redis, so replicas that
+start later see it too. A run under way goes on to its end. A paused job can
+still be triggered.`, &cfgPath, o),
+		controlCommand("resume", "Resume a paused job on every replica", `resume lets JOB's scheduled ticks run again on every replica after a pause.
+Ticks that fell due while it was paused are not made up.`, &cfgPath, o),
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print the version of scheduler",
+			Args:  noArgs,
+			Run: func(cmd *cobra.Command, _ []string) {
+				fmt.Fprintln(cmd.OutOrStdout(), "scheduler "+Version())
+			},
+		},
 	)
+	root.Version = Version()
+	root.SetVersionTemplate("scheduler {{.Version}}\n")
 	return root
 }
 
@@ -272,9 +293,14 @@ func signals(parent context.Context) (context.Context, <-chan struct{}, func()) 
 }
 
 // withScheduler loads the config, opens the lock store and builds the
-// scheduler (without running it) for one command.
-func withScheduler(parent context.Context, path string, o Options, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
-	cfg, err := load(path, o)
+// scheduler (without running it) for one command; readOnly for a command
+// that only reads (config.ForReading).
+func withScheduler(parent context.Context, path string, o Options, readOnly bool, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
+	var more []config.LoadOption
+	if readOnly {
+		more = append(more, config.ForReading())
+	}
+	cfg, err := load(path, o, more...)
 	if err != nil {
 		return err
 	}
@@ -283,6 +309,7 @@ func withScheduler(parent context.Context, path string, o Options, f func(contex
 	if log.GetLevel() < hclog.Warn {
 		log.SetLevel(hclog.Warn)
 	}
+	logRedisTo(log, cfg.Redact)
 	locks, closeRedis, err := newLocks(cfg, log)
 	if err != nil {
 		return err
@@ -348,15 +375,15 @@ func unreadLedgers(views []JobJSON, cfg *config.Config) error {
 
 // controlCommand is trigger, pause or resume: through Redis to the whole
 // fleet; without Redis, through the running daemon's admin API.
-func controlCommand(action, short string, cfgPath *string, o Options) *cobra.Command {
+func controlCommand(action, short, long string, cfgPath *string, o Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   action + " JOB",
 		Short: short,
-		Long: short + `.
+		Long: long + `
 
-With Redis configured the request goes through Redis to every replica (a
-trigger is still lock-guarded and runs once). Without Redis it goes to the
-running daemon's admin API (admin.listen, with admin.token if set).`,
+With Redis configured the request goes through Redis to every replica.
+Without Redis it goes to the running daemon's admin API (admin.listen, with
+admin.token if set).`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("%s takes one job name, got %d arguments", action, len(args))}
@@ -365,7 +392,7 @@ running daemon's admin API (admin.listen, with admin.token if set).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := args[0]
-			return withScheduler(cmd.Context(), *cfgPath, o, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+			return withScheduler(cmd.Context(), *cfgPath, o, false, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
 					err = viaAdmin(ctx, cfg, job, action)
@@ -381,7 +408,10 @@ running daemon's admin API (admin.listen, with admin.token if set).`,
 					case "resume":
 						err = s.Pause(ctx, job, false)
 					}
-					if err != nil && !errors.Is(err, scheduler.ErrUnknownJob) {
+					switch {
+					case errors.Is(err, scheduler.ErrUnknownJob):
+						err = unknownJob(cfg, job)
+					case err != nil:
 						err = storeError(cfg, err)
 					}
 				}
@@ -393,6 +423,19 @@ running daemon's admin API (admin.listen, with admin.token if set).`,
 			})
 		},
 	}
+}
+
+// unknownJob is the error for a job name the config does not have: it
+// lists the ones it has.
+func unknownJob(cfg *config.Config, job string) error {
+	names := make([]string, len(cfg.Jobs))
+	for i, j := range cfg.Jobs {
+		names[i] = j.Name
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("unknown job %q: %s has no jobs", job, cfg.Path)
+	}
+	return fmt.Errorf("unknown job %q: the jobs of %s are %s", job, cfg.Path, strings.Join(names, ", "))
 }
 
 // viaAdmin sends a control request to the daemon's admin API.

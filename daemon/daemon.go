@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -57,9 +58,18 @@ func (o *Options) defaults() {
 	}
 }
 
-// load reads the config file with o's registry and environment.
-func load(path string, o Options) (*config.Config, error) {
-	return config.Load(path, config.WithRegistry(o.Registry), config.WithEnviron(o.Environ))
+// load reads the config file with o's registry and environment; path ""
+// is the default ($LOCKCRON_CONFIG, else lockcron.hcl). A file that is
+// not there gets an error that says how to name another.
+func load(path string, o Options, more ...config.LoadOption) (*config.Config, error) {
+	if path == "" {
+		path = defaultConfigPath(o.Environ)
+	}
+	cfg, err := config.Load(path, append([]config.LoadOption{config.WithRegistry(o.Registry), config.WithEnviron(o.Environ)}, more...)...)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no config file %s: give one with -config FILE, or set LOCKCRON_CONFIG (the default is lockcron.hcl in the working directory; config.example.hcl shows every setting)", path)
+	}
+	return cfg, err
 }
 
 // newLogger is the root logger the config asks for.
@@ -133,6 +143,7 @@ func Run(ctx context.Context, path string, o Options) error {
 		return err
 	}
 	log := newLogger(cfg, o.Stderr)
+	logRedisTo(log, cfg.Redact)
 	for _, w := range cfg.Warnings {
 		log.Warn("config warning", "warning", w)
 	}

@@ -11,16 +11,25 @@
 //	scheduler validate -config FILE   every error with its place (exit 1), or a summary of the jobs
 //	scheduler jobs     -config FILE   next three fire times, last outcome, holder, paused (-json)
 //	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
+//	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json)
 //	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
 //	scheduler pause    JOB -config FILE   pause a job on every replica
 //	scheduler resume   JOB -config FILE   resume it
+//	scheduler version                    the version (also --version)
+//
+// validate, jobs, locks and history only read: they load the config with
+// config.ForReading, so they do not need the variable that
+// admin.token_env names. An unknown job name is an error that lists the
+// config's jobs; a missing config file, one that says how to name it.
+// go-redis's own log lines go through the daemon's hclog logger (at WARN,
+// secrets removed), so that with log.json every line is JSON.
 //
 // Exit codes: 0 success (for run, a clean stop); 1 failure (an invalid
 // config, an unreachable store, a stop cut short by shutdown_timeout or by
 // a second signal); 2 a bad command line. Long flags take one dash or two.
 // The config path defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
 //
-// jobs, locks, trigger, pause and resume first PING Redis, bounded by
+// jobs, locks, history, trigger, pause and resume first PING Redis, bounded by
 // redis.timeout: against an unreachable Redis they exit 1 within it, with
 // an error that names Redis. jobs prints what it could read, then exits 1
 // if any job's ledger could not be read.
@@ -53,14 +62,44 @@
 //	                                while connecting to Redis at start-up, and from the moment a graceful
 //	                                stop begins, so that a load balancer drains it
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
-//	GET  /api/jobs                  JSON: each job's schedule, next ticks, this replica's last tick and
-//	                                outcome, and the fleet's ledger (done tick, outcome, holder, paused)
+//	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks, this replica's last tick
+//	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
+//	                                since when, paused)
+//	GET  /api/jobs/{name}           JSON: that job as in /api/jobs, and "runs": its latest 20 runs, newest
+//	                                first (scheduler.Run: tick, trigger, replica, attempt, start, end,
+//	                                duration, outcome, token, trace id, error tail)
+//	GET  /api/jobs/{name}/runs      JSON: its runs, newest first; ?limit=N (default 20, at most 1000),
+//	                                ?before=ID for those older than the run ID (the next page)
 //	GET  /api/locks                 JSON: the locks in the store (lock.Client.Locks)
-//	POST /api/jobs/{name}/trigger   run the job once now; pause and resume likewise
+//	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it);
+//	                                pause and resume likewise
+//	GET  /                          status page: the jobs, who holds each, the last 20 outcomes
+//	GET  /jobs/{name}               status page: the job's run history, paged (?before=ID)
+//	GET  /locks                     status page: the locks in the store
 //
-// With admin.token set, the POST calls need "Authorization: Bearer TOKEN";
-// the GET calls do not (keep the listener on loopback, or behind a proxy).
-// Secrets never appear in responses or logs.
+// An unknown job is a 404 whose error names it and lists the jobs (also
+// in "jobs"); a bad limit or before is a 400 whose error names the
+// parameter.
+//
+// With admin.token set, the POST calls need "Authorization: Bearer TOKEN"
+// (401 "wrong token" for another); the GET calls do not (keep the
+// listener on loopback, or behind a proxy). Without admin.token, the POST
+// calls are taken only from loopback, addressed to an IP address or
+// localhost (not to a DNS name, which a hostile page could rebind to
+// 127.0.0.1): others get 403 with the reason. A POST that a browser sends
+// from a page of another origin is refused (403) either way. Secrets
+// never appear in responses or logs.
+//
+// The status page is HTML rendered on the server (html/template, which
+// escapes every value), with a style sheet and a small script embedded
+// in the binary; it needs nothing else. It refreshes its content every 3
+// seconds in place. Its Trigger, Pause and Resume buttons call the POST
+// API and say on the page what came of it; with admin.token set, the page
+// asks for the token and keeps it in the tab's sessionStorage. While the
+// daemon connects to Redis, the pages answer 503 and say "connecting to
+// redis", with the jobs of the config; they fill in once Redis answers.
+// Narrow screens get one card per job, and dark mode follows
+// prefers-color-scheme.
 //
 // # Stopping
 //

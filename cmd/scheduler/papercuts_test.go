@@ -1,0 +1,152 @@
+package main_test
+
+// The command as a new user meets it: version, help, errors that say what
+// to do, read-only commands that need no admin token, and logs that stay
+// JSON when go-redis itself logs.
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/internal/redistest"
+)
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a := mustCLI(t, 0, dir, "version")
+	b := mustCLI(t, 0, dir, "--version")
+	if !strings.HasPrefix(a.stdout, "scheduler ") || !strings.Contains(a.stdout, "go1.") {
+		t.Errorf("version printed %q, want \"scheduler VERSION goX\"", a.stdout)
+	}
+	if a.stdout != b.stdout {
+		t.Errorf("version %q and --version %q differ", a.stdout, b.stdout)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	root := mustCLI(t, 0, dir, "--help").stdout
+	for _, l := range strings.Split(root, "\n") {
+		if strings.Contains(l, "--config string") {
+			if n := strings.Count(l, "default"); n != 1 {
+				t.Errorf("the config flag's help gives its default %d times: %q", n, l)
+			}
+		}
+	}
+	if !strings.Contains(root, "history") || !strings.Contains(root, "version") {
+		t.Errorf("--help does not list history and version:\n%s", root)
+	}
+	trigger := mustCLI(t, 0, dir, "trigger", "--help").stdout
+	pause := mustCLI(t, 0, dir, "pause", "--help").stdout
+	resume := mustCLI(t, 0, dir, "resume", "--help").stdout
+	// trigger's own words are not in pause's or resume's help.
+	if strings.Contains(pause, "lock-guarded") || strings.Contains(resume, "lock-guarded") || !strings.Contains(trigger, "lock-guarded") {
+		t.Errorf("pause or resume help speaks of triggers:\npause:\n%s\nresume:\n%s", pause, resume)
+	}
+	if !strings.Contains(pause, "pause stops") || !strings.Contains(resume, "resume lets") || pause == resume {
+		t.Errorf("pause and resume help do not say what they do:\npause:\n%s\nresume:\n%s", pause, resume)
+	}
+}
+
+// A missing config file: the error says how to name one.
+func TestMissingConfigHints(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"validate"}, {"jobs"}, {"history", "x"}, {"validate", "-config", "nope.hcl"}} {
+		r := mustCLI(t, 1, dir, args...)
+		if !strings.Contains(r.stderr, "-config") || !strings.Contains(r.stderr, "LOCKCRON_CONFIG") {
+			t.Errorf("scheduler %q: %q does not hint at -config and LOCKCRON_CONFIG", args, r.stderr)
+		}
+	}
+}
+
+// Errors without a repeated prefix, and an unknown job lists the known
+// ones; validate refuses a port out of range in redis.url and shows the
+// URL with only its password hidden.
+func TestCommandErrors(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("backup", "@yearly", "1s", `true`)+execJob("report", "@yearly", "1s", `true`))
+	for _, args := range [][]string{{"pause", "nope"}, {"resume", "nope"}, {"trigger", "nope"}, {"history", "nope"}} {
+		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
+		if strings.Count(r.stderr, "scheduler:") != 1 || !strings.Contains(r.stderr, `unknown job "nope"`) ||
+			!strings.Contains(r.stderr, "backup, report") {
+			t.Errorf("scheduler %q: %q, want one prefix, the job and the known ones", args, r.stderr)
+		}
+	}
+
+	bad := writeConfig(t, t.TempDir(), `redis {
+  url = "redis://app:hunter2-secret@db.internal:99999/0"
+}
+`+execJob("backup", "@yearly", "1s", `true`))
+	r := mustCLI(t, 1, dir, "validate", "-config", bad)
+	if !strings.Contains(r.stderr, `"redis://app:xxxxx@db.internal:99999/0": port "99999" is not a number in 1..65535`) {
+		t.Errorf("validate of a port out of range: %q", r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "hunter2-secret") {
+		t.Errorf("validate shows the password: %q", r.stderr)
+	}
+}
+
+// jobs, locks, history and validate read; they do not need the variable
+// that admin.token_env names. trigger does.
+func TestReadOnlyCommandsNeedNoToken(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	text := strings.Replace(header(srv.Addr(), "5s"), `listen = "127.0.0.1:0"`, `listen = "127.0.0.1:0"
+  token_env = "LOCKCRON_TEST_ADMIN_TOKEN"`, 1)
+	cfg := writeConfig(t, dir, text+execJob("backup", "@yearly", "1s", `true`))
+	for _, args := range [][]string{{"validate"}, {"jobs"}, {"locks"}, {"history", "backup"}} {
+		r := mustCLI(t, 0, dir, append(args, "-config", cfg)...)
+		if strings.Contains(r.stderr, "error") {
+			t.Errorf("scheduler %q: %q", args, r.stderr)
+		}
+	}
+	if r := mustCLI(t, 0, dir, "validate", "-config", cfg); !strings.Contains(r.stderr, "LOCKCRON_TEST_ADMIN_TOKEN") {
+		t.Errorf("validate does not warn that run needs LOCKCRON_TEST_ADMIN_TOKEN: %q", r.stderr)
+	}
+	if r := mustCLI(t, 1, dir, "trigger", "backup", "-config", cfg); !strings.Contains(r.stderr, "LOCKCRON_TEST_ADMIN_TOKEN") {
+		t.Errorf("trigger without the token's variable: %q", r.stderr)
+	}
+}
+
+// With log.json, go-redis's own lines (a pool that cannot dial) are JSON
+// too, through the daemon's logger.
+func TestRedisLogsStayJSON(t *testing.T) {
+	t.Parallel()
+	srv, addr := deadRedis(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, withRedis(header(addr, "5s"), `timeout = "1s"`, `connect_timeout = "60s"`)+
+		execJob("tick", "@every 1s", "1s", `true`))
+	p := startReplicaNoWait(t, dir, cfg, "r1")
+	fromRedis := func() bool {
+		for _, l := range p.logs.jsonLines() {
+			if l.str("@module") == "lockcron.redis" && strings.Contains(l.msg(), "dial") && l.str("@level") == "warn" {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, 30*time.Second, "a line of go-redis's about dialling, through hclog", fromRedis)
+	srv.Restart()
+	p.waitLog(t, 30*time.Second, "scheduler started", nil)
+	p.signal(t, syscall.SIGTERM)
+	if code := p.awaitExit(t, 20*time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM", code)
+	}
+	lines := p.logs.Lines()
+	for _, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Errorf("not a JSON line: %q", l)
+		}
+	}
+	t.Logf("%d log lines, all JSON", len(lines))
+}

@@ -1,0 +1,235 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	neturl "net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// modulePath is the lockcron module's path, for Version.
+const modulePath = "github.com/lockcron/lockcron"
+
+// Version is the version of lockcron in this binary: its module version
+// when built from a tagged module (go install ...@v1.2.3), else "devel",
+// with the VCS revision when the build recorded one, and the Go version.
+// In a program that embeds the daemon, it is the version of the lockcron
+// module that program requires.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build information)"
+	}
+	v := bi.Main.Version
+	if bi.Main.Path != modulePath {
+		v = ""
+		for _, d := range bi.Deps {
+			if d.Path == modulePath {
+				v = d.Version
+			}
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = ", modified"
+		}
+	}
+	if rev != "" && bi.Main.Path == modulePath {
+		v += " (" + rev[:min(len(rev), 12)] + dirty + ")"
+	}
+	return v + " " + bi.GoVersion
+}
+
+// historyCommand is `scheduler history JOB`: the job's run history, from
+// Redis (or, without Redis, from the running daemon's admin API).
+func historyCommand(cfgPath *string, o Options) *cobra.Command {
+	var (
+		limit  int
+		before string
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "history JOB",
+		Short: "List a job's latest runs: tick, replica, duration, outcome, error",
+		Long: `history lists JOB's latest runs across the whole fleet, newest first: the tick
+(or "manual #N" for a triggered run), the replica that ran it, the attempt,
+when it started, how long it took, its outcome, its fencing token and the last
+line of its error. -json prints every field, the whole error tail and the trace
+id included. -before ID lists the runs older than the run ID (the first column),
+to page back.
+
+The history is kept in Redis beside the job's ledger: by default the latest
+100 runs, none older than 30 days (the config's history block). Without Redis
+it is read from the running daemon's admin API (admin.listen).`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("history takes one job name, got %d arguments", len(args))}
+			}
+			if limit < 1 || limit > maxRuns {
+				return usageError{fmt.Errorf("-limit %d: give a number from 1 to %d", limit, maxRuns)}
+			}
+			if before != "" && !lock.ValidEntryID(before) {
+				return usageError{fmt.Errorf("-before %q: give a run's ID, as the first column shows it (such as 1767225600000-0)", before)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			job := args[0]
+			return withScheduler(cmd.Context(), *cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				var runs []scheduler.Run
+				var err error
+				if cfg.UsesRedis() {
+					runs, err = s.History(ctx, job, limit, before)
+					switch {
+					case errors.Is(err, scheduler.ErrUnknownJob):
+						return unknownJob(cfg, job)
+					case err != nil:
+						return storeError(cfg, err)
+					}
+				} else if runs, err = historyViaAdmin(ctx, cfg, job, limit, before); err != nil {
+					return err
+				}
+				if asJSON {
+					if runs == nil {
+						runs = []scheduler.Run{}
+					}
+					return printJSON(cmd.OutOrStdout(), runs)
+				}
+				if len(runs) == 0 {
+					if before != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: no runs older than %s\n", job, before)
+					} else {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: no runs recorded yet\n", job)
+					}
+					return nil
+				}
+				return printRuns(cmd.OutOrStdout(), runs)
+			})
+		},
+	}
+	c.Flags().IntVarP(&limit, "limit", "n", defaultRuns, fmt.Sprintf("how many runs, 1 to %d", maxRuns))
+	c.Flags().StringVar(&before, "before", "", "only runs older than this run ID (to page back)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON, with every field")
+	return c
+}
+
+// historyViaAdmin reads a job's runs from the running daemon's admin API,
+// for a config without Redis.
+func historyViaAdmin(ctx context.Context, cfg *config.Config, job string, limit int, before string) ([]scheduler.Run, error) {
+	q := neturl.Values{"limit": {strconv.Itoa(limit)}}
+	if before != "" {
+		q.Set("before", before)
+	}
+	u := "http://" + cfg.Admin.Listen + "/api/jobs/" + neturl.PathEscape(job) + "/runs?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("no redis configured, and the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, unknownJob(cfg, job)
+	case resp.StatusCode != http.StatusOK:
+		var body struct{ Error string }
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
+		return nil, fmt.Errorf("admin API at %s: %s: %s", cfg.Admin.Listen, resp.Status, body.Error)
+	}
+	var runs []scheduler.Run
+	if err := json.NewDecoder(resp.Body).Decode(&runs); err != nil {
+		return nil, fmt.Errorf("admin API at %s: the runs do not decode: %w", cfg.Admin.Listen, err)
+	}
+	return runs, nil
+}
+
+// printRuns prints runs as a table, times in UTC.
+func printRuns(w io.Writer, runs []scheduler.Run) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTICK\tREPLICA\tATTEMPT\tSTARTED\tDURATION\tOUTCOME\tTOKEN\tERROR")
+	for _, r := range runs {
+		tick := r.Tick.UTC().Format(time.RFC3339)
+		if r.Trigger > 0 {
+			tick = fmt.Sprintf("manual #%d", r.Trigger)
+		}
+		outcome := r.Outcome
+		if r.Missed > 0 {
+			outcome = fmt.Sprintf("%s (%d)", outcome, r.Missed)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, tick, dash(r.Replica), num(int64(r.Attempt)),
+			startedAt(r.Start), runDuration(r), outcome, num(r.Token), errorLine(r.Error))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func num(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func startedAt(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func runDuration(r scheduler.Run) string {
+	if r.Start.IsZero() {
+		return "-"
+	}
+	switch d := r.Duration; {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(10 * time.Millisecond).String()
+	}
+}
+
+// errorLine is the last non-empty line of an error tail, cut to 80
+// characters for a table (-json has it whole).
+func errorLine(e string) string {
+	e = strings.TrimSpace(e)
+	if i := strings.LastIndexByte(e, '\n'); i >= 0 {
+		e = strings.TrimSpace(e[i+1:])
+	}
+	if e == "" {
+		return ""
+	}
+	if r := []rune(e); len(r) > 80 {
+		e = "…" + string(r[len(r)-79:])
+	}
+	return e
+}
