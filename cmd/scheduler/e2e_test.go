@@ -1006,6 +1006,12 @@ func TestMakeRun(t *testing.T) {
 	waitFor(t, 25*time.Second, "the example job's output", func() bool {
 		return strings.Contains(mk.logs.String()+mk.out.String(), `line="hello from `)
 	})
+	// The status page at / shows the job and its run, from the in-memory
+	// history.
+	waitFor(t, 10*time.Second, "the status page shows hello's run", func() bool {
+		st, b, _ := httpDo(t, "GET", "http://"+addr+"/", "")
+		return st == 200 && strings.Contains(string(b), `data-job="hello"`) && strings.Contains(string(b), `data-outcome="ran"`)
+	})
 	var sched int
 	for _, pid := range descendants(mk.cmd.Process.Pid) {
 		if st, ok := readStat(pid); ok && st.comm == "scheduler" {
