@@ -148,6 +148,19 @@ history {
   max_age = "720h"
 }
 
+# Webhooks: notify "name" { ... }, one block each. Each is called once per
+# run across the fleet, for the outcomes in `on`, by the replica that
+# recorded the run. The URL is a secret (Slack's holds a token): give it in
+# url_env, or in url with the file readable by its owner only.
+# notify "ops" {
+#   url_env = "OPS_WEBHOOK_URL"
+#   format  = "slack"                          # or "json" (default)
+#   on      = ["failed", "lost_lock", "missed"] # the default
+#   jobs    = ["hello"]                        # default every job
+#   timeout = "5s"
+#   retries = 3
+# }
+
 # Jobs: job "name" { ... }, one block each. The name is unique, without
 # braces; it names the job's lock (unless lock_name says otherwise), tick
 # ledger, logs and metrics. Each job has exactly one kind: exec, http or

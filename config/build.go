@@ -205,7 +205,7 @@ func (c *Config) secretEnv() []string {
 	if c.Admin.TokenEnv != "" {
 		names = append(names, c.Admin.TokenEnv)
 	}
-	return names
+	return append(names, c.notifyEnv()...)
 }
 
 // SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *jobs.Exec

@@ -78,6 +78,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Jobs are the file's jobs, in the file's order.
 	Jobs []Job
+	// Notify are the webhooks of the notify blocks, in the file's order.
+	Notify []Notify
 	// Warnings are things allowed but risky, each on one line, with its
 	// place where it has one. Log them.
 	Warnings []string

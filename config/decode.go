@@ -61,6 +61,7 @@ func (d *decoder) decode(root map[string]any) *Config {
 	}
 	d.checkLease(cfg)
 	d.decodeJobs(root["job"], cfg)
+	d.decodeNotify(root["notify"], cfg)
 	d.checkFileMode()
 	return cfg
 }

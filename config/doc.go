@@ -24,7 +24,14 @@
 // # The file
 //
 // Top-level settings: replica_id, shutdown_timeout; blocks redis, lock,
-// admin, telemetry, log, history; and one job "name" { ... } block per job.
+// admin, telemetry, log, history; one job "name" { ... } block per job;
+// and one notify "name" { ... } block per webhook.
+//
+// A notify block (Notify) has url or url_env (one of them: an http or
+// https URL, kept as a Secret), format "json" (default) or "slack", on
+// (outcomes; default failed, lost_lock, missed), jobs (default every
+// job; each must be a job of the file), timeout (default 5s) and retries
+// (0 to 10, default 3). Its errors read "notify.NAME.FIELD".
 // Durations are strings ("500ms", "30s", "1h30m") and must be positive:
 // zero or a negative duration is an error in every duration field (leave
 // the key out for its default). Numbers and bools are HCL's, lists are

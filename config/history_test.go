@@ -93,15 +93,22 @@ admin { token_env = "TOK" }
 	}
 }
 
-// A command that only reads does not need admin.token_env's variable:
+// A command that only reads does not need the variables of admin.token_env
+// and a notify block's url_env:
 // ForReading makes it a warning; run still refuses it.
 func TestForReadingDoesNotNeedTheToken(t *testing.T) {
 	src := `admin {
   @@token_env = "LOCKCRON_TEST_UNSET_TOKEN"
 }
+notify "ops" {
+  @@url_env = "LOCKCRON_TEST_UNSET_HOOK"
+}
 ` + job
 	_, places, err := load(t, src)
-	checkErrors(t, err, places, []want{{mark: 1, field: "admin.token_env", msg: "is not set"}})
+	checkErrors(t, err, places, []want{
+		{mark: 1, field: "admin.token_env", msg: "is not set"},
+		{mark: 2, field: "notify.ops.url_env", msg: "is not set"},
+	})
 
 	path, _ := writeConfig(t, src, 0o600)
 	cfg, err := config.Load(path, config.WithEnviron(nil), config.WithRegistry(testRegistry(t)), config.ForReading())
@@ -111,7 +118,7 @@ func TestForReadingDoesNotNeedTheToken(t *testing.T) {
 	if cfg.Admin.Token.IsSet() {
 		t.Errorf("the token is set")
 	}
-	if w := strings.Join(cfg.Warnings, "\n"); !strings.Contains(w, "LOCKCRON_TEST_UNSET_TOKEN") || !strings.Contains(w, "run does") {
+	if w := strings.Join(cfg.Warnings, "\n"); !strings.Contains(w, "LOCKCRON_TEST_UNSET_TOKEN") || !strings.Contains(w, "LOCKCRON_TEST_UNSET_HOOK") || !strings.Contains(w, "run does") {
 		t.Errorf("warnings %q do not say that run needs the variable", w)
 	}
 }

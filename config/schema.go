@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/hashicorp/hcl/hcl/ast"
 	"github.com/hashicorp/hcl/hcl/token"
@@ -86,6 +87,15 @@ var schema = block(map[string]*spec{
 		"keep":    leaf(),
 		"max_age": leaf(),
 	}),
+	"notify": labeled(map[string]*spec{
+		"url":     leaf(),
+		"url_env": leaf(),
+		"format":  leaf(),
+		"on":      leaf(),
+		"jobs":    leaf(),
+		"timeout": leaf(),
+		"retries": leaf(),
+	}),
 	"job": labeled(map[string]*spec{
 		"schedule":          leaf(),
 		"time_zone":         leaf(),
@@ -145,11 +155,14 @@ type walker struct {
 	// of: their absence is not reported again.
 	suggested map[string]bool
 	jobs      []jobItem
-	errs      Errors
+	// named are the labeled blocks other than jobs, by keyword ("notify"),
+	// in the file's order; their keys are at path keyword, label.
+	named map[string][]jobItem
+	errs  Errors
 }
 
 func newWalker(file string) *walker {
-	return &walker{file: file, pos: make(map[string]Pos), bad: make(map[string]bool), suggested: make(map[string]bool)}
+	return &walker{file: file, pos: make(map[string]Pos), bad: make(map[string]bool), suggested: make(map[string]bool), named: make(map[string][]jobItem)}
 }
 
 func (w *walker) at(p token.Pos) Pos {
@@ -201,7 +214,11 @@ func (w *walker) walkList(list *ast.ObjectList, s *spec, path []string, job stri
 			continue
 		}
 		if child.shape == labeledShape {
-			w.walkJob(item, child, p)
+			if name == "job" {
+				w.walkJob(item, child, p)
+			} else {
+				w.walkNamed(name, item, child, p)
+			}
 			continue
 		}
 		if len(item.Keys) > 1 {
@@ -252,6 +269,35 @@ func (w *walker) walkJob(item *ast.ObjectItem, s *spec, p Pos) {
 	}
 	w.jobs = append(w.jobs, jobItem{name: name, pos: p, ok: true})
 	w.walkList(ot.List, s, path, name, 2)
+}
+
+// walkNamed walks a labeled block other than a job, such as
+// notify "name" { ... }: its keys are at path kind, name (so its fields
+// read "notify.ops.url"). A second block of the same name is an error.
+func (w *walker) walkNamed(kind string, item *ast.ObjectItem, s *spec, p Pos) {
+	if len(item.Keys) != 2 {
+		w.errs = append(w.errs, &Error{Pos: p, Field: kind, Msg: fmt.Sprintf("needs one name: %s \"name\" { ... }", kind)})
+		return
+	}
+	name := keyText(item.Keys[1])
+	path := []string{kind, name}
+	field := kind + "." + name
+	ot, ok := item.Val.(*ast.ObjectType)
+	switch {
+	case name == "" || strings.ContainsFunc(name, unicode.IsControl):
+		w.errs = append(w.errs, &Error{Pos: p, Field: field, Msg: fmt.Sprintf("%q is not a name: give each %s block a plain name", name, kind)})
+		return
+	case !ok:
+		w.errs = append(w.errs, &Error{Pos: p, Field: field, Msg: fmt.Sprintf("must be a block: %s %q { ... }", kind, name)})
+		return
+	}
+	if first, dup := w.pos[pathKey(path...)]; dup {
+		w.errs = append(w.errs, &Error{Pos: p, Field: field, Msg: fmt.Sprintf("a %s block %q is at line %d already: give each its own name", kind, name, first.Line)})
+		return
+	}
+	w.pos[pathKey(path...)] = p
+	w.named[kind] = append(w.named[kind], jobItem{name: name, pos: p, ok: true})
+	w.walkList(ot.List, s, path, "", 0)
 }
 
 // where names the block a key is in, for an unknown key's message.

@@ -101,6 +101,18 @@
 // Narrow screens get one card per job, and dark mode follows
 // prefers-color-scheme.
 //
+// # Notifications
+//
+// The config's notify blocks are webhooks: the daemon hands each run the
+// scheduler records to them (scheduler.WithOnRun, once per run across the
+// fleet), keeps those whose outcome and job a block wants on a queue of
+// 256 (more are dropped, with a WARN at most once a minute), and sends
+// them from one goroutine: POST, JSON (NotificationJSON) or Slack's
+// {"text"}, each try bounded by the block's timeout, and tried again after
+// a network error, a 5xx or a 429 (1s, 2s, 4s... up to 30s between
+// tries). A graceful stop sends what is queued within 5s, then gives up on
+// the rest. Logs name the block, the job and the tick, never the URL.
+//
 // # Stopping
 //
 // On the first SIGTERM or SIGINT, /readyz turns 503 and the scheduler stops

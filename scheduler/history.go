@@ -28,7 +28,10 @@ const MaxErrorTail = 512
 type Run struct {
 	// ID is the entry's id in the history, growing with each entry: pass
 	// it to History as before to read the entries older than this one.
-	ID string `json:"id"`
+	// The store assigns it as it appends the entry, so the Run that
+	// WithOnRun hears has none: tell runs apart there by Job, Tick and
+	// Trigger.
+	ID string `json:"id,omitempty"`
 	// Job is the job's name.
 	Job string `json:"job"`
 	// Tick is the tick run (RFC 3339 in the history), or for a missed

@@ -87,7 +87,7 @@ func WithRedact(f func(string) string) Option { return func(o *options) { o.reda
 
 // WithOnRun sets a function called with each run this replica records in
 // the history (a finished run, or ticks found missed): once per run across
-// the fleet. It is called on the run's goroutine after the lock is
+// the fleet. The Run has no ID (the store gives it one). It is called on the run's goroutine after the lock is
 // released, and must not block: hand slow work (a webhook) to a goroutine
 // or a queue of its own.
 func WithOnRun(f func(Run)) Option { return func(o *options) { o.onRun = f } }

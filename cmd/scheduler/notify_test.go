@@ -1,0 +1,122 @@
+package main_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// hookSink is a webhook endpoint that keeps every body it gets.
+type hookSink struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func newHookSink(t *testing.T) *hookSink {
+	h := &hookSink{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.bodies = append(h.bodies, b)
+		h.mu.Unlock()
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookSink) all() [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.bodies)
+}
+
+// Two replicas, a job that fails every other tick, two webhooks (JSON and
+// Slack): each failed run in the history is notified exactly once to
+// each, by whichever replica recorded it, and no run that succeeded is.
+func TestNotifyOncePerFailedRun(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ops, chat := newHookSink(t), newHookSink(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("flaky", "@every 1s", "1s", `if [ $(( $(date +%s) % 2 )) -eq 0 ]; then echo "disk full" >&2; exit 1; fi`)+
+		execJob("fine", "@every 1s", "1s", `true`)+`
+notify "ops" {
+  url = "`+ops.srv.URL+`/ops"
+}
+notify "chat" {
+  url    = "`+chat.srv.URL+`/services/T0/B0/x"
+  format = "slack"
+  jobs   = ["flaky"]
+}
+`)
+	ps := startFleet(t, dir, cfg, 2)
+	waitFor(t, 45*time.Second, "6 webhooks", func() bool { return len(ops.all()) >= 6 })
+	for _, p := range ps {
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		if code := p.awaitExit(t, 30*time.Second); code != 0 {
+			t.Errorf("%s exited %d", p.name, code)
+		}
+	}
+
+	r := mustCLI(t, 0, dir, "history", "flaky", "-json", "-limit", "1000", "-config", cfg)
+	var runs []scheduler.Run
+	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil {
+		t.Fatal(err)
+	}
+	// A run is its tick (each one runs once, at attempt 1): the run a
+	// webhook tells of has no history id, which Redis gives it as it is
+	// appended.
+	key := func(r scheduler.Run) string { return r.Tick.UTC().Format(time.RFC3339Nano) + " on " + r.Replica }
+	var failed []string
+	replicas := map[string]bool{}
+	for _, run := range runs {
+		if run.Outcome == scheduler.OutcomeFailed {
+			failed = append(failed, key(run))
+			replicas[run.Replica] = true
+		}
+	}
+	var got []string
+	for _, b := range ops.all() {
+		var n daemon.NotificationJSON
+		if err := json.Unmarshal(b, &n); err != nil {
+			t.Fatalf("webhook body %s: %v", b, err)
+		}
+		if n.Notify != "ops" || n.Job != "flaky" || n.Outcome != scheduler.OutcomeFailed || !strings.Contains(n.Error, "disk full") {
+			t.Errorf("webhook: %s", b)
+		}
+		got = append(got, key(n.Run))
+	}
+	slices.Sort(failed)
+	slices.Sort(got)
+	if !slices.Equal(got, failed) {
+		t.Errorf("webhooks for runs %v, want one for each failed run in the history %v", got, failed)
+	}
+	t.Logf("%d failed runs, recorded by %d replica(s), %d webhooks", len(failed), len(replicas), len(got))
+
+	texts := chat.all()
+	if len(texts) != len(failed) {
+		t.Errorf("%d Slack webhooks, want %d", len(texts), len(failed))
+	}
+	for _, b := range texts {
+		var m map[string]string
+		if err := json.Unmarshal(b, &m); err != nil || len(m) != 1 || !strings.HasPrefix(m["text"], "lockcron: job *flaky* failed on r") ||
+			!strings.Contains(m["text"], "disk full") {
+			t.Errorf("Slack body %s (%v)", b, err)
+		}
+	}
+}
