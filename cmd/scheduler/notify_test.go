@@ -64,6 +64,25 @@ notify "chat" {
 `)
 	ps := startFleet(t, dir, cfg, 2)
 	waitFor(t, 45*time.Second, "6 webhooks", func() bool { return len(ops.all()) >= 6 })
+
+	// Each replica serves the same fleet-wide history: r2's page of runs
+	// before r1's newest is r1's page after it.
+	page := func(p *proc, query string) []scheduler.Run {
+		st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/api/jobs/flaky/runs"+query, "")
+		var runs []scheduler.Run
+		if err := json.Unmarshal(b, &runs); st != 200 || err != nil {
+			t.Fatalf("%s: runs%s: %d %v %s", p.name, query, st, err, b)
+		}
+		return runs
+	}
+	r1 := page(ps[0], "?limit=6")
+	r2 := page(ps[1], "?limit=5&before="+r1[0].ID)
+	if len(r1) != 6 || !slices.EqualFunc(r1[1:], r2, func(a, b scheduler.Run) bool {
+		return a.ID == b.ID && a.Tick.Equal(b.Tick) && a.Replica == b.Replica && a.Outcome == b.Outcome && a.Token == b.Token
+	}) {
+		t.Errorf("r1's history %v and r2's %v differ", r1, r2)
+	}
+
 	for _, p := range ps {
 		p.signal(t, syscall.SIGTERM)
 	}
