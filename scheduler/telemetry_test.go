@@ -92,7 +92,7 @@ lines:
 
 func attrString(s attribute.Set, key attribute.Key) string {
 	v, _ := s.Value(key)
-	return v.Emit()
+	return v.String()
 }
 
 func spanNames(spans []sdktrace.ReadOnlySpan) string {
@@ -123,13 +123,13 @@ func TestTelemetryOfARun(t *testing.T) {
 		"tick":    x.info.Tick.UTC().Format(time.RFC3339),
 		"lock":    job,
 		"replica": "r1",
-		"token":   attribute.Int64Value(x.info.Token).Emit(),
+		"token":   attribute.Int64Value(x.info.Token).String(),
 		"attempt": "1",
 		"outcome": scheduler.OutcomeRan,
 	}
 	for k, v := range want {
-		if got, ok := attrs.Value(k); !ok || got.Emit() != v {
-			t.Errorf("job.tick attribute %s = %q (present %v), want %q", k, got.Emit(), ok, v)
+		if got, ok := attrs.Value(k); !ok || got.String() != v {
+			t.Errorf("job.tick attribute %s = %q (present %v), want %q", k, got.String(), ok, v)
 		}
 	}
 	if _, err := time.Parse(time.RFC3339, attrString(attrs, "tick")); err != nil {

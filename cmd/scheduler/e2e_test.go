@@ -384,11 +384,17 @@ type cliResult struct {
 // cli runs the scheduler command with args in dir and waits for it.
 func cli(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
+	return cliEnv(t, dir, nil, args...)
+}
+
+// cliEnv is cli with extra environment variables.
+func cliEnv(t *testing.T, dir string, env []string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, schedBin, args...)
 	cmd.Dir = dir
-	cmd.Env = baseEnv()
+	cmd.Env = baseEnv(env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

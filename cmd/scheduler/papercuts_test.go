@@ -150,3 +150,30 @@ func TestRedisLogsStayJSON(t *testing.T) {
 	}
 	t.Logf("%d log lines, all JSON", len(lines))
 }
+
+// Without Redis, history reads the running daemon's in-memory history
+// through its admin API.
+func TestHistoryWithoutRedis(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `admin {
+  listen = "127.0.0.1:0"
+}
+log {
+  json = true
+}
+`+execJob("hello", "@every 1s", "1s", `echo hi`))
+	p := startReplica(t, dir, cfg, "solo")
+	env := []string{"LOCKCRON_ADMIN__LISTEN=" + p.admin}
+	var r cliResult
+	waitFor(t, 20*time.Second, "two runs of hello in its history", func() bool {
+		r = cliEnv(t, dir, env, "history", "hello", "-config", cfg)
+		return r.code == 0 && len(strings.Split(strings.TrimSpace(r.stdout), "\n")) >= 3
+	})
+	if rows := strings.Split(strings.TrimSpace(r.stdout), "\n"); !strings.HasPrefix(rows[0], "ID") || !strings.Contains(rows[1], " solo ") || !strings.Contains(rows[1], " ran ") {
+		t.Errorf("history without redis:\n%s", r.stdout)
+	}
+	if r := cliEnv(t, dir, env, "history", "nope", "-config", cfg); r.code != 1 || !strings.Contains(r.stderr, `unknown job "nope": the jobs of`) {
+		t.Errorf("history of an unknown job without redis: %d %q", r.code, r.stderr)
+	}
+}
