@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -341,6 +342,10 @@ func pingRedis(ctx context.Context, locks *lock.Client, r *config.Redis) error {
 	pctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	if err := locks.Ping(pctx); err != nil {
+		var refused redis.Error // an error reply: Redis answered, and said no (a wrong password, say)
+		if errors.As(err, &refused) {
+			return fmt.Errorf("redis at %s refused us: %w", r.Describe(), err)
+		}
 		return fmt.Errorf("redis at %s does not answer (redis.timeout %v): %w", r.Describe(), r.Timeout, err)
 	}
 	return nil

@@ -85,6 +85,14 @@ func TestCommandErrors(t *testing.T) {
   url = "redis://app:hunter2-secret@db.internal:99999/0"
 }
 `+execJob("backup", "@yearly", "1s", `true`))
+	// A wrong password: Redis answers, and refuses; the error says so,
+	// without the password.
+	wrong := writeConfig(t, t.TempDir(), strings.Replace(header(srv.Addr(), "5s"), "redis://", "redis://app:hunter2-secret@", 1)+execJob("backup", "@yearly", "1s", `true`))
+	if r := mustCLI(t, 1, dir, "jobs", "-config", wrong); !strings.Contains(r.stderr, "refused us") || strings.Contains(r.stderr, "does not answer") ||
+		!strings.Contains(r.stderr, "WRONGPASS") || strings.Contains(r.stderr, "hunter2-secret") {
+		t.Errorf("jobs with a wrong password: %q", r.stderr)
+	}
+
 	r := mustCLI(t, 1, dir, "validate", "-config", bad)
 	if !strings.Contains(r.stderr, `"redis://app:xxxxx@db.internal:99999/0": port "99999" is not a number in 1..65535`) {
 		t.Errorf("validate of a port out of range: %q", r.stderr)
