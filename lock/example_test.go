@@ -12,26 +12,34 @@ import (
 )
 
 // A lock in Redis, held while the work runs and released when it returns.
+// The README shows billing.
 func ExampleNew() {
+	billing(context.Background())
+}
+
+func billing(ctx context.Context) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	c, err := lock.New(rdb, lock.WithClientID("replica-1"))
+	c, err := lock.New(rdb, lock.WithClientID("replica-1")) // in one process: c, err := lock.NewMemory()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer c.Close() // releases every lease still held, stops the watchdogs
 
-	ctx := context.Background()
 	lease, err := c.Mutex("billing").Lock(ctx, lock.WithWait(10*time.Second))
 	if err != nil {
-		fmt.Println(err)
+		fmt.Println(err) // errors.Is(err, lock.ErrLocked) when the wait is over
 		return
 	}
 	defer lease.Unlock(context.WithoutCancel(ctx))
-	// The work gets the lease's context: it ends if the lock is lost.
-	_ = lease.Context()
+	// The work gets the lease's context, which ends if the lock is lost,
+	// and its fencing token.
+	work(lease.Context(), lease.Token())
 }
+
+// work stands for the work done under the lock.
+func work(ctx context.Context, token int64) {}
 
 func ExampleNewMemory() {
 	c, err := lock.NewMemory()

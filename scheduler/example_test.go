@@ -61,6 +61,48 @@ func Example() {
 	// true
 }
 
+// The README's scheduler: a replica of a fleet on Redis, with a job that
+// runs at 2:00 in Berlin, once across the fleet.
+func Example_readme() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	locks, err := lock.New(rdb, lock.WithClientID("replica-1")) // one per replica
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locks.Close() // after Run has returned
+
+	s, err := scheduler.New(locks)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = s.Add(scheduler.Job{
+		Name:     "nightly-report",
+		Schedule: "CRON_TZ=Europe/Berlin 0 2 * * *", // or "*/10 * * * * *", "@every 30s", "@hourly"
+		Run: jobs.Func(func(ctx context.Context) error {
+			info, _ := scheduler.RunInfo(ctx) // job, tick, fencing token, attempt, replica
+			return report(ctx, info.Tick, info.Token)
+		}),
+		Timeout: 10 * time.Minute,
+		Retries: 2,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := s.Run(ctx); !errors.Is(err, scheduler.ErrClosed) { // blocks; on SIGTERM: graceful stop
+		fmt.Println(err)
+	}
+}
+
+// report stands for the job's work.
+func report(ctx context.Context, tick time.Time, token int64) error { return nil }
+
 // A replica of a fleet, on Redis: each tick of the job runs on one replica.
 // Run returns after SIGTERM or SIGINT, once the runs have finished (or
 // handed their ticks off). The job fences its write with its lease's
