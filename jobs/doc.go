@@ -46,6 +46,13 @@
 //
 //	r := &jobs.HTTP{URL: "https://billing.internal/close-day", Method: "POST", Headers: map[string]string{"Authorization": "Bearer " + token}}
 //
+// Both carry the run's trace on: when the run's ctx holds a span (the
+// scheduler's job.run, with tracing on), an HTTP job sends its W3C
+// traceparent and tracestate headers, and an Exec job gets TRACEPARENT and
+// TRACESTATE in its environment (OpenTelemetry's convention for
+// environment variables as carriers; an inherited TRACEPARENT is dropped),
+// so that the job's own spans join the run's trace.
+//
 // Config calls Validate on both (errors wrapping ErrInvalid that name the
 // field) before it builds a job; Run validates too.
 //

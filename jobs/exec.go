@@ -228,7 +228,7 @@ func (e *Exec) Run(ctx context.Context) error {
 
 	g := &group{}
 	cmd := exec.CommandContext(ctx, prog, e.Command[1:]...)
-	cmd.Env = e.environ(info)
+	cmd.Env = e.environ(ctx, info)
 	cmd.Dir = e.Dir
 	cmd.Stdout, cmd.Stderr = outW, errW // *os.File: no copying goroutines in os/exec
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
@@ -322,17 +322,19 @@ func checkDir(dir string) error {
 }
 
 // environ returns the process's environment: this process's (less Unset's
-// names and LOCKCRON_EXEC_SUPERVISOR), then e.Env (sorted by name), then
-// info's. os/exec keeps the last of duplicates.
-func (e *Exec) environ(info Info) []string {
+// names, LOCKCRON_EXEC_SUPERVISOR, TRACEPARENT and TRACESTATE), then e.Env
+// (sorted by name), then info's, then the run's trace context (traceEnv).
+// os/exec keeps the last of duplicates.
+func (e *Exec) environ(ctx context.Context, info Info) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
-		return name == supervisorEnv || slices.Contains(e.Unset, name)
+		return name == supervisorEnv || slices.Contains(e.Unset, name) || slices.Contains(traceEnvNames, name)
 	})
 	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		env = append(env, k+"="+e.Env[k])
 	}
-	return append(env, info.Env()...)
+	env = append(env, info.Env()...)
+	return append(env, traceEnv(ctx)...)
 }
 
 func logLine(log hclog.Logger, stream, line string, partial bool) {

@@ -178,6 +178,7 @@ func (h *HTTP) Run(ctx context.Context) error {
 	req.Header.Set(HeaderReplica, info.Replica)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))
 	req.Header.Set(HeaderTrigger, info.TriggerString())
+	injectTraceHeaders(ctx, req.Header)
 
 	client := h.Client
 	if client == nil {

@@ -3,6 +3,10 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -280,6 +285,48 @@ func TestJobGauges(t *testing.T) {
 		}
 		if s.Name() == "lock.wait" && attrString(attrs, "outcome") == "error" {
 			t.Errorf("a lock.wait span with outcome error: %v", s.Status())
+		}
+	}
+}
+
+// The run's trace continues into its job: an exec job gets the job.run
+// span as its TRACEPARENT, an http job as its traceparent header.
+func TestTraceContinuesIntoJobs(t *testing.T) {
+	o := newObserved(t)
+	out := filepath.Join(t.TempDir(), "traceparent")
+	o.add(t, scheduler.Job{Name: "exec", Schedule: "@every 1s", Run: &jobs.Exec{
+		Command: []string{"sh", "-c", `[ -s "$OUT" ] || echo "$TRACEPARENT $LOCKCRON_TICK" > "$OUT"`},
+		Env:     map[string]string{"OUT": out},
+	}})
+	heard := make(chan [2]string, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case heard <- [2]string{r.Header.Get("Traceparent"), r.Header.Get(jobs.HeaderTick)}:
+		default:
+		}
+	}))
+	defer srv.Close()
+	o.add(t, scheduler.Job{Name: "http", Schedule: "@every 1s", Run: &jobs.HTTP{URL: srv.URL}})
+	o.start()
+	var got []string
+	eventually(t, 10*time.Second, "the exec job wrote its TRACEPARENT", func() bool {
+		b, err := os.ReadFile(out)
+		got = strings.Fields(string(b))
+		return err == nil && len(got) == 2
+	})
+	h := <-heard
+	eventually(t, 10*time.Second, "both ran", func() bool {
+		return o.m.runs(t, "exec", scheduler.OutcomeRan) >= 1 && o.m.runs(t, "http", scheduler.OutcomeRan) >= 1
+	})
+	o.stop(t)
+	for _, c := range []struct{ job, traceparent, tick string }{{"exec", got[0], got[1]}, {"http", h[0], h[1]}} {
+		tick, err := time.Parse(time.RFC3339, c.tick)
+		if err != nil {
+			t.Fatalf("%s: tick %q: %v", c.job, c.tick, err)
+		}
+		sc := o.childOf(t, "job.run", o.tickSpan(t, c.job, tick)).SpanContext()
+		if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"; c.traceparent != want {
+			t.Errorf("%s job: traceparent %q, want the job.run span's %q", c.job, c.traceparent, want)
 		}
 	}
 }
