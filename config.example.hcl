@@ -128,6 +128,11 @@ telemetry {
   # The OTLP collector: host:port, or an http(s):// URL.
   # Required when traces or metrics is "otlp".
   # otlp_endpoint = "127.0.0.1:4318"   # OTLP over HTTP
+
+  # Spans and metrics carry service.name "lockcron" and
+  # service.instance.id the replica id; the standard OTEL_SERVICE_NAME and
+  # OTEL_RESOURCE_ATTRIBUTES override and add to them. A run's trace goes
+  # on into its job: traceparent on http jobs, TRACEPARENT for exec jobs.
 }
 
 log {

@@ -40,9 +40,11 @@ type telemetry struct {
 // "stdout" traces go.
 func newTelemetry(ctx context.Context, cfg config.Telemetry, replica string, stdout io.Writer) (*telemetry, error) {
 	t := &telemetry{tracer: tracenoop.NewTracerProvider(), meter: metricnoop.NewMeterProvider()}
-	res := resource.NewSchemaless(semconv.ServiceName("lockcron"), semconv.ServiceInstanceID(replica))
+	res, err := newResource(ctx, replica)
+	if err != nil {
+		return nil, err
+	}
 	var exp sdktrace.SpanExporter
-	var err error
 	switch cfg.Traces {
 	case config.TracesStdout:
 		exp, err = stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
@@ -81,6 +83,22 @@ func newTelemetry(ctx context.Context, cfg config.Telemetry, replica string, std
 		t.shutdown = append(t.shutdown, mp.Shutdown)
 	}
 	return t, nil
+}
+
+// newResource is the resource of the daemon's spans and metrics: service
+// name "lockcron" and instance id the replica's, then what the standard
+// variables say (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES), which win,
+// and the SDK's own attributes.
+func newResource(ctx context.Context, replica string) (*resource.Resource, error) {
+	env, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	res, err := resource.Merge(resource.NewSchemaless(semconv.ServiceName("lockcron"), semconv.ServiceInstanceID(replica)), env)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	return res, nil
 }
 
 // close flushes and stops the providers.

@@ -185,3 +185,33 @@ log {
 		t.Errorf("history of an unknown job without redis: %d %q", r.code, r.stderr)
 	}
 }
+
+// The spans' resource comes from the standard variables: OTEL_SERVICE_NAME
+// and OTEL_RESOURCE_ATTRIBUTES win over the default service name.
+func TestOTelResourceFromEnv(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+`
+telemetry {
+  traces = "stdout"
+}
+`+execJob("tick", "@every 1s", "1s", `true`))
+	p := startProc(t, "r1", dir, baseEnv("LOCKCRON_REPLICA_ID=r1", "OTEL_SERVICE_NAME=billing-cron",
+		"OTEL_RESOURCE_ATTRIBUTES=deployment.environment=prod,team=payments"), schedBin, "run", "-config", cfg)
+	p.waitReady(t)
+	p.waitLog(t, 20*time.Second, "run finished", nil)
+	p.signal(t, syscall.SIGTERM)
+	if code := p.awaitExit(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	out := p.out.String()
+	for _, want := range []string{`"Name": "job.run"`, `"Value": "billing-cron"`, `"Key": "deployment.environment"`, `"Value": "prod"`, `"Key": "team"`, `"Value": "r1"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the stdout spans do not hold %s:\n%.3000s", want, out)
+		}
+	}
+	if strings.Contains(out, `"Value": "lockcron"`) {
+		t.Errorf("the service name is still lockcron")
+	}
+}
