@@ -191,7 +191,7 @@ func scenarios() []*Scenario {
 		f.c.proxy.SetDropReplies(0.05, f.rng.Int64())
 		f.sleep(time.Until(f.end))
 		f.c.proxy.SetDropReplies(0, 0)
-		lost := f.c.sum("lockcron_job_runs_total", `outcome="lost_lock"`)
+		lost := f.c.sum("lockcron_job_runs_total", `lockcron_outcome="lost_lock"`)
 		f.note("replies dropped: %d; runs recorded lost_lock: %.0f", f.c.proxy.Stats().DroppedReplies, lost)
 		if lost > 0 {
 			f.miss("%.0f runs recorded lost_lock although no lock was lost", lost)

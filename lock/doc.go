@@ -238,8 +238,9 @@
 // # Telemetry
 //
 // Each Lock, TryLock or Claim records a "lock.wait" span and each lease a
-// "lock.hold" span (attributes lock, client, owner, token, outcome), the
-// histograms lockcron.lock.wait.duration and lockcron.lock.hold.duration,
+// "lock.hold" span (attributes lockcron.lock, lockcron.client,
+// lockcron.owner, lockcron.token, lockcron.outcome; error.type when it
+// failed: the error's Go type, or "lost"), the histograms lockcron.lock.wait.duration and lockcron.lock.hold.duration,
 // and the counters lockcron.lock.renewals and lockcron.lock.lost. Debug
 // logs go to the "lock" sub-logger.
 package lock

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,7 +16,7 @@ import (
 // instrumentation is the name of the tracer and the meter.
 const instrumentation = "github.com/lockcron/lockcron/lock"
 
-// Outcomes, as the "outcome" attribute of spans and metrics.
+// Outcomes, as the lockcron.outcome attribute of spans and metrics.
 const (
 	outcomeAcquired = "acquired"
 	outcomeLocked   = "locked"   // ErrLocked: the wait was over
@@ -72,9 +73,40 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 	return t
 }
 
+// Attribute keys of the spans and metrics, under the lockcron. namespace:
+// no semantic convention covers locks yet. A failed span has error.type
+// too (OpenTelemetry's semantic convention): the Go type of the error, or
+// "lost" for a lease that lost its lock.
+const (
+	attrLock      = attribute.Key("lockcron.lock")
+	attrClient    = attribute.Key("lockcron.client")
+	attrOwner     = attribute.Key("lockcron.owner")
+	attrToken     = attribute.Key("lockcron.token")
+	attrOutcome   = attribute.Key("lockcron.outcome")
+	attrErrorType = attribute.Key("error.type")
+)
+
+// errorType is the error.type of err: the Go type of the innermost error
+// that is not a mere wrapper (fmt.Errorf's), such as "*net.OpError".
+func errorType(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil || !isWrapper(err) {
+			return fmt.Sprintf("%T", err)
+		}
+		err = u
+	}
+}
+
+// isWrapper reports whether err only adds text to the error it wraps.
+func isWrapper(err error) bool {
+	t := fmt.Sprintf("%T", err)
+	return t == "*fmt.wrapError" || t == "*fmt.wrapErrors"
+}
+
 func (t *telemetry) startWait(ctx context.Context, name string) waitSpan {
 	_, span := t.tracer.Start(ctx, "lock.wait", trace.WithAttributes(
-		attribute.String("lock", name), attribute.String("client", t.clientID)))
+		attrLock.String(name), attrClient.String(t.clientID)))
 	return waitSpan{span}
 }
 
@@ -94,45 +126,47 @@ func (t *telemetry) endWait(w waitSpan, name string, d time.Duration, l *Lease, 
 		outcome = outcomeError
 	}
 	if w.span.IsRecording() {
-		attrs := []attribute.KeyValue{attribute.String("outcome", outcome)}
+		attrs := []attribute.KeyValue{attrOutcome.String(outcome)}
 		if l != nil {
-			attrs = append(attrs, attribute.String("owner", l.owner), attribute.Int64("token", l.token))
+			attrs = append(attrs, attrOwner.String(l.owner), attrToken.Int64(l.token))
 		}
 		w.span.SetAttributes(attrs...)
 		if outcome == outcomeError {
 			w.span.RecordError(err)
 			w.span.SetStatus(codes.Error, err.Error())
+			w.span.SetAttributes(attrErrorType.String(errorType(err)))
 		}
 	}
 	w.span.End()
 	t.wait.Record(context.Background(), d.Seconds(), metric.WithAttributes(
-		attribute.String("lock", name), attribute.String("outcome", outcome)))
+		attrLock.String(name), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) startHold(ctx context.Context, l *Lease) holdSpan {
 	_, span := t.tracer.Start(ctx, "lock.hold", trace.WithAttributes(
-		attribute.String("lock", l.k.name), attribute.String("client", t.clientID),
-		attribute.String("owner", l.owner), attribute.Int64("token", l.token)))
+		attrLock.String(l.k.name), attrClient.String(t.clientID),
+		attrOwner.String(l.owner), attrToken.Int64(l.token)))
 	return holdSpan{span}
 }
 
 func (t *telemetry) endHold(h holdSpan, l *Lease, d time.Duration, outcome string) {
-	h.span.SetAttributes(attribute.String("outcome", outcome))
+	h.span.SetAttributes(attrOutcome.String(outcome))
 	if outcome == outcomeLost {
 		h.span.SetStatus(codes.Error, "lock lost")
+		h.span.SetAttributes(attrErrorType.String(outcomeLost))
 	}
 	h.span.End()
 	t.hold.Record(context.Background(), d.Seconds(), metric.WithAttributes(
-		attribute.String("lock", l.k.name), attribute.String("outcome", outcome)))
+		attrLock.String(l.k.name), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) renewed(name, outcome string) {
 	t.renewals.Add(context.Background(), 1, metric.WithAttributes(
-		attribute.String("lock", name), attribute.String("outcome", outcome)))
+		attrLock.String(name), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) lost(name string) {
-	t.lostN.Add(context.Background(), 1, metric.WithAttributes(attribute.String("lock", name)))
+	t.lostN.Add(context.Background(), 1, metric.WithAttributes(attrLock.String(name)))
 }
 
 // secondBuckets are the histograms' bucket bounds, in seconds: the SDK's

@@ -66,18 +66,18 @@ func TestTelemetry(t *testing.T) {
 		for _, a := range s.Attributes() {
 			attrs[a.Key] = a.Value
 		}
-		if attrs["lock"].AsString() != "tel" || want[s.Name()] == "" {
+		if attrs["lockcron.lock"].AsString() != "tel" || want[s.Name()] == "" {
 			continue
 		}
 		found[s.Name()] = true
-		if got := attrs["outcome"].AsString(); got != want[s.Name()] {
+		if got := attrs["lockcron.outcome"].AsString(); got != want[s.Name()] {
 			t.Errorf("%s outcome %q, want %q", s.Name(), got, want[s.Name()])
 		}
-		if attrs["owner"].AsString() != lease.Owner() || attrs["token"].AsInt64() != lease.Token() {
-			t.Errorf("%s owner/token %v/%v, want %s/%d", s.Name(), attrs["owner"], attrs["token"], lease.Owner(), lease.Token())
+		if attrs["lockcron.owner"].AsString() != lease.Owner() || attrs["lockcron.token"].AsInt64() != lease.Token() {
+			t.Errorf("%s owner/token %v/%v, want %s/%d", s.Name(), attrs["lockcron.owner"], attrs["lockcron.token"], lease.Owner(), lease.Token())
 		}
-		if attrs["client"].AsString() != "replica-1" {
-			t.Errorf("%s client %v", s.Name(), attrs["client"])
+		if attrs["lockcron.client"].AsString() != "replica-1" {
+			t.Errorf("%s client %v", s.Name(), attrs["lockcron.client"])
 		}
 	}
 	for name := range want {
@@ -88,7 +88,7 @@ func TestTelemetry(t *testing.T) {
 	var lostHold bool
 	for _, s := range spans.Ended() {
 		for _, a := range s.Attributes() {
-			if s.Name() == "lock.hold" && a.Key == "outcome" && a.Value.AsString() == "lost" {
+			if s.Name() == "lock.hold" && a.Key == "lockcron.outcome" && a.Value.AsString() == "lost" {
 				lostHold = true
 			}
 		}

@@ -146,11 +146,15 @@
 // skipped_done, skipped_busy, lost_lock, interrupted, handed_off, paused, or error
 // (the lock's backend could not be reached); missed counts ticks no replica
 // claimed. A replica that stops while it waits for another's run records
-// nothing. Each tick handled records a "job.tick" span (attributes job,
-// tick, lock, replica, token, attempt, outcome), with the lock package's
+// nothing. Each tick handled records a "job.tick" span (attributes
+// lockcron.job, lockcron.tick, lockcron.lock, lockcron.replica,
+// lockcron.token, lockcron.attempt, lockcron.outcome, and error.type with
+// the outcome when it failed: no semantic convention covers jobs yet, so
+// they are namespaced, and as Prometheus labels, lockcron_job..., they do
+// not clash with a scrape's own job label), with the lock package's
 // "lock.wait" span and one "job.run" span per try as children; give the
-// lock.Client the same tracer provider. Metrics: lockcron.job.runs (by job
-// and outcome), lockcron.job.wait.duration, lockcron.job.run.duration,
+// lock.Client the same tracer provider. Metrics: lockcron.job.runs (by
+// lockcron.job and lockcron.outcome), lockcron.job.wait.duration, lockcron.job.run.duration,
 // lockcron.job.lateness (start of a run minus its tick) and
 // lockcron.job.locks_lost; and, read from each job's ledger when they are
 // collected while Run runs, the gauges lockcron.job.last_success_timestamp

@@ -78,7 +78,7 @@ func (m *meter) histogramCount(t *testing.T, name, job string) uint64 {
 			t.Fatalf("metric %s is a %T, not a float64 histogram", name, d)
 		}
 		for _, dp := range h.DataPoints {
-			if v, ok := dp.Attributes.Value("job"); ok && v.AsString() == job {
+			if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
 				n += dp.Count
 			}
 		}
@@ -89,7 +89,7 @@ func (m *meter) histogramCount(t *testing.T, name, job string) uint64 {
 // runs is lockcron.job.runs of job with the given outcome.
 func (m *meter) runs(t *testing.T, job, outcome string) int64 {
 	t.Helper()
-	return m.counter(t, "lockcron.job.runs", attribute.String("job", job), attribute.String("outcome", outcome))
+	return m.counter(t, "lockcron.job.runs", attribute.String("lockcron.job", job), attribute.String("lockcron.outcome", outcome))
 }
 
 // outcomes is lockcron.job.runs of job by outcome; outcomes never counted

@@ -570,7 +570,7 @@ func TestTimeout(t *testing.T) {
 		}
 		found = true
 		attrs := attribute.NewSet(s.Attributes()...)
-		if v, _ := attrs.Value("outcome"); v.AsString() != scheduler.OutcomeFailed {
+		if v, _ := attrs.Value("lockcron.outcome"); v.AsString() != scheduler.OutcomeFailed {
 			t.Errorf("job.run outcome %q, want failed", v.AsString())
 		}
 		if s.Status().Code != codes.Error || !strings.Contains(s.Status().Description, jobs.ErrTimeout.Error()) {
@@ -656,7 +656,7 @@ func TestLockDeletedUnderRunningJob(t *testing.T) {
 		t.Fatalf("cause of the run's ctx: %v, want lock.ErrLockLost", cause)
 	}
 	eventually(t, 10*time.Second, "outcome lost_lock", func() bool { return m.runs(t, job, scheduler.OutcomeLostLock) == 1 })
-	if n := m.counter(t, "lockcron.job.locks_lost", attribute.String("job", job)); n != 1 {
+	if n := m.counter(t, "lockcron.job.locks_lost", attribute.String("lockcron.job", job)); n != 1 {
 		t.Errorf("lockcron.job.locks_lost = %d, want 1", n)
 	}
 	if got := m.outcomes(t, job); len(got) != 1 {

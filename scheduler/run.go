@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lockcron/lockcron/jobs"
@@ -84,7 +83,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		return false
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
-	span.SetAttributes(attribute.Int64("token", cl.Lease.Token()), attribute.Int("attempt", cl.Try))
+	span.SetAttributes(attrToken.Int64(cl.Lease.Token()), attrAttempt.Int(cl.Try))
 	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now()}
 	if sc := span.SpanContext(); sc.HasTraceID() {
 		r.trace = sc.TraceID().String()
@@ -100,7 +99,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		} else {
 			log = s.runLog(e, tick).With("trigger", cl.Tick)
 		}
-		span.SetAttributes(attribute.String("tick", fmtTick(r.tick)))
+		span.SetAttributes(attrTick.String(fmtTick(r.tick)))
 		log.Warn("an earlier tick was claimed and never finished: running it first", "attempt", cl.Try, "before", fmtTick(tick),
 			"from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	} else if cl.Try > 1 {

@@ -107,7 +107,7 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 		ctx, cancel := context.WithTimeout(ctx, gaugeTimeout)
 		defer cancel()
 		for _, g := range s.gauges(ctx) {
-			job := metric.WithAttributes(attribute.String("job", g.job))
+			job := metric.WithAttributes(attrJob.String(g.job))
 			if !g.next.IsZero() {
 				o.ObserveFloat64(next, float64(g.next.UnixMilli())/1e3, job)
 			}
@@ -132,50 +132,67 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 
 func (t *telemetry) startTick(ctx context.Context, job, lock string, tick time.Time) (context.Context, trace.Span) {
 	return t.tracer.Start(ctx, "job.tick", trace.WithAttributes(
-		attribute.String("job", job), attribute.String("tick", tick.UTC().Format(time.RFC3339Nano)),
-		attribute.String("lock", lock), attribute.String("replica", t.replica)))
+		attrJob.String(job), attrTick.String(tick.UTC().Format(time.RFC3339Nano)),
+		attrLock.String(lock), attrReplica.String(t.replica)))
 }
 
 func (t *telemetry) startRun(ctx context.Context) (context.Context, trace.Span) {
 	info, _ := jobs.InfoFrom(ctx)
 	return t.tracer.Start(ctx, "job.run", trace.WithAttributes(
-		attribute.String("job", info.Job), attribute.String("tick", info.Tick.UTC().Format(time.RFC3339Nano)),
-		attribute.String("lock", info.Lock), attribute.Int("attempt", info.Attempt),
-		attribute.Int64("token", info.Token), attribute.String("replica", t.replica)))
+		attrJob.String(info.Job), attrTick.String(info.Tick.UTC().Format(time.RFC3339Nano)),
+		attrLock.String(info.Lock), attrAttempt.Int(info.Attempt),
+		attrToken.Int64(info.Token), attrReplica.String(t.replica)))
 }
 
 func endSpan(span trace.Span, outcome string, err error) {
 	if span.IsRecording() {
-		span.SetAttributes(attribute.String("outcome", outcome))
+		span.SetAttributes(attrOutcome.String(outcome))
 		if err != nil && outcome != OutcomeSkippedDone && outcome != OutcomeSkippedBusy && outcome != OutcomePaused {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(attrErrorType.String(outcome))
 		}
 	}
 	span.End()
 }
 
+// Attribute keys of the spans and metrics, under the lockcron. namespace
+// (no semantic convention covers jobs yet; as Prometheus labels,
+// lockcron_job and so on, which do not clash with the scrape's own job
+// label). A failed span has error.type too (OpenTelemetry's semantic
+// convention): its outcome, such as "failed" or "lost_lock".
+const (
+	attrJob       = attribute.Key("lockcron.job")
+	attrTick      = attribute.Key("lockcron.tick")
+	attrLock      = attribute.Key("lockcron.lock")
+	attrReplica   = attribute.Key("lockcron.replica")
+	attrAttempt   = attribute.Key("lockcron.attempt")
+	attrToken     = attribute.Key("lockcron.token")
+	attrOutcome   = attribute.Key("lockcron.outcome")
+	attrErrorType = attribute.Key("error.type")
+)
+
 func (t *telemetry) outcome(job, outcome string, n int64) {
 	t.runs.Add(context.Background(), n, metric.WithAttributes(
-		attribute.String("job", job), attribute.String("outcome", outcome)))
+		attrJob.String(job), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) waited(job, outcome string, d time.Duration) {
 	t.wait.Record(context.Background(), d.Seconds(), metric.WithAttributes(
-		attribute.String("job", job), attribute.String("outcome", outcome)))
+		attrJob.String(job), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) held(job, outcome string, d time.Duration) {
 	t.hold.Record(context.Background(), d.Seconds(), metric.WithAttributes(
-		attribute.String("job", job), attribute.String("outcome", outcome)))
+		attrJob.String(job), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) late(job string, d time.Duration) {
-	t.lateness.Record(context.Background(), max(d, 0).Seconds(), metric.WithAttributes(attribute.String("job", job)))
+	t.lateness.Record(context.Background(), max(d, 0).Seconds(), metric.WithAttributes(attrJob.String(job)))
 }
 
 func (t *telemetry) lostLock(job string) {
-	t.lost.Add(context.Background(), 1, metric.WithAttributes(attribute.String("job", job)))
+	t.lost.Add(context.Background(), 1, metric.WithAttributes(attrJob.String(job)))
 }
 
 // secondBuckets are the histograms' bucket bounds, in seconds: the SDK's

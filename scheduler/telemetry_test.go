@@ -54,7 +54,7 @@ func (o *observed) tickSpan(t *testing.T, job string, tick time.Time) sdktrace.R
 	want := tick.UTC().Format(time.RFC3339)
 	for _, s := range o.spans.Ended() {
 		attrs := attribute.NewSet(s.Attributes()...)
-		if s.Name() == "job.tick" && attrString(attrs, "job") == job && attrString(attrs, "tick") == want {
+		if s.Name() == "job.tick" && attrString(attrs, "lockcron.job") == job && attrString(attrs, "lockcron.tick") == want {
 			return s
 		}
 	}
@@ -124,20 +124,20 @@ func TestTelemetryOfARun(t *testing.T) {
 	tick := o.tickSpan(t, job, x.info.Tick)
 	attrs := attribute.NewSet(tick.Attributes()...)
 	want := map[attribute.Key]string{
-		"job":     job,
-		"tick":    x.info.Tick.UTC().Format(time.RFC3339),
-		"lock":    job,
-		"replica": "r1",
-		"token":   attribute.Int64Value(x.info.Token).String(),
-		"attempt": "1",
-		"outcome": scheduler.OutcomeRan,
+		"lockcron.job":     job,
+		"lockcron.tick":    x.info.Tick.UTC().Format(time.RFC3339),
+		"lockcron.lock":    job,
+		"lockcron.replica": "r1",
+		"lockcron.token":   attribute.Int64Value(x.info.Token).String(),
+		"lockcron.attempt": "1",
+		"lockcron.outcome": scheduler.OutcomeRan,
 	}
 	for k, v := range want {
 		if got, ok := attrs.Value(k); !ok || got.String() != v {
 			t.Errorf("job.tick attribute %s = %q (present %v), want %q", k, got.String(), ok, v)
 		}
 	}
-	if _, err := time.Parse(time.RFC3339, attrString(attrs, "tick")); err != nil {
+	if _, err := time.Parse(time.RFC3339, attrString(attrs, "lockcron.tick")); err != nil {
 		t.Errorf("job.tick attribute tick: %v", err)
 	}
 	if tick.Status().Code == codes.Error {
@@ -145,15 +145,15 @@ func TestTelemetryOfARun(t *testing.T) {
 	}
 
 	wait := o.childOf(t, "lock.wait", tick)
-	if v := attrString(attribute.NewSet(wait.Attributes()...), "lock"); v != job {
+	if v := attrString(attribute.NewSet(wait.Attributes()...), "lockcron.lock"); v != job {
 		t.Errorf("lock.wait attribute lock = %q, want %q", v, job)
 	}
 	run := o.childOf(t, "job.run", tick)
 	runAttrs := attribute.NewSet(run.Attributes()...)
-	if v := attrString(runAttrs, "attempt"); v != "1" {
+	if v := attrString(runAttrs, "lockcron.attempt"); v != "1" {
 		t.Errorf("job.run attribute attempt = %q, want 1", v)
 	}
-	if v := attrString(runAttrs, "outcome"); v != scheduler.OutcomeRan {
+	if v := attrString(runAttrs, "lockcron.outcome"); v != scheduler.OutcomeRan {
 		t.Errorf("job.run attribute outcome = %q, want ran", v)
 	}
 
@@ -188,7 +188,7 @@ func TestTelemetryOfAFailure(t *testing.T) {
 	if tick.Status().Code != codes.Error || !strings.Contains(tick.Status().Description, errBoom.Error()) {
 		t.Errorf("job.tick status %+v, want Error with %q", tick.Status(), errBoom)
 	}
-	if v := attrString(attribute.NewSet(tick.Attributes()...), "outcome"); v != scheduler.OutcomeFailed {
+	if v := attrString(attribute.NewSet(tick.Attributes()...), "lockcron.outcome"); v != scheduler.OutcomeFailed {
 		t.Errorf("job.tick attribute outcome = %q, want failed", v)
 	}
 	run := o.childOf(t, "job.run", tick)
@@ -207,13 +207,13 @@ func (m *meter) gaugeValue(t *testing.T, name, job string) (float64, bool) {
 		switch g := d.(type) {
 		case metricdata.Gauge[float64]:
 			for _, dp := range g.DataPoints {
-				if v, ok := dp.Attributes.Value("job"); ok && v.AsString() == job {
+				if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
 					return dp.Value, true
 				}
 			}
 		case metricdata.Gauge[int64]:
 			for _, dp := range g.DataPoints {
-				if v, ok := dp.Attributes.Value("job"); ok && v.AsString() == job {
+				if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
 					return float64(dp.Value), true
 				}
 			}
@@ -280,10 +280,10 @@ func TestJobGauges(t *testing.T) {
 	o.stop(t)
 	for _, s := range o.spans.Ended() {
 		attrs := attribute.NewSet(s.Attributes()...)
-		if s.Name() == "job.tick" && attrString(attrs, "outcome") == scheduler.OutcomePaused && s.Status().Code == codes.Error {
+		if s.Name() == "job.tick" && attrString(attrs, "lockcron.outcome") == scheduler.OutcomePaused && s.Status().Code == codes.Error {
 			t.Errorf("a paused tick's span has status Error: %+v", s.Status())
 		}
-		if s.Name() == "lock.wait" && attrString(attrs, "outcome") == "error" {
+		if s.Name() == "lock.wait" && attrString(attrs, "lockcron.outcome") == "error" {
 			t.Errorf("a lock.wait span with outcome error: %v", s.Status())
 		}
 	}

@@ -72,7 +72,7 @@ func splitCommands(delta map[string]int64) (client, lua map[string]int64) {
 
 // Metrics. Each replica gets its own MeterProvider with a ManualReader, so
 // that the scheduler's own counts can be read per replica. A view keeps
-// only the "outcome" attribute (the benchmark does not need 1,000 series
+// only the "lockcron.outcome" attribute (the benchmark does not need 1,000 series
 // per instrument, one per job, and neither should their cost be measured)
 // and gives the duration histograms buckets fine enough for a 1 s
 // schedule.
@@ -90,7 +90,7 @@ func newMeterProvider() (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
 	view := func(inst sdkmetric.Instrument) (sdkmetric.Stream, bool) {
 		s := sdkmetric.Stream{
 			Name: inst.Name, Description: inst.Description, Unit: inst.Unit,
-			AttributeFilter: attribute.NewAllowKeysFilter("outcome"),
+			AttributeFilter: attribute.NewAllowKeysFilter("lockcron.outcome"),
 		}
 		if inst.Kind == sdkmetric.InstrumentKindHistogram {
 			s.Aggregation = sdkmetric.AggregationExplicitBucketHistogram{Boundaries: waitBuckets}
@@ -199,14 +199,14 @@ func collect(ctx context.Context, r *sdkmetric.ManualReader) (replicaMetrics, er
 			case metricRuns:
 				if d, ok := met.Data.(metricdata.Sum[int64]); ok {
 					for _, p := range d.DataPoints {
-						o, _ := p.Attributes.Value("outcome")
+						o, _ := p.Attributes.Value("lockcron.outcome")
 						m.outcomes[o.AsString()] += p.Value
 					}
 				}
 			case metricWait:
 				if d, ok := met.Data.(metricdata.Histogram[float64]); ok {
 					for _, p := range d.DataPoints {
-						o, _ := p.Attributes.Value("outcome")
+						o, _ := p.Attributes.Value("lockcron.outcome")
 						m.wait[o.AsString()] = hist{counts: slices.Clone(p.BucketCounts), sum: p.Sum, n: p.Count}
 					}
 				}

@@ -1156,10 +1156,10 @@ wait $pid`)
 		name   string
 		labels []string
 	}{
-		{"lockcron_job_runs_total", []string{`job="quick"`, `outcome="ran"`}},
-		{"lockcron_job_wait_duration_seconds_count", []string{`job="quick"`, `outcome="acquired"`}},
-		{"lockcron_job_run_duration_seconds_count", []string{`job="quick"`, `outcome="ran"`}},
-		{"lockcron_job_lateness_seconds_count", []string{`job="quick"`}},
+		{"lockcron_job_runs_total", []string{`lockcron_job="quick"`, `lockcron_outcome="ran"`}},
+		{"lockcron_job_wait_duration_seconds_count", []string{`lockcron_job="quick"`, `lockcron_outcome="acquired"`}},
+		{"lockcron_job_run_duration_seconds_count", []string{`lockcron_job="quick"`, `lockcron_outcome="ran"`}},
+		{"lockcron_job_lateness_seconds_count", []string{`lockcron_job="quick"`}},
 	} {
 		if v, ok := metric(m, c.name, c.labels...); !ok || v < 1 {
 			t.Errorf("/metrics: %s{%s} = %v (found %v), want ≥ 1", c.name, strings.Join(c.labels, ","), v, ok)
@@ -1214,7 +1214,7 @@ func TestMetricsHistogramBucketsFitSeconds(t *testing.T) {
 	waitFor(t, 5*time.Second, "a run of quick in /metrics", func() bool {
 		_, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")
 		m = string(b)
-		v, ok := metric(m, "lockcron_job_run_duration_seconds_count", `job="quick"`, `outcome="ran"`)
+		v, ok := metric(m, "lockcron_job_run_duration_seconds_count", `lockcron_job="quick"`, `lockcron_outcome="ran"`)
 		return ok && v >= 1
 	})
 	le := regexp.MustCompile(`le="([^"]+)"`)

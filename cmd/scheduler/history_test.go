@@ -89,17 +89,17 @@ func TestHistoryCommand(t *testing.T) {
 	for _, p := range ps {
 		st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")
 		m := string(b)
-		last, ok := metric(m, "lockcron_job_last_success_timestamp_seconds", `job="flaky"`)
+		last, ok := metric(m, "lockcron_job_last_success_timestamp_seconds", `lockcron_job="flaky"`)
 		if st != 200 || !ok || time.Since(time.Unix(int64(last), 0)) > time.Minute {
-			t.Errorf("%s: lockcron_job_last_success_timestamp_seconds{job=\"flaky\"} = %v (%v), want a recent time", p.name, last, ok)
+			t.Errorf("%s: lockcron_job_last_success_timestamp_seconds{lockcron_job=\"flaky\"} = %v (%v), want a recent time", p.name, last, ok)
 		}
-		if next, ok := metric(m, "lockcron_job_next_tick_timestamp_seconds", `job="flaky"`); !ok || next < last {
+		if next, ok := metric(m, "lockcron_job_next_tick_timestamp_seconds", `lockcron_job="flaky"`); !ok || next < last {
 			t.Errorf("%s: lockcron_job_next_tick_timestamp_seconds = %v, %v", p.name, next, ok)
 		}
-		if v, ok := metric(m, "lockcron_job_paused", `job="flaky"`); !ok || v != 0 {
+		if v, ok := metric(m, "lockcron_job_paused", `lockcron_job="flaky"`); !ok || v != 0 {
 			t.Errorf("%s: lockcron_job_paused = %v, %v; want 0", p.name, v, ok)
 		}
-		if v, ok := metric(m, "lockcron_job_period_seconds", `job="flaky"`); !ok || v != 1 {
+		if v, ok := metric(m, "lockcron_job_period_seconds", `lockcron_job="flaky"`); !ok || v != 1 {
 			t.Errorf("%s: lockcron_job_period_seconds = %v, %v; want 1", p.name, v, ok)
 		}
 	}
