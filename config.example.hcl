@@ -129,6 +129,11 @@ telemetry {
   # Required when traces or metrics is "otlp".
   # otlp_endpoint = "127.0.0.1:4318"   # OTLP over HTTP
 
+  # Left out of the config, traces and metrics follow OpenTelemetry's
+  # standard variables when they are set (OTEL_TRACES_EXPORTER,
+  # OTEL_METRICS_EXPORTER: otlp, console, prometheus, none; with
+  # OTEL_EXPORTER_OTLP_ENDPOINT and the rest), else the defaults above.
+  #
   # Spans and metrics carry service.name "lockcron" and
   # service.instance.id the replica id; the standard OTEL_SERVICE_NAME and
   # OTEL_RESOURCE_ATTRIBUTES override and add to them. A run's trace goes

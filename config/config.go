@@ -181,6 +181,11 @@ type Telemetry struct {
 	Traces       string // "none" (default), "stdout" or "otlp"
 	Metrics      string // "prometheus" (default, on the admin listener), "otlp" or "none"
 	OTLPEndpoint string // needed when Traces or Metrics is "otlp"
+	// TracesNamed and MetricsNamed report whether the config (the file or a
+	// LOCKCRON_ variable) named Traces and Metrics. When it did not, the
+	// daemon lets OpenTelemetry's standard variables choose, if they are
+	// set: OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER and the rest.
+	TracesNamed, MetricsNamed bool
 }
 
 // Log is the log block.

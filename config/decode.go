@@ -414,10 +414,10 @@ func (d *decoder) decodeAdmin(a obj, cfg *Config) {
 
 func (d *decoder) decodeTelemetry(t obj, cfg *Config) {
 	if v, ok := t.oneOf("traces", TracesNone, TracesStdout, TracesOTLP); ok {
-		cfg.Telemetry.Traces = v
+		cfg.Telemetry.Traces, cfg.Telemetry.TracesNamed = v, true
 	}
 	if v, ok := t.oneOf("metrics", MetricsPrometheus, MetricsOTLP, MetricsNone); ok {
-		cfg.Telemetry.Metrics = v
+		cfg.Telemetry.Metrics, cfg.Telemetry.MetricsNamed = v, true
 	}
 	ep, hasEP := t.str("otlp_endpoint")
 	if hasEP {

@@ -44,7 +44,9 @@
 // 30s, lock.waiter_ttl 3s;
 // lock.replica_ack, when present, replicas 1 and timeout 500ms;
 // admin.listen "127.0.0.1:9090"; telemetry.traces "none", telemetry.metrics
-// "prometheus"; log.level "info", log.json false; history.keep 100 runs
+// "prometheus" (left out, the daemon lets OTEL_TRACES_EXPORTER and
+// OTEL_METRICS_EXPORTER choose when they are set: Telemetry.TracesNamed,
+// MetricsNamed); log.level "info", log.json false; history.keep 100 runs
 // and history.max_age 720h (30 days) per job, which a job's history_keep
 // and history_max_age replace (scheduler.WithHistory). A job's defaults are the
 // scheduler's: lock "reentrant", lock_name the job's name, no timeout,

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -45,19 +47,41 @@ func newTelemetry(ctx context.Context, cfg config.Telemetry, replica string, std
 		return nil, err
 	}
 	var exp sdktrace.SpanExporter
-	switch cfg.Traces {
-	case config.TracesStdout:
+	switch {
+	case !cfg.TracesNamed && os.Getenv("OTEL_TRACES_EXPORTER") != "":
+		// The standard variables choose: otlp (with OTEL_EXPORTER_OTLP_*),
+		// console or none.
+		exp, err = autoexport.NewSpanExporter(ctx)
+		if err == nil && autoexport.IsNoneSpanExporter(exp) {
+			exp = nil
+		}
+	case cfg.Traces == config.TracesStdout:
 		exp, err = stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
-	case config.TracesOTLP:
+	case cfg.Traces == config.TracesOTLP:
 		exp, err = otlptracehttp.New(ctx, otlpTraceEndpoint(cfg.OTLPEndpoint)...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: traces %q: %w", cfg.Traces, err)
+		return nil, fmt.Errorf("telemetry: traces %q: %w", tracesChoice(cfg), err)
 	}
 	if exp != nil {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		t.tracer = tp
 		t.shutdown = append(t.shutdown, tp.Shutdown)
+	}
+	if !cfg.MetricsNamed && os.Getenv("OTEL_METRICS_EXPORTER") != "" {
+		// The standard variables choose: otlp, prometheus (on its own
+		// listener, OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, not on
+		// /metrics), console or none.
+		r, err := autoexport.NewMetricReader(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: metrics from OTEL_METRICS_EXPORTER %q: %w", os.Getenv("OTEL_METRICS_EXPORTER"), err)
+		}
+		if !autoexport.IsNoneMetricReader(r) {
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r), sdkmetric.WithResource(res))
+			t.meter = mp
+			t.shutdown = append(t.shutdown, mp.Shutdown)
+		}
+		return t, nil
 	}
 	switch cfg.Metrics {
 	case config.MetricsPrometheus:
@@ -83,6 +107,14 @@ func newTelemetry(ctx context.Context, cfg config.Telemetry, replica string, std
 		t.shutdown = append(t.shutdown, mp.Shutdown)
 	}
 	return t, nil
+}
+
+// tracesChoice names what chose the span exporter, for errors.
+func tracesChoice(cfg config.Telemetry) string {
+	if !cfg.TracesNamed && os.Getenv("OTEL_TRACES_EXPORTER") != "" {
+		return "from OTEL_TRACES_EXPORTER " + os.Getenv("OTEL_TRACES_EXPORTER")
+	}
+	return cfg.Traces
 }
 
 // newResource is the resource of the daemon's spans and metrics: service

@@ -215,3 +215,52 @@ telemetry {
 		t.Errorf("the service name is still lockcron")
 	}
 }
+
+// Without a telemetry block, the standard OTEL_TRACES_EXPORTER and
+// OTEL_METRICS_EXPORTER choose the exporters; a config that names them
+// wins over the variables.
+func TestOTelExportersFromEnv(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	otel := []string{"OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console", "OTEL_METRIC_EXPORT_INTERVAL=200"}
+	run := func(t *testing.T, telemetry string) *proc {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+telemetry+execJob("tick", "@every 1s", "1s", `true`))
+		p := startProc(t, "r1", dir, baseEnv(append(otel, "LOCKCRON_REPLICA_ID=r1")...), schedBin, "run", "-config", cfg)
+		p.waitReady(t)
+		p.waitLog(t, 20*time.Second, "run finished", nil)
+		return p
+	}
+	t.Run("from the environment", func(t *testing.T) {
+		p := run(t, "")
+		waitFor(t, 20*time.Second, "console metrics on stdout", func() bool { return strings.Contains(p.out.String(), `"lockcron.job.runs"`) })
+		if st, _, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", ""); st != 404 {
+			t.Errorf("/metrics: %d, want 404 (the metrics go to the console)", st)
+		}
+		p.signal(t, syscall.SIGTERM)
+		if code := p.awaitExit(t, 20*time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if out := p.out.String(); !strings.Contains(out, `"Name":"job.run"`) {
+			t.Errorf("no job.run span on stdout:\n%.2000s", out)
+		}
+	})
+	t.Run("named in the config", func(t *testing.T) {
+		p := run(t, `
+telemetry {
+  traces  = "none"
+  metrics = "prometheus"
+}
+`)
+		if st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", ""); st != 200 || !strings.Contains(string(b), "lockcron_job_runs_total") {
+			t.Errorf("/metrics: %d, want the config's Prometheus", st)
+		}
+		p.signal(t, syscall.SIGTERM)
+		if code := p.awaitExit(t, 20*time.Second); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if out := p.out.String(); strings.Contains(out, `job.run`) || strings.Contains(out, `lockcron.job.runs`) {
+			t.Errorf("the variables won over the config:\n%.2000s", out)
+		}
+	})
+}
