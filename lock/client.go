@@ -68,6 +68,7 @@ type backend interface {
 	semBackend
 	inspectBackend
 	eventBackend
+	memberBackend
 }
 
 type acquireReply struct {
@@ -115,6 +116,8 @@ type Client struct {
 	watches map[string]*watch      // unlocks seen by channel, for first attempts on a lingering subscription
 	fair    map[string]*fairWaiter // waiters for fair locks, by owner id
 
+	ticks tickBoard // the ticks heard finished (Ledger.Watch)
+
 	wg sync.WaitGroup // watchdogs and clean-ups
 }
 
@@ -135,7 +138,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := newClient(o)
-	be := newRedisBackend(rdb, c.wake, c.wakeFair, c.owner+":", c.log)
+	be := newRedisBackend(rdb, c.wake, c.wakeFair, c.heard, c.owner+":", c.log)
 	be.ack = o.ack
 	c.be = be
 	return c, nil

@@ -159,6 +159,9 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 	if c.isClosed() {
 		return nil, fmt.Errorf("lock %q: %w", m.k.name, ErrClosed)
 	}
+	if err := g.heardDoneErr(tick); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	w := c.tel.startWait(ctx, m.k.name)
 	owner := c.newOwner()
@@ -229,6 +232,9 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 	case queue:
 		fc.wait = 2
 	}
+	if err := g.heardDoneErr(tick); err != nil {
+		return nil, 0, nil, err // woken by the finish of the tick waited for
+	}
 	var sent time.Time
 	r, err := c.be.claim(withSent(ctx, &sent), m.k, g.key, owner, c.opt.leaseTime, tick, fc)
 	if err != nil {
@@ -260,6 +266,16 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		return nil, 0, nil, fmt.Errorf("lock %q: key %q or %q holds another type, not a fair lock's queue: %w", m.k.name, m.k.queue, m.k.timeout, ErrBadKey)
 	}
 	return nil, 0, nil, badReply(m.k, acquireReply{status: r.status, value: r.value})
+}
+
+// heardDoneErr is ErrDone if this Client heard a finish of the tick, or of
+// a later one, recorded done (a Watch, or a Finish of its own): no need to
+// ask the store, since a tick once done stays done.
+func (g *Ledger) heardDoneErr(tick int64) error {
+	if done := g.c.heardDone(g); done >= tick {
+		return fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d, heard)", g.m.k.name, g.id, tick, ErrDone, done)
+	}
+	return nil
 }
 
 // A Record is how a claimed tick ended, as Finish writes it to the ledger.
@@ -318,6 +334,11 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 			}
 			n, err = l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
 		}
+		// The ledger recorded the finish (with or without its history
+		// entry): our own listeners hear of it here, and so do the claims
+		// of this Client that the wake-up below sends to the store (the
+		// message is not ours to hear).
+		recorded := err == nil && (n == relReleased || n == historyType)
 		switch n {
 		case finishLedgerType:
 			ledgerErr = fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", l.k.name, g.key, ErrBadKey)
@@ -325,6 +346,9 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 		case historyType:
 			ledgerErr = g.historyTypeErr()
 			n = relReleased
+		}
+		if recorded {
+			l.c.heard(l.k.channel, TickEvent{Tick: cl.Tick, Done: rec.Done}, g.id)
 		}
 		if err != nil || n == relReleased {
 			l.c.wake(l.k.channel) // as Client.release: our own waiters

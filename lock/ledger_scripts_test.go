@@ -84,11 +84,21 @@ func (s *ledgerScripts) finish(t *testing.T, ctx context.Context, k scriptKeys, 
 		done = 1
 	}
 	n, err := s.finS.Run(ctx, s.rdb, []string{k.lock, k.channel, k.ledger},
-		owner, r.holds, r.tick, done, r.outcome, r.tries, lock.LedgerTTL.Milliseconds(), owner, r.seen).Int64()
+		owner, r.holds, r.tick, done, r.outcome, r.tries, lock.LedgerTTL.Milliseconds(), finishTail(r), r.seen).Int64()
 	if err != nil {
 		t.Fatalf("finish.lua by %s: %v", owner, err)
 	}
 	return n
+}
+
+// finishTail is the tail of the finish's unlock message: the tick, whether
+// it is done, and the ledger's id.
+func finishTail(r finishRec) string {
+	done := 0
+	if r.done {
+		done = 1
+	}
+	return fmt.Sprintf("\n%d\n%d\njob", r.tick, done)
 }
 
 // dump is every key in Redis: its type, its value, and whether it has a
@@ -207,8 +217,8 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 		t.Fatalf("finish = %d, want 1", n)
 	}
 	msg, err := ps.ReceiveMessage(ctx)
-	if err != nil || msg.Payload != owner {
-		t.Fatalf("unlock message: %v, %v; want %q", msg, err, owner)
+	if want := owner + "\n1000\n1\njob"; err != nil || msg.Payload != want {
+		t.Fatalf("unlock message: %v, %v; want %q (the owner, and the tick done)", msg, err, want)
 	}
 	after := s.dump(t, ctx)
 	want := map[string]string{"done": "1000", "seen": "1000", "running": "1000", "owner": owner,

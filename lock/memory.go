@@ -26,6 +26,7 @@ type MemoryStore struct {
 	events map[string]map[*handler]struct{} // Subscribe, by channel
 	sems   map[string]memSem                // semaphores' permits, by permits key
 	rw     map[string]*memRW                // read-write locks, by lock key
+	groups map[string]map[string]time.Time  // groups' members and their deadlines (Heartbeat), by key
 
 	released map[string]time.Time // release marks (release.lua), by key, until they expire
 }
@@ -61,6 +62,7 @@ func NewMemoryStore() *MemoryStore {
 		events: make(map[string]map[*handler]struct{}),
 		sems:   make(map[string]memSem),
 		rw:     make(map[string]*memRW),
+		groups: make(map[string]map[string]time.Time),
 
 		released: make(map[string]time.Time),
 	}
@@ -106,7 +108,7 @@ func (s *MemoryStore) NewClient(opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("lock: WithReplicaAck and WithAOFAck need Redis replicas; the memory backend has none: %w", ErrInvalid)
 	}
 	c := newClient(o)
-	c.be = &memoryBackend{s: s, wake: c.wake, wakeFair: c.wakeFair}
+	c.be = &memoryBackend{s: s, wake: c.wake, wakeFair: c.wakeFair, heard: c.heard}
 	return c, nil
 }
 
@@ -151,6 +153,7 @@ type memoryBackend struct {
 	s        *MemoryStore
 	wake     func(channel string)
 	wakeFair func(owner string)
+	heard    func(channel string, ev TickEvent, ledger string) // a finish of another Client's
 }
 
 func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
@@ -384,9 +387,15 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner s
 		}
 		if l == nil && g != nil && rec.Done && g.owner == owner && g.running == tick && g.done < tick {
 			// As the script: the lock expired under a run that ended, and
-			// no one has claimed the tick since: record it done, late.
+			// no one has claimed the tick since: record it done, late,
+			// and tell the listeners.
 			record(s.ledgerAt(lg.key, now, true))
+			subs := s.subscribers(k, b)
 			s.mu.Unlock()
+			for _, sub := range subs {
+				sub.heard(k.channel, TickEvent{Tick: tick, Done: true}, lg.id)
+				sub.wake(k.channel)
+			}
 			return relReleased, nil
 		}
 		s.mu.Unlock()
@@ -404,6 +413,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner s
 	}
 	s.mu.Unlock()
 	for _, sub := range subs {
+		sub.heard(k.channel, TickEvent{Tick: tick, Done: rec.Done}, lg.id) // before the wake-up, as on Redis
 		if lg.fair {
 			if head != "" {
 				sub.wakeFair(head)

@@ -12,7 +12,7 @@ import (
 // round trips alone, to tell the Client's own cost from the server's.
 func BenchmarkRawScripts(b *testing.B) {
 	srv := redistest.Start(b)
-	be := newRedisBackend(srv.Client(), func(string) {}, func(string) {}, "x:", nil)
+	be := newRedisBackend(srv.Client(), func(string) {}, func(string) {}, nil, "x:", nil)
 	ctx := context.Background()
 	k := newKeys("lockcron", "raw")
 	for b.Loop() {

@@ -106,9 +106,10 @@ const linger = time.Second
 type redisBackend struct {
 	rdb      redis.UniversalClient
 	wake     func(channel string)
-	wakeFair func(owner string) // a fair lock's unlock addressed to one waiter
-	ack      *ackOptions        // WithReplicaAck, WithAOFAck
-	self     string             // the prefix of this Client's owner ids: its own unlocks
+	heard    func(channel string, ev TickEvent, ledger string) // a finish's message, from another Client
+	wakeFair func(owner string)                                // a fair lock's unlock addressed to one waiter
+	ack      *ackOptions                                       // WithReplicaAck, WithAOFAck
+	self     string                                            // the prefix of this Client's owner ids: its own unlocks
 	log      hclog.Logger
 
 	mu       sync.Mutex
@@ -141,12 +142,15 @@ type subscription struct {
 	idle    time.Time // when refs fell to 0
 }
 
-func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), self string, log hclog.Logger) *redisBackend {
+func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), heard func(string, TickEvent, string), self string, log hclog.Logger) *redisBackend {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	if heard == nil {
+		heard = func(string, TickEvent, string) {}
+	}
 	return &redisBackend{
-		rdb: rdb, wake: wake, wakeFair: wakeFair, self: self, log: log,
+		rdb: rdb, wake: wake, wakeFair: wakeFair, heard: heard, self: self, log: log,
 		subs:     make(map[string]*subscription),
 		handlers: make(map[string]map[*handler]struct{}),
 		kick:     make(chan struct{}, 1),
@@ -242,7 +246,7 @@ func (b *redisBackend) finish(ctx context.Context, k *keys, g *Ledger, owner str
 		f = 1
 		keys = append(keys, k.queue, k.timeout)
 	}
-	args := append([]any{owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), owner, rec.Seen, f,
+	args := append([]any{owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.Done), rec.Seen, f,
 		g.keep, g.maxAge.Milliseconds()}, flatten(rec.Entry)...)
 	return finishScript.Run(ctx, b.rdb, keys, args...).Int64()
 }
@@ -475,15 +479,24 @@ func (b *redisBackend) dispatch(ch <-chan any) {
 				continue
 			}
 			if rest, ok := strings.CutPrefix(m.Payload, fairMessage); ok {
-				// Addressed to one waiter: "<releaser>\n<head>".
-				releaser, head, _ := strings.Cut(rest, "\n")
-				if !strings.HasPrefix(releaser, b.self) && strings.HasPrefix(head, b.self) {
+				// Addressed to one waiter: "<releaser>\n<head>", and a
+				// finish's tail.
+				releaser, rest, _ := strings.Cut(rest, "\n")
+				head, tail, _ := strings.Cut(rest, "\n")
+				own := strings.HasPrefix(releaser, b.self)
+				if !own {
+					b.heardTail(m.Channel, tail) // before the wake-up: the woken claim reads it
+				}
+				if !own && strings.HasPrefix(head, b.self) {
 					b.wakeFair(head) // else: another's, or woken by our own release
 				}
 				continue
 			}
 			if strings.HasPrefix(m.Payload, b.self) {
-				continue // our own unlock: Client.release woke our waiters
+				continue // our own unlock: Client.release woke our waiters, Finish told our listeners
+			}
+			if _, tail, ok := strings.Cut(m.Payload, "\n"); ok {
+				b.heardTail(m.Channel, tail)
 			}
 			b.mu.Lock()
 			if s := b.subs[m.Channel]; s != nil && s.active {

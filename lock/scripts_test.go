@@ -13,7 +13,7 @@ import (
 func TestScriptsAreIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
 	backends := map[string]backend{
-		"redis":  newRedisBackend(srv.Client(), func(string) {}, func(string) {}, "me:", nil),
+		"redis":  newRedisBackend(srv.Client(), func(string) {}, func(string) {}, nil, "me:", nil),
 		"memory": &memoryBackend{s: NewMemoryStore(), wake: func(string) {}},
 	}
 	for name, be := range backends {

@@ -32,6 +32,8 @@ type options struct {
 	historyMaxAge   time.Duration
 	redact          func(string) string
 	onRun           func(Run)
+	fallback        time.Duration
+	memberTTL       time.Duration
 }
 
 // WithLogger sets the logger; the Scheduler logs under its sub-logger
@@ -92,6 +94,20 @@ func WithRedact(f func(string) string) Option { return func(o *options) { o.reda
 // or a queue of its own.
 func WithOnRun(f func(Run)) Option { return func(o *options) { o.onRun = f } }
 
+// WithClaimFallback sets how long a replica that is not first in rank for
+// a tick waits for the tick to be done before it claims it itself: the
+// second in rank waits d, the third 2d, and so on (see "Who claims" in the
+// package doc). Default DefaultClaimFallback. Zero or less turns the
+// ranking off: every replica claims every tick at once, as a lone replica
+// does, at N times the cost in store commands.
+func WithClaimFallback(d time.Duration) Option { return func(o *options) { o.fallback = d } }
+
+// WithMemberTTL sets how long this replica counts as a member of the fleet
+// after its last heartbeat: a replica that dies stops being ranked first
+// within it (its ticks wait for the fallback meanwhile). It heartbeats
+// every third of it. Default DefaultMemberTTL; at least 30ms.
+func WithMemberTTL(d time.Duration) Option { return func(o *options) { o.memberTTL = d } }
+
 func buildOptions(opts []Option) (options, error) {
 	o := options{
 		logger:          hclog.NewNullLogger(),
@@ -100,6 +116,8 @@ func buildOptions(opts []Option) (options, error) {
 		shutdownTimeout: DefaultShutdownTimeout,
 		historyKeep:     DefaultHistoryKeep,
 		historyMaxAge:   DefaultHistoryMaxAge,
+		fallback:        DefaultClaimFallback,
+		memberTTL:       DefaultMemberTTL,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -113,6 +131,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, fmt.Errorf("scheduler: WithClock(nil): %w", ErrInvalid)
 	case o.historyKeep < 0 || o.historyMaxAge < 0:
 		return o, fmt.Errorf("scheduler: WithHistory(%d, %v): must not be negative: %w", o.historyKeep, o.historyMaxAge, ErrInvalid)
+	case o.memberTTL < 30*time.Millisecond:
+		return o, fmt.Errorf("scheduler: WithMemberTTL(%v): must be at least 30ms: %w", o.memberTTL, ErrInvalid)
 	case o.shutdownTimeout <= 0:
 		return o, fmt.Errorf("scheduler: WithShutdownTimeout(%v): must be positive: %w", o.shutdownTimeout, ErrInvalid)
 	}

@@ -13,9 +13,13 @@ import (
 	"github.com/lockcron/lockcron/lock"
 )
 
-// handle is one tick on this replica: claim it through the ledger (which
-// waits while another replica runs it), run it, finish it.
+// handle is one tick on this replica: unless another replica is first in
+// rank for it and does it in time, claim it through the ledger (which waits
+// while another replica runs it), run it, finish it.
 func (s *Scheduler) handle(e *entry, tick time.Time) {
+	if !s.shouldClaim(e, tick) {
+		return
+	}
 	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: tick.UnixMilli(), queue: e.job.Overlap == OverlapQueue})
 }
 

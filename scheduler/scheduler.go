@@ -22,10 +22,11 @@ const maxCatchUp = 1_000_000
 // Run's ctx. A Scheduler is safe for concurrent use, and cannot be started
 // again once stopped.
 type Scheduler struct {
-	locks *lock.Client
-	opt   options
-	log   hclog.Logger
-	tel   *telemetry
+	locks   *lock.Client
+	opt     options
+	log     hclog.Logger
+	tel     *telemetry
+	members *membership // nil when WithClaimFallback turned the ranking off
 
 	// stopCtx is the parent of every claim and run: beginStop cancels it
 	// with cause ErrClosed.
@@ -65,6 +66,7 @@ type entry struct {
 	next        time.Time
 	lastTick    time.Time
 	lastOutcome string
+	heard       heard // finish messages of the fleet (shouldClaim)
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -112,6 +114,9 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 		active:   make(map[*run]struct{}),
 	}
 	s.tel = newTelemetry(o, s.log)
+	if o.fallback > 0 {
+		s.members = newMembership(locks, o.replica, o.memberTTL)
+	}
 	s.stopCtx, s.stop = context.WithCancelCause(context.Background())
 	return s, nil
 }
@@ -189,6 +194,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	s.started = true
+	if s.members != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.members.run(s, s.stopping)
+		}()
+	}
 	for _, e := range s.order {
 		s.startLoop(e)
 	}
@@ -343,6 +355,15 @@ func RunInfo(ctx context.Context) (jobs.Info, bool) { return jobs.InfoFrom(ctx) 
 // loop fires e's ticks until the Scheduler stops.
 func (s *Scheduler) loop(e *entry) {
 	defer s.wg.Done()
+	if s.members != nil {
+		// The job's channel stays subscribed while the job is scheduled:
+		// its finish messages tell this replica which ticks are done.
+		if stop, err := e.ledger.Watch(e.listen); err != nil {
+			s.log.Warn("finish messages not heard: this replica claims every tick after its fallback", "job", e.job.Name, "error", err)
+		} else {
+			defer stop()
+		}
+	}
 	next := s.catchUp(e)
 	for {
 		if next.IsZero() {

@@ -39,6 +39,7 @@ const (
 	metricHold     = "lockcron.job.run.duration"
 	metricLateness = "lockcron.job.lateness"
 	metricLost     = "lockcron.job.locks_lost"
+	metricClaims   = "lockcron.job.claims"
 
 	// Gauges, read when the metrics are collected, while Run runs.
 	metricLastSuccess = "lockcron.job.last_success_timestamp" // Prometheus: lockcron_job_last_success_timestamp_seconds
@@ -59,6 +60,7 @@ type telemetry struct {
 	hold     metric.Float64Histogram
 	lateness metric.Float64Histogram
 	lost     metric.Int64Counter
+	claims   metric.Int64Counter
 }
 
 func newTelemetry(o options, log hclog.Logger) *telemetry {
@@ -81,6 +83,9 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 	errs = append(errs, err)
 	t.lost, err = m.Int64Counter(metricLost, metric.WithUnit("{lease}"),
 		metric.WithDescription("Runs whose lock was lost while the job ran, by job."))
+	errs = append(errs, err)
+	t.claims, err = m.Int64Counter(metricClaims, metric.WithUnit("{tick}"),
+		metric.WithDescription("Ticks this replica claimed or spared, by job and why (lockcron.claim: preferred, fallback, given_back, unknown, spared)."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		log.Warn("scheduler metrics unavailable", "error", err)
@@ -170,6 +175,7 @@ const (
 	attrToken     = attribute.Key("lockcron.token")
 	attrOutcome   = attribute.Key("lockcron.outcome")
 	attrErrorType = attribute.Key("error.type")
+	attrClaim     = attribute.Key("lockcron.claim")
 )
 
 func (t *telemetry) outcome(job, outcome string, n int64) {
@@ -189,6 +195,10 @@ func (t *telemetry) held(job, outcome string, d time.Duration) {
 
 func (t *telemetry) late(job string, d time.Duration) {
 	t.lateness.Record(context.Background(), max(d, 0).Seconds(), metric.WithAttributes(attrJob.String(job)))
+}
+
+func (t *telemetry) claimed(job, why string) {
+	t.claims.Add(context.Background(), 1, metric.WithAttributes(attrJob.String(job), attrClaim.String(why)))
 }
 
 func (t *telemetry) lostLock(job string) {

@@ -11,7 +11,11 @@
 -- ARGV[5] the outcome, a word
 -- ARGV[6] tries of the tick so far
 -- ARGV[7] lifetime of KEYS[3] in milliseconds
--- ARGV[8] the message to publish: the releasing owner id
+-- ARGV[8] the tail of the message to publish, which names the tick
+--         finished: "\n<tick>\n<1 done, 0 given back>\n<ledger id>"; the
+--         message is the owner id followed by it (the unlock message of
+--         release.lua, with a tail), or, for a fair claim, the fair unlock
+--         message followed by it
 -- ARGV[9] a tick up to which the claimant handled every tick: the ledger's
 --         seen moves up to it
 -- ARGV[10] 1: the claim was fair: KEYS[5] and KEYS[6] are the lock's queue
@@ -69,7 +73,11 @@ if not holds then
   end
   if ARGV[4] == '1' and f[2] == ARGV[1] and tonumber(f[3]) == tonumber(ARGV[3])
       and (tonumber(f[4]) or 0) < tonumber(ARGV[3]) and redis.call('EXISTS', KEYS[1]) == 0 then
-    if not record() then
+    local histOK = record()
+    -- The lock is free already: the message only tells listeners the
+    -- tick is done.
+    redis.call('PUBLISH', KEYS[2], ARGV[1] .. ARGV[8])
+    if not histOK then
       return -8
     end
     return 1
@@ -86,10 +94,12 @@ if ok then
   histOK = record()
 end
 redis.call('DEL', KEYS[1])
+-- The message names the tick only when the ledger recorded it.
+local tail = ok and ARGV[8] or ''
 if ARGV[10] == '1' then
-  wakeHead(KEYS[5], KEYS[6], KEYS[2], ARGV[1], millis(redis.call('TIME')))
+  wakeHead(KEYS[5], KEYS[6], KEYS[2], ARGV[1], millis(redis.call('TIME')), tail)
 else
-  redis.call('PUBLISH', KEYS[2], ARGV[8])
+  redis.call('PUBLISH', KEYS[2], ARGV[1] .. tail)
 end
 if not ok then
   return -6

@@ -90,11 +90,12 @@ local function keepPlace(q, z, owner, now, ttl, maxSleep, head, headDeadline, pt
 end
 
 -- wakeHead publishes on channel the unlock addressed to the head of the
--- queue q (deadlines z): "fair\n<releaser>\n<head>". Only that waiter
+-- queue q (deadlines z): "fair\n<releaser>\n<head>", followed by tail (a
+-- finish's "\n<tick>\n<done>\n<ledger id>", or nothing). Only that waiter
 -- tries again; the others ignore it. It returns the head, '' if none.
-local function wakeHead(q, z, channel, releaser, now)
+local function wakeHead(q, z, channel, releaser, now, tail)
   local head = queueHead(q, z, now) or ''
-  redis.call('PUBLISH', channel, 'fair\n' .. releaser .. '\n' .. head)
+  redis.call('PUBLISH', channel, 'fair\n' .. releaser .. '\n' .. head .. (tail or ''))
   return head
 end
 

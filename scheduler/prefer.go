@@ -1,0 +1,228 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockcron/lockcron/lock"
+)
+
+// DefaultClaimFallback is how long the replica second in rank for a tick
+// waits for it to be done before it claims it; the third waits twice as
+// long, and so on (WithClaimFallback).
+const DefaultClaimFallback = 250 * time.Millisecond
+
+// DefaultMemberTTL is how long a replica counts as a member of the fleet
+// after its last heartbeat (WithMemberTTL). It heartbeats every third of
+// it.
+const DefaultMemberTTL = 3 * time.Second
+
+// memberGroup is the lock store's group (lock.Client.Heartbeat) of the
+// Schedulers that share a key prefix.
+const memberGroup = "scheduler"
+
+// leaveTimeout bounds a stopping replica's Leave.
+const leaveTimeout = time.Second
+
+// Why a replica claimed a tick, or did not (the lockcron.claim attribute
+// of the lockcron.job.claims metric).
+const (
+	claimPreferred = "preferred"  // first in rank for the tick: claimed at once
+	claimFallback  = "fallback"   // not first: the tick was not done within the fallback delay
+	claimGivenBack = "given_back" // not first: the tick's claimant gave it back
+	claimUnknown   = "unknown"    // the membership is unknown: claimed at once
+	claimSpared    = "spared"     // not first: the tick was heard done, and not claimed
+)
+
+// membership is this replica's view of the fleet: the live members of the
+// group, kept by a heartbeat in the lock store. Only the cost of a tick
+// depends on it, never whether the tick runs once.
+type membership struct {
+	locks *lock.Client
+	self  string
+	ttl   time.Duration
+
+	mu      sync.Mutex
+	members []string  // sorted, self included, after a heartbeat that worked
+	at      time.Time // when that heartbeat was sent (monotonic)
+	failing bool      // heartbeats fail: logged once
+}
+
+func newMembership(locks *lock.Client, replica string, ttl time.Duration) *membership {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return &membership{locks: locks, self: replica + "#" + hex.EncodeToString(b[:]), ttl: ttl}
+}
+
+// run heartbeats every ttl/3 until stop closes, then leaves the group at
+// once, so that the others stop ranking this replica first.
+func (m *membership) run(s *Scheduler, stop <-chan struct{}) {
+	t := time.NewTicker(m.ttl / 3)
+	defer t.Stop()
+	for {
+		m.beat(s)
+		select {
+		case <-stop:
+			ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+			err := m.locks.Leave(ctx, memberGroup, m.self)
+			cancel()
+			if err != nil {
+				s.log.Debug("leaving the fleet's membership failed; it expires", "member", m.self, "ttl", m.ttl, "error", err)
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *membership) beat(s *Scheduler) {
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(s.stopCtx, m.ttl/3)
+	members, err := m.locks.Heartbeat(ctx, memberGroup, m.self, m.ttl)
+	cancel()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		if !m.failing && s.stopCtx.Err() == nil {
+			s.log.Warn("fleet membership not renewed: until it is, this replica claims every tick at once", "error", err)
+		}
+		m.failing = true
+		return
+	}
+	if m.failing {
+		s.log.Info("fleet membership renewed", "members", len(members))
+	}
+	if len(members) != len(m.members) && s.log.IsDebug() {
+		s.log.Debug("fleet membership", "members", members)
+	}
+	m.members, m.at, m.failing = members, sent, false
+}
+
+// rank is this replica's place among the live members for the tick of the
+// job (0: first), by rendezvous hashing: every replica that sees the same
+// members computes the same order. ok is false when the membership is
+// unknown or stale: then this replica claims at once, as if alone.
+func (m *membership) rank(job string, tick int64) (rank int, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.at.IsZero() || time.Since(m.at) >= m.ttl || !slices.Contains(m.members, m.self) {
+		return 0, false
+	}
+	mine := rendezvous(m.self, job, tick)
+	for _, o := range m.members {
+		if o == m.self {
+			continue
+		}
+		if h := rendezvous(o, job, tick); h > mine || (h == mine && o < m.self) {
+			rank++
+		}
+	}
+	return rank, true
+}
+
+// rendezvous is the weight of member for the tick of the job: FNV-1a of
+// the three, mixed (SplitMix64's finalizer) so that close inputs spread.
+func rendezvous(member, job string, tick int64) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(member))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(job))
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(tick))
+	_, _ = h.Write(b[:])
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// heard is what a replica heard of a job's ticks from the finish messages
+// of the fleet (lock.Ledger.Watch). e.mu guards it.
+type heard struct {
+	done  int64         // the latest tick heard done, in ms
+	backs uint64        // give-backs heard
+	ch    chan struct{} // closed at the next event
+}
+
+// listen is the job's Watch: it records each finish message, and wakes the
+// replica's ticks that wait for one.
+func (e *entry) listen(ev lock.TickEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ev.Done {
+		e.heard.done = max(e.heard.done, ev.Tick)
+	} else {
+		e.heard.backs++
+	}
+	if e.heard.ch != nil {
+		close(e.heard.ch)
+		e.heard.ch = nil
+	}
+}
+
+// shouldClaim decides whether this replica claims the tick, and when: the
+// replica first in rank at once; the others after the fallback delay of
+// their rank, unless the tick is heard done before (then they do not claim
+// it: it returns false) or given back (then at once). It returns false
+// also when the Scheduler stops meanwhile.
+func (s *Scheduler) shouldClaim(e *entry, tick time.Time) bool {
+	if s.opt.fallback <= 0 || s.members == nil {
+		return true
+	}
+	ms := tick.UnixMilli()
+	rank, ok := s.members.rank(e.job.Name, ms)
+	switch {
+	case !ok:
+		s.tel.claimed(e.job.Name, claimUnknown)
+		return true
+	case rank == 0:
+		s.tel.claimed(e.job.Name, claimPreferred)
+		return true
+	}
+	e.mu.Lock()
+	backs := e.heard.backs
+	e.mu.Unlock()
+	t := time.NewTimer(time.Duration(rank) * s.opt.fallback)
+	defer t.Stop()
+	for {
+		e.mu.Lock()
+		done, back := e.heard.done >= ms, e.heard.backs != backs
+		if e.heard.ch == nil {
+			e.heard.ch = make(chan struct{})
+		}
+		ch := e.heard.ch
+		e.mu.Unlock()
+		switch {
+		case done:
+			s.tel.claimed(e.job.Name, claimSpared)
+			s.record(e, tick, OutcomeSkippedDone)
+			if s.log.IsDebug() {
+				s.log.Debug("tick skipped: heard done", "job", e.job.Name, "tick", fmtTick(tick), "rank", rank)
+			}
+			return false
+		case back:
+			s.tel.claimed(e.job.Name, claimGivenBack)
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			s.tel.claimed(e.job.Name, claimFallback)
+			if s.log.IsDebug() {
+				s.log.Debug("tick not heard done within the fallback: claiming it", "job", e.job.Name, "tick", fmtTick(tick), "rank", rank)
+			}
+			return true
+		case <-s.stopping:
+			return false
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// claimLog records the claims a replica sends to Redis, read off its
+// go-redis client's commands: every EVALSHA or EVAL of three keys (five
+// for a fair lock) whose third is a job's ledger, by job and tick.
+type claimLog struct {
+	mu     sync.Mutex
+	claims map[string]map[int64]int // job -> tick (ms) -> claims sent
+}
+
+func (h *claimLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *claimLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			h.note(c)
+		}
+		return err
+	}
+}
+func (h *claimLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.note(cmd)
+		return err
+	}
+}
+
+// note counts cmd if it is a claim that the server ran (a NOSCRIPT reply,
+// answered by an EVAL, is not counted).
+func (h *claimLog) note(cmd redis.Cmder) {
+	a := cmd.Args()
+	if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(a) < 10 || (cmd.Err() != nil && cmd.Err() != redis.Nil) {
+		return
+	}
+	if n := fmt.Sprint(a[2]); n != "3" && n != "5" {
+		return
+	}
+	nk, _ := strconv.Atoi(fmt.Sprint(a[2]))
+	_, job, ok := strings.Cut(fmt.Sprint(a[5]), ":ledger:")
+	if !ok || len(a) < 3+nk+4 {
+		return
+	}
+	tick, err := strconv.ParseInt(fmt.Sprint(a[3+nk+3]), 10, 64)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.claims == nil {
+		h.claims = make(map[string]map[int64]int)
+	}
+	if h.claims[job] == nil {
+		h.claims[job] = make(map[int64]int)
+	}
+	h.claims[job][tick]++
+}
+
+func (h *claimLog) count(job string, tick int64) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.claims[job][tick]
+}
+
+// countedReplica is a replica on srv whose claims are logged.
+func countedReplica(t *testing.T, srv *redistest.Server, id string, opts ...scheduler.Option) (*replica, *claimLog) {
+	t.Helper()
+	rdb := srv.Client()
+	h := &claimLog{}
+	rdb.AddHook(h)
+	c, err := lock.New(rdb, lock.WithClientID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newReplica(t, c, id, opts...), h
+}
+
+// members is how many replicas the fleet's membership record holds now.
+func members(srv *redistest.Server) int64 {
+	n, _ := srv.Do("ZCARD", "lockcron:members:{scheduler}").(int64)
+	return n
+}
+
+// Once every replica knows the fleet, each tick is claimed by one replica
+// alone, the first in rank; the others hear it done and send no claim; and
+// each replica is first for its share of the ticks.
+func TestPreferredReplicaClaimsAlone(t *testing.T) {
+	srv := redistest.Start(t)
+	j := newJournal()
+	const nJobs, ttl = 20, 600 * time.Millisecond
+	var fleet []*replica
+	var logs []*claimLog
+	for i := range 3 {
+		// A long fallback: on a loaded machine the preferred replica
+		// still finishes before the others would claim.
+		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), scheduler.WithClaimFallback(time.Second), scheduler.WithMemberTTL(ttl))
+		for k := range nJobs {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 1s", Run: j.fn(nil)})
+		}
+		fleet, logs = append(fleet, r), append(logs, h)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	// Every replica has heartbeated (every ttl/3) with all three in the
+	// record well before this; ticks from here on are counted.
+	from := time.Now().Add(ttl)
+	eventually(t, 30*time.Second, "four counted ticks of every job", func() bool {
+		n := 0
+		for _, x := range j.all() {
+			if !x.info.Tick.Before(from) {
+				n++
+			}
+		}
+		return n >= 4*nJobs
+	})
+	for _, r := range fleet {
+		r.stop(t)
+	}
+	if n := members(srv); n != 0 {
+		t.Errorf("%d members left in the record after every replica stopped, want 0: a stopping replica leaves at once", n)
+	}
+	byJob := j.byJob()
+	checkOncePerTick(t, byJob, time.Second)
+	share := make([]int, len(fleet))
+	ticks := 0
+	for job, xs := range byJob {
+		for _, x := range xs {
+			if x.info.Tick.Before(from) {
+				continue
+			}
+			ticks++
+			ms := x.info.Tick.UnixMilli()
+			total := 0
+			for i, h := range logs {
+				n := h.count(job, ms)
+				total += n
+				if n > 0 && fleet[i].id != x.info.Replica {
+					t.Errorf("job %s tick %s: replica %s sent %d claims, but %s ran it", job, fmtMs(ms), fleet[i].id, n, x.info.Replica)
+				}
+				if fleet[i].id == x.info.Replica {
+					share[i]++
+				}
+			}
+			if total != 1 {
+				t.Errorf("job %s tick %s: %d claims across the fleet, want 1", job, fmtMs(ms), total)
+			}
+		}
+	}
+	// Rendezvous hashing spreads the ticks: each replica is first for
+	// about a third of them (a tenth is over four standard deviations
+	// below, with these counts).
+	for i, n := range share {
+		if n*10 < ticks {
+			t.Errorf("replica %s ran %d of %d ticks, want about a third", fleet[i].id, n, ticks)
+		}
+	}
+	t.Logf("%d ticks counted; ran by replica: %v", ticks, share)
+}
+
+// A member of the record that runs nothing (a replica that died and has
+// not expired yet, or one without these jobs) is first in rank for some
+// ticks: those run after the fallback delay on the next in rank, and no
+// tick is missed or run twice.
+func TestDeadPreferredReplicaFallsBack(t *testing.T) {
+	srv := redistest.Start(t)
+	ghost := srv.Client()
+	defer ghost.Close()
+	gc, err := lock.New(ghost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	ctx := testCtx(t)
+	if _, err := gc.Heartbeat(ctx, "scheduler", "ghost#dead", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	j := newJournal()
+	const nJobs, fallback, ttl = 6, 300 * time.Millisecond, 600 * time.Millisecond
+	var fleet []*replica
+	for i := range 2 {
+		r := newRedisReplica(t, srv, "r"+strconv.Itoa(i+1), nil, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
+		for k := range nJobs {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 1s", Run: j.fn(nil)})
+		}
+		fleet = append(fleet, r)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	from := time.Now().Add(ttl)
+	counted := func() (n, late int) {
+		for _, x := range j.all() {
+			if x.info.Tick.Before(from) {
+				continue
+			}
+			n++
+			if x.start.Sub(x.info.Tick) >= fallback {
+				late++
+			}
+		}
+		return n, late
+	}
+	// The ghost is first for about a third of the ticks: wait for some.
+	eventually(t, 60*time.Second, "ticks the ghost was first for, run after the fallback", func() bool {
+		n, late := counted()
+		return n >= 4*nJobs && late >= 3
+	})
+	for _, r := range fleet {
+		r.stop(t)
+	}
+	checkOncePerTick(t, j.byJob(), time.Second)
+	n, late := counted()
+	if late*2 > n {
+		t.Errorf("%d of %d ticks ran after the fallback; the ghost should be first for about a third", late, n)
+	}
+	t.Logf("%d ticks counted, %d of them after the fallback", n, late)
+}
+
+func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
