@@ -15,15 +15,15 @@ import (
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
-// commandStats takes a snapshot of INFO commandstats: calls and
+// commandStats takes a snapshot of INFO commandstats and cpu: calls and
 // microseconds of server time per command name ("evalsha", "config|get",
-// ...).
+// ...), and the server's CPU time.
 func commandStats(ctx context.Context, rdb *redis.Client) (benchutil.InfoStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s, err := rdb.Info(ctx, "commandstats").Result()
+	s, err := rdb.Info(ctx, "commandstats", "cpu").Result()
 	if err != nil {
-		return benchutil.InfoStats{}, fmt.Errorf("INFO commandstats: %w", err)
+		return benchutil.InfoStats{}, fmt.Errorf("INFO commandstats cpu: %w", err)
 	}
 	return benchutil.ParseInfo(s)
 }

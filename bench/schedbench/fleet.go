@@ -1,19 +1,21 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/lockcron/lockcron/internal/redistest"
-	"github.com/lockcron/lockcron/jobs"
-	"github.com/lockcron/lockcron/lock"
-	"github.com/lockcron/lockcron/scheduler"
+	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
 // record is one run of a job, as its job func saw it.
@@ -25,14 +27,14 @@ type record struct {
 	late    time.Duration // time.Now() at the start of the job func − info.Tick
 }
 
-// journal collects the runs of every replica. The job funcs append to it
-// concurrently: 1,000 appends a second under one mutex is nothing next to
-// a claim's round trip.
+// journal collects the runs that the replica processes report. Each
+// process's reader appends to it: about 1,000 appends a second in all.
 type journal struct {
 	mu      sync.Mutex
 	runs    []record
 	noInfo  int64 // runs whose ctx carried no RunInfo
 	badInfo int64 // runs whose RunInfo named another job or replica
+	bad     int64 // lines that did not parse
 }
 
 func (j *journal) add(r record) {
@@ -41,128 +43,390 @@ func (j *journal) add(r record) {
 	j.mu.Unlock()
 }
 
-func (j *journal) count(bad bool) {
+func (j *journal) count(p *int64) {
 	j.mu.Lock()
-	if bad {
-		j.badInfo++
-	} else {
-		j.noInfo++
-	}
+	*p++
 	j.mu.Unlock()
 }
 
-// replica is one member of the fleet: its own go-redis client, lock.Client,
-// Scheduler and meter provider, as a separate process would have.
-type replica struct {
-	id     string
-	rdb    *redis.Client
-	locks  *lock.Client
-	s      *scheduler.Scheduler
-	mp     *sdkmetric.MeterProvider
-	reader *sdkmetric.ManualReader
-	runc   chan error // Run's result
-	ran    bool       // start was called
+// proc is one child process: a replica or the hog. Its owner (runRow)
+// calls finish on every path, which stops the process if need be and waits
+// for it and for its stdout reader.
+type proc struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+
+	ready    chan struct{}       // closed at the "ready" line
+	answers  chan replicaMetrics // "m" lines
+	stopped  chan stopResult     // the "stop" line
+	readDone chan struct{}       // the stdout reader has returned
+
+	mu        sync.Mutex
+	lastCPU   time.Duration // the last CPU time read
+	killedAt  time.Time     // zero: not killed
+	finished  bool
+	finishErr error
 }
 
-// jobName is the name of job k: job-0000, job-0001, ...
-func jobName(k int) string { return fmt.Sprintf("job-%04d", k) }
-
-// newReplica builds replica i with n jobs, each "@every 1s", each recording
-// its runs in j. work is how long a run lasts (0: it returns at once).
-func newReplica(srv *redistest.Server, i, n, poolSize int, work time.Duration, j *journal) (*replica, error) {
-	id := fmt.Sprintf("r%d", i+1)
-	opts := srv.Options() // ContextTimeoutEnabled is on
-	opts.PoolSize = poolSize
-	r := &replica{id: id, rdb: redis.NewClient(opts), runc: make(chan error, 1)}
-	r.mp, r.reader = newMeterProvider()
-	var err error
-	r.locks, err = lock.New(r.rdb, lock.WithClientID(id), lock.WithMeterProvider(r.mp))
+// startProc re-executes this program with args as the child name. The
+// lines of a replica's stdout go to j as replica index i; j nil: the
+// child writes nothing (the hog).
+func startProc(name string, args []string, j *journal, i int) (*proc, error) {
+	exe, err := os.Executable()
 	if err != nil {
-		_ = r.rdb.Close()
-		return nil, fmt.Errorf("lock.New: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	r.s, err = scheduler.New(r.locks, scheduler.WithReplicaID(id), scheduler.WithMeterProvider(r.mp))
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		r.closeClients()
-		return nil, fmt.Errorf("scheduler.New: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	for k := range n {
-		name := jobName(k)
-		run := func(ctx context.Context) error {
-			start := time.Now()
-			info, ok := scheduler.RunInfo(ctx)
-			if !ok {
-				j.count(false)
-				return nil
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &proc{
+		name: name, cmd: cmd, stdin: stdin,
+		ready: make(chan struct{}), answers: make(chan replicaMetrics, 4),
+		stopped: make(chan stopResult, 1), readDone: make(chan struct{}),
+	}
+	go p.read(stdout, j, int16(i)) // finish waits for readDone
+	return p, nil
+}
+
+// read parses the child's stdout until it closes.
+func (p *proc) read(stdout io.Reader, j *journal, replica int16) {
+	defer close(p.readDone)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	ready := false
+	for sc.Scan() {
+		line := sc.Bytes()
+		kind, rest, _ := bytes.Cut(line, []byte(" "))
+		ok := true
+		switch string(kind) {
+		case "r":
+			var v [4]int64
+			f := bytes.Fields(rest)
+			ok = len(f) == 4
+			for k := 0; ok && k < 4; k++ {
+				var err error
+				v[k], err = strconv.ParseInt(string(f[k]), 10, 64)
+				ok = err == nil
 			}
-			if info.Job != name || info.Replica != id {
-				j.count(true)
+			if ok {
+				j.add(record{job: int32(v[0]), replica: replica, attempt: int16(v[1]), tick: time.Unix(0, v[2]), late: time.Duration(v[3])})
 			}
-			j.add(record{job: int32(k), replica: int16(i), attempt: int16(info.Attempt), tick: info.Tick, late: start.Sub(info.Tick)})
-			if work > 0 {
-				t := time.NewTimer(work)
-				defer t.Stop()
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					return context.Cause(ctx)
-				}
+		case "n":
+			j.count(&j.noInfo)
+		case "b":
+			j.count(&j.badInfo)
+		case "ready":
+			if !ready {
+				ready = true
+				close(p.ready)
 			}
-			return nil
+		case "m":
+			var m replicaMetrics
+			if ok = json.Unmarshal(rest, &m) == nil; ok {
+				p.answers <- m
+			}
+		case "stop":
+			var s stopResult
+			if ok = json.Unmarshal(rest, &s) == nil; ok {
+				p.stopped <- s
+			}
+		default:
+			ok = false
 		}
-		if err := r.s.Add(scheduler.Job{Name: name, Schedule: "@every 1s", Run: jobs.Func(run)}); err != nil {
-			r.closeClients()
-			return nil, fmt.Errorf("add %s: %w", name, err)
+		if !ok && j != nil {
+			j.count(&j.bad)
 		}
 	}
-	return r, nil
+	// A read error (other than the end) leaves the rest unread: the child
+	// then blocks on its stdout until finish kills it.
 }
 
-// start runs the Scheduler in a goroutine; stop waits for it to return.
-func (r *replica) start() {
-	r.ran = true
-	go func() { r.runc <- r.s.Run(context.Background()) }()
-}
-
-// stopResult is how one replica's stop went.
-type stopResult struct {
-	shutdown time.Duration  // Shutdown's duration
-	err      error          // Shutdown's error (ctx ended first)
-	runErr   error          // what Run returned, if not ErrClosed
-	runHung  bool           // Run had not returned 5 s after Shutdown
-	metrics  replicaMetrics // whole run, read after the stop
-	metErr   error
-}
-
-// stop shuts the replica down (bounded by timeout), waits for Run to return
-// and closes its clients.
-func (r *replica) stop(timeout time.Duration) stopResult {
-	var res stopResult
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t0 := time.Now()
-	res.err = r.s.Shutdown(ctx)
-	res.shutdown = time.Since(t0)
-	cancel()
-	if !r.ran {
-		r.runc <- scheduler.ErrClosed
+// send writes one command line to the child's stdin.
+func (p *proc) send(cmd string) error {
+	if _, err := io.WriteString(p.stdin, cmd+"\n"); err != nil {
+		return fmt.Errorf("%s: %s: %w", p.name, cmd, err)
 	}
+	return nil
+}
+
+// waitReady waits for the child's "ready", its exit, ctx or timeout.
+func (p *proc) waitReady(ctx context.Context, timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	select {
-	case err := <-r.runc:
-		if !errors.Is(err, scheduler.ErrClosed) {
-			res.runErr = err
-		}
-	case <-time.After(5 * time.Second):
-		res.runHung = true
+	case <-p.ready:
+		return nil
+	case <-p.readDone:
+		return fmt.Errorf("%s: exited before it was ready", p.name)
+	case <-t.C:
+		return fmt.Errorf("%s: not ready after %v", p.name, timeout)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	res.metrics, res.metErr = collect(context.Background(), r.reader)
-	r.closeClients()
-	return res
 }
 
-func (r *replica) closeClients() {
-	if r.locks != nil {
-		_ = r.locks.Close()
+// metrics waits for the answer to a "metrics" command.
+func (p *proc) metrics(ctx context.Context) (replicaMetrics, error) {
+	select {
+	case m := <-p.answers:
+		return m, nil
+	case <-p.readDone:
+		return replicaMetrics{}, fmt.Errorf("%s: exited before it sent its metrics", p.name)
+	case <-ctx.Done():
+		return replicaMetrics{}, fmt.Errorf("%s: metrics: %w", p.name, ctx.Err())
 	}
-	_ = r.rdb.Close()
-	_ = r.mp.Shutdown(context.Background())
+}
+
+// cpu is the child's CPU time so far; after its kill, as read just before
+// it; if it cannot be read, the last value read.
+func (p *proc) cpu() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killedAt.IsZero() {
+		if d, ok := benchutil.PidCPU(p.cmd.Process.Pid); ok {
+			p.lastCPU = d
+		}
+	}
+	return p.lastCPU
+}
+
+// kill sends SIGKILL to the child, having read its CPU time.
+func (p *proc) kill() error {
+	p.cpu()
+	p.mu.Lock()
+	p.killedAt = time.Now()
+	p.mu.Unlock()
+	if err := p.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("%s: kill: %w", p.name, err)
+	}
+	return nil
+}
+
+func (p *proc) killed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.killedAt.IsZero()
+}
+
+// finish closes the child's stdin (a replica then stops gracefully and
+// exits), waits up to grace for it to close its stdout, kills it if it has
+// not, and waits for it. It returns Wait's error; later calls return the
+// same at once.
+func (p *proc) finish(grace time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished {
+		return p.finishErr
+	}
+	p.finished = true
+	_ = p.stdin.Close()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.readDone:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.readDone
+	}
+	p.finishErr = p.cmd.Wait()
+	return p.finishErr
+}
+
+// spec is one row of the benchmark.
+type spec struct {
+	row      string
+	replicas int
+	memory   bool // lock.NewMemory, no Redis
+	kill     bool // SIGKILL the last replica in the middle of the window
+	hog      bool // beside the CPU hog
+}
+
+func rowSpec(cfg *config, row string) spec {
+	switch row {
+	case "floor":
+		return spec{row: row, replicas: 1, memory: true}
+	case "kill":
+		return spec{row: row, replicas: cfg.replicas, kill: true}
+	case "hog":
+		return spec{row: row, replicas: cfg.replicas, hog: true}
+	case "single":
+		return spec{row: row, replicas: 1}
+	default:
+		return spec{row: row, replicas: cfg.replicas}
+	}
+}
+
+// title names the row's configuration.
+func (s spec) title() string {
+	n := fmt.Sprintf("%d processes", s.replicas)
+	if s.replicas == 1 {
+		n = "1 process"
+	}
+	switch {
+	case s.memory:
+		return n + ", in-memory"
+	case s.kill:
+		return fmt.Sprintf("%s, r%d killed", n, s.replicas)
+	case s.hog:
+		return n + " + CPU hog"
+	}
+	return n
+}
+
+// runRow runs one row on a fresh redis-server (none on the in-memory
+// backend) and returns what it measured. Every child it starts is finished
+// on every path.
+func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
+	res := &result{spec: sp, jobs: cfg.jobs, work: cfg.work, version: "-", killed: -1}
+	var ctl *redis.Client
+	addr := ""
+	if !sp.memory {
+		srv, err := benchutil.Launch()
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		ctl, addr = srv.Ctl, srv.Addr() // INFO only, never measured
+		if res.version, err = benchutil.ServerVersion(ctx, ctl); err != nil {
+			return nil, err
+		}
+	}
+
+	var procs []*proc
+	defer func() {
+		for _, p := range procs {
+			_ = p.finish(0) // no-op for those already finished
+		}
+	}()
+	if sp.hog {
+		h, err := startProc("hog", []string{"-hog-child"}, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, h)
+	}
+	j := &journal{}
+	var fleet []*proc
+	for i := range sp.replicas {
+		args := []string{"-replica-child", "-child-id", strconv.Itoa(i), "-child-addr", addr,
+			"-jobs", strconv.Itoa(cfg.jobs), "-pool", strconv.Itoa(cfg.poolSize),
+			"-work", cfg.work.String(), "-shutdown-timeout", cfg.shutdownTimeout.String()}
+		if cfg.cpuProfile != "" && i == 0 {
+			args = append(args, "-cpuprofile", cfg.cpuProfile+"."+sp.row)
+		}
+		p, err := startProc(fmt.Sprintf("r%d", i+1), args, j, i)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+		fleet = append(fleet, p)
+	}
+	for _, p := range fleet {
+		if err := p.waitReady(ctx, time.Minute); err != nil {
+			return nil, err
+		}
+	}
+
+	res.loadStart = benchutil.Loadavg()
+	res.start = time.Now()
+	for _, p := range fleet {
+		if err := p.send("start"); err != nil {
+			return nil, err
+		}
+	}
+	// The window's ticks are the whole seconds from the first one at least
+	// -warmup after the start up to, not including, the last whole second
+	// at least -cooldown before the stop. The counters are read half a
+	// second before the window's first tick and half a second before the
+	// tick after its last, between two bursts of claims: each snapshot
+	// pair holds the work of exactly the window's ticks, give or take the
+	// runs that spill over the half second (as many at each end).
+	end := res.start.Add(cfg.duration)
+	res.first = ceilSecond(res.start.Add(cfg.warmup))
+	res.last = end.Add(-cfg.cooldown).Truncate(time.Second)
+	var killAt time.Time
+	if sp.kill {
+		ticks := int(res.last.Sub(res.first) / time.Second)
+		killAt = res.first.Add(time.Duration(ticks/2)*time.Second + cfg.killOffset)
+		res.killed = len(fleet) - 1
+	}
+	var before, after snapshot
+	err := sleepUntil(ctx, res.first.Add(-500*time.Millisecond))
+	if err == nil {
+		before, err = takeSnapshot(ctx, ctl, fleet)
+	}
+	if err == nil && sp.kill {
+		if err = sleepUntil(ctx, killAt); err == nil {
+			err = fleet[res.killed].kill()
+			res.killAt = time.Now()
+		}
+	}
+	if err == nil {
+		err = sleepUntil(ctx, res.last.Add(-500*time.Millisecond))
+	}
+	if err == nil {
+		after, err = takeSnapshot(ctx, ctl, fleet)
+	}
+	if err == nil {
+		err = sleepUntil(ctx, end)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.loadEnd = benchutil.Loadavg()
+	res.stops = stopFleet(fleet, cfg.shutdownTimeout)
+	for _, p := range procs {
+		_ = p.finish(0) // the hog
+	}
+	res.analyze(j, before, after)
+	return res, nil
+}
+
+// stopFleet stops every live replica at once, as a fleet rolled at the same
+// moment would be (each gets end of file on its stdin and shuts down),
+// collects their reports and waits for the processes.
+func stopFleet(fleet []*proc, timeout time.Duration) []stopResult {
+	for _, p := range fleet {
+		if !p.killed() {
+			_ = p.stdin.Close()
+		}
+	}
+	res := make([]stopResult, len(fleet))
+	deadline := time.Now().Add(timeout + 10*time.Second)
+	for i, p := range fleet {
+		if p.killed() {
+			res[i].killed = true
+			continue
+		}
+		select {
+		case s := <-p.stopped:
+			res[i] = s
+		case <-p.readDone:
+			select {
+			case s := <-p.stopped:
+				res[i] = s
+			default:
+				res[i].Err = "the process exited without reporting its stop"
+			}
+		case <-time.After(time.Until(deadline)):
+			res[i].Err = "no stop report within the Shutdown timeout + 10s"
+		}
+	}
+	for i, p := range fleet {
+		if err := p.finish(5 * time.Second); err != nil && !p.killed() {
+			res[i].exitErr = err
+		}
+	}
+	return res
 }

@@ -1,19 +1,35 @@
 // Command schedbench measures lockcron's scheduler at fleet scale: -jobs
-// jobs, each "@every 1s", on -replicas replicas (each its own go-redis
-// client, lock.Client and Scheduler, all in this process) against one
-// throwaway redis-server, for -duration. It reports, over a measured window
-// that leaves out the first -warmup and the last -cooldown of the run:
+// jobs, each "@every 1s", on -replicas replica processes (each its own
+// go-redis client, lock.Client and Scheduler, as they are deployed) against
+// one throwaway redis-server, for -duration. It reports, over a measured
+// window that leaves out the first -warmup and the last -cooldown of the
+// run:
 //
 //  1. whether every tick ran exactly once: duplicate ticks (the same job and
 //     tick run twice, counted over the whole run) and missed ticks (a tick
 //     of the window that no replica ran);
 //  2. the lateness of the runs: the start of the job func minus its tick;
-//  3. the Redis commands the clients sent per job-tick, and per job-tick
-//     per replica (INFO commandstats, without the calls made inside Lua
-//     scripts and without the benchmark's own INFO);
-//  4. the CPU time per 1,000 job-ticks, of this process and of redis-server.
+//  3. the Redis commands the clients sent per job-tick (INFO commandstats,
+//     without the calls made inside Lua scripts and without the benchmark's
+//     own INFO);
+//  4. Redis's CPU per job-tick (INFO cpu, main thread), and the CPU time
+//     per 1,000 job-ticks of the replica processes.
 //
-// Then it runs a smaller configuration (-baseline replicas) for comparison.
+// It runs these rows (-rows):
+//
+//   - floor: the same jobs on one process on the in-memory backend, no
+//     Redis: the harness's own lateness, which the fleet's is compared to;
+//   - fleet: the jobs on -replicas processes;
+//   - kill: the same, with one replica SIGKILLed in the middle of the
+//     window;
+//   - hog: the same as fleet beside a process that spins two busy loops;
+//   - single (not run by default): the jobs on one process on Redis.
+//
+// The replicas and the hog are this program again, re-executed with the
+// hidden flag -replica-child or -hog-child. A child runs until its stdin
+// closes (or SIGTERM), so it also ends when this process dies; a replica
+// streams its runs to this process over its stdout.
+//
 // It measures and prints; it never fails on timing. Run it with
 // `cd bench && go run ./schedbench` or `make bench` from the repository root.
 package main
@@ -24,11 +40,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
@@ -36,37 +50,77 @@ import (
 type config struct {
 	jobs            int
 	replicas        int
-	baseline        int // replicas of the comparison run; 0: none
+	rows            []string
 	duration        time.Duration
 	warmup          time.Duration
 	cooldown        time.Duration
+	killOffset      time.Duration // the kill row's SIGKILL: this long after the window's middle tick
 	work            time.Duration // how long each run lasts
 	poolSize        int
 	shutdownTimeout time.Duration
 	verbose         bool
-	cpuProfile      string // write a CPU profile of the runs here
+	cpuProfile      string // each row's replica r1 writes a CPU profile to this path + "." + row
+
+	// In a child process only.
+	replicaChild bool
+	hogChild     bool
+	childID      int    // the replica's index: r1 is 0
+	childAddr    string // the Redis address; "" is the in-memory backend
 }
+
+// allRows are the rows -rows may name, in the order they run; the default
+// is all but single.
+var allRows = []string{"floor", "fleet", "kill", "hog", "single"}
 
 func main() {
 	cfg := &config{}
+	rows := flag.String("rows", "floor,fleet,kill,hog", "rows to run, comma-separated, from "+strings.Join(allRows, ","))
 	flag.IntVar(&cfg.jobs, "jobs", 1000, "jobs, each \"@every 1s\", on every replica")
-	flag.IntVar(&cfg.replicas, "replicas", 5, "replicas: each its own go-redis client, lock.Client and Scheduler")
-	flag.IntVar(&cfg.baseline, "baseline", 1, "replicas of a second, smaller run for comparison (0: none)")
-	flag.DurationVar(&cfg.duration, "duration", 30*time.Second, "length of each run, from the start of the Schedulers to their Shutdown")
+	flag.IntVar(&cfg.replicas, "replicas", 5, "replica processes of the fleet, kill and hog rows")
+	flag.DurationVar(&cfg.duration, "duration", 30*time.Second, "length of each row's run, from the start of the Schedulers to their Shutdown")
 	flag.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "left out of the measured window at the start")
 	flag.DurationVar(&cfg.cooldown, "cooldown", 2*time.Second, "left out of the measured window at the end")
+	flag.DurationVar(&cfg.killOffset, "kill-offset", 50*time.Millisecond, "kill row: SIGKILL the last replica this long after the window's middle tick (within 1s)")
 	flag.DurationVar(&cfg.work, "work", 0, "how long each run's job func lasts (0: it returns at once)")
 	flag.IntVar(&cfg.poolSize, "pool", 256, "go-redis PoolSize of each replica")
 	flag.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "bound of each replica's Shutdown")
 	flag.BoolVar(&cfg.verbose, "v", false, "also print the journal's run counts and the load average at the window's edges")
-	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (both runs, set-up included) to this file")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of each row's replica r1 to this file + \".\" + the row's name")
+	flag.BoolVar(&cfg.replicaChild, "replica-child", false, "internal: run as one replica process")
+	flag.BoolVar(&cfg.hogChild, "hog-child", false, "internal: run as the CPU hog")
+	flag.IntVar(&cfg.childID, "child-id", 0, "internal: the replica's index")
+	flag.StringVar(&cfg.childAddr, "child-addr", "", "internal: the Redis address (empty: in-memory backend)")
 	flag.Parse()
-	if cfg.jobs < 1 || cfg.replicas < 1 || cfg.baseline < 0 || cfg.poolSize < 1 || cfg.warmup < 0 || cfg.cooldown < 0 {
-		fmt.Fprintln(os.Stderr, "schedbench: -jobs, -replicas and -pool must be ≥ 1, -baseline, -warmup and -cooldown ≥ 0")
+
+	switch {
+	case cfg.hogChild:
+		hogMain()
+		return
+	case cfg.replicaChild:
+		benchutil.Main(fmt.Sprintf("schedbench r%d", cfg.childID+1), func(ctx context.Context) error { return childMain(ctx, cfg) })
+		return
+	}
+	for r := range strings.SplitSeq(*rows, ",") {
+		r = strings.TrimSpace(r)
+		if !slices.Contains(allRows, r) {
+			fmt.Fprintf(os.Stderr, "schedbench: -rows: unknown row %q (rows: %s)\n", r, strings.Join(allRows, ", "))
+			os.Exit(2)
+		}
+		if !slices.Contains(cfg.rows, r) {
+			cfg.rows = append(cfg.rows, r)
+		}
+	}
+	slices.SortFunc(cfg.rows, func(a, b string) int { return slices.Index(allRows, a) - slices.Index(allRows, b) })
+	if cfg.jobs < 1 || cfg.replicas < 1 || cfg.poolSize < 1 || cfg.warmup < 0 || cfg.cooldown < 0 {
+		fmt.Fprintln(os.Stderr, "schedbench: -jobs, -replicas and -pool must be ≥ 1, -warmup and -cooldown ≥ 0")
 		os.Exit(2)
 	}
 	if cfg.duration-cfg.warmup-cfg.cooldown < 2*time.Second {
 		fmt.Fprintln(os.Stderr, "schedbench: -duration must leave at least 2 s after -warmup and -cooldown")
+		os.Exit(2)
+	}
+	if cfg.killOffset < 0 || cfg.killOffset >= time.Second {
+		fmt.Fprintln(os.Stderr, "schedbench: -kill-offset must be in [0, 1s)")
 		os.Exit(2)
 	}
 	benchutil.Main("schedbench", func(ctx context.Context) error { return mainErr(ctx, cfg) })
@@ -75,124 +129,29 @@ func main() {
 func mainErr(ctx context.Context, cfg *config) error {
 	fmt.Printf("lockcron schedbench: %s, Go %s, GOMAXPROCS %d, %d CPUs\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Printf("%d jobs @every 1s; %v per run (measured window without the first %v and the last %v); job func lasts %v; go-redis PoolSize %d\n",
-		cfg.jobs, cfg.duration, cfg.warmup, cfg.cooldown, cfg.work, cfg.poolSize)
+	fmt.Printf("%d jobs @every 1s; rows %s; %v per row (measured window without the first %v and the last %v); job func lasts %v; go-redis PoolSize %d\n",
+		cfg.jobs, strings.Join(cfg.rows, ","), cfg.duration, cfg.warmup, cfg.cooldown, cfg.work, cfg.poolSize)
 	fmt.Printf("load average at the start: %s\n\n", benchutil.Loadavg())
 
-	stopProfile, err := benchutil.StartCPUProfile(cfg.cpuProfile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-
-	sizes := []int{cfg.replicas}
-	if cfg.baseline > 0 && cfg.baseline != cfg.replicas {
-		sizes = append(sizes, cfg.baseline)
-	}
 	var results []*result
-	for _, n := range sizes {
-		fmt.Fprintf(os.Stderr, "  %d jobs on %s for %v ...\n", cfg.jobs, replicasName(n), cfg.duration)
-		r, err := runFleet(ctx, cfg, n)
+	for _, row := range cfg.rows {
+		spec := rowSpec(cfg, row)
+		fmt.Fprintf(os.Stderr, "  %s: %d jobs on %s for %v ...\n", row, cfg.jobs, spec.title(), cfg.duration)
+		r, err := runRow(ctx, cfg, spec)
 		if err != nil {
-			return fmt.Errorf("%d replicas: %w", n, err)
+			return fmt.Errorf("row %s: %w", row, err)
 		}
 		results = append(results, r)
 	}
 	fmt.Printf("load average at the end: %s\n\n", benchutil.Loadavg())
 
-	printTable(os.Stdout, results)
-	for _, r := range results {
-		printTargets(os.Stdout, r)
-	}
+	floor := findRow(results, "floor")
+	printTable(os.Stdout, results, floor)
+	printTargets(os.Stdout, results, floor)
 	for _, r := range results {
 		printDetails(os.Stdout, cfg, r)
 	}
 	return nil
-}
-
-// runFleet runs one configuration on a fresh redis-server and returns what
-// it measured.
-func runFleet(ctx context.Context, cfg *config, replicas int) (*result, error) {
-	srv, err := benchutil.Launch()
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
-	ctl := srv.Ctl // INFO only, never measured
-	version, err := benchutil.ServerVersion(ctx, ctl)
-	if err != nil {
-		return nil, err
-	}
-	goroutines := runtime.NumGoroutine()
-
-	j := &journal{}
-	fleet := make([]*replica, 0, replicas)
-	stopAll := func() []stopResult {
-		// All at once, as a fleet rolled at the same moment would be.
-		res := make([]stopResult, len(fleet))
-		var wg sync.WaitGroup
-		for i, r := range fleet {
-			wg.Go(func() { res[i] = r.stop(cfg.shutdownTimeout) })
-		}
-		wg.Wait()
-		return res
-	}
-	for i := range replicas {
-		r, err := newReplica(srv.Server, i, cfg.jobs, cfg.poolSize, cfg.work, j)
-		if err != nil {
-			stopAll()
-			return nil, err
-		}
-		fleet = append(fleet, r)
-	}
-	readers := make([]*sdkmetric.ManualReader, len(fleet))
-	for i, r := range fleet {
-		readers[i] = r.reader
-	}
-
-	res := &result{replicas: replicas, jobs: cfg.jobs, work: cfg.work, version: version, loadStart: benchutil.Loadavg()}
-	res.start = time.Now()
-	for _, r := range fleet {
-		r.start()
-	}
-	// The window's ticks are the whole seconds from the first one at least
-	// -warmup after the start up to, not including, the last whole second
-	// at least -cooldown before the stop. The counters are read half a
-	// second before the window's first tick and half a second before the
-	// tick after its last, between two bursts of claims: each snapshot
-	// pair holds the work of exactly the window's ticks, give or take the
-	// runs that spill over the half second (as many at each end).
-	end := res.start.Add(cfg.duration)
-	res.first = ceilSecond(res.start.Add(cfg.warmup))
-	res.last = end.Add(-cfg.cooldown).Truncate(time.Second)
-	var before, after snapshot
-	err = sleepUntil(ctx, res.first.Add(-500*time.Millisecond))
-	if err == nil {
-		before, err = takeSnapshot(ctx, ctl, readers)
-	}
-	if err == nil {
-		err = sleepUntil(ctx, res.last.Add(-500*time.Millisecond))
-	}
-	if err == nil {
-		after, err = takeSnapshot(ctx, ctl, readers)
-	}
-	if err == nil {
-		err = sleepUntil(ctx, end)
-	}
-	if err != nil {
-		stopAll()
-		return nil, err
-	}
-	res.loadEnd = benchutil.Loadavg()
-	res.stops = stopAll()
-	// Every Scheduler has stopped and every client is closed: what is
-	// left over the count taken before the fleet started is a leak (or
-	// go-redis's housekeeping winding down; give it a moment).
-	time.Sleep(200 * time.Millisecond)
-	res.goroutinesLeft = runtime.NumGoroutine() - goroutines
-
-	res.analyze(j, before, after)
-	return res, nil
 }
 
 // ceilSecond rounds t up to a whole second.

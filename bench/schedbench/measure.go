@@ -15,39 +15,66 @@ import (
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
-// inScripts are the commands our Lua scripts run (as in lock/redis_test.go).
-// INFO commandstats counts those calls too, but no client sends them: the
-// scheduler and the lock package talk to Redis only through EVALSHA (EVAL
-// on NOSCRIPT), HGETALL (a ledger's state, at start) and the Pub/Sub
-// commands.
+// inScripts are the commands our Lua scripts run (lock/scripts/*.lua).
+// INFO commandstats counts those calls too, under their own names (and
+// their time again inside the EVALSHA's usec). Some of these names are also
+// sent by clients: the lock package pipelines HGETALL and EXISTS to read a
+// ledger, HSET, HDEL and PEXPIRE to pause one, PUBLISH for the scheduler's
+// control messages. splitCommands tells them apart with the counts of the
+// replicas' go-redis hooks.
 var inScripts = map[string]bool{
-	"pttl": true, "get": true, "time": true, "set": true, "hset": true, "pexpire": true,
-	"type": true, "hget": true, "hmget": true, "hexists": true, "del": true, "publish": true,
+	"del": true, "exists": true, "get": true, "hdel": true, "hexists": true, "hget": true, "hgetall": true,
+	"hmget": true, "hset": true, "lindex": true, "lpop": true, "lrange": true, "lrem": true, "pexpire": true,
+	"pttl": true, "publish": true, "rpush": true, "set": true, "time": true, "type": true, "xadd": true,
+	"xtrim": true, "zadd": true, "zcard": true, "zrange": true, "zrangebyscore": true, "zrem": true,
+	"zremrangebyscore": true, "zscore": true,
 }
 
 // snapshot is what the benchmark reads at each edge of the measured window.
 type snapshot struct {
-	benchutil.Snapshot // INFO commandstats and cpu, this process's and the machine's CPU time
-	at                 time.Time
-	load               string
-	metrics            []replicaMetrics // per replica, cumulative
+	// INFO commandstats and cpu (none on the in-memory backend); ProcCPU is
+	// the CPU time of this process and every replica process (a killed one:
+	// as read just before the kill), not the hog's; Machine that of all CPUs.
+	benchutil.Snapshot
+	at      time.Time
+	load    string
+	metrics []replicaMetrics // per replica, cumulative; Outcomes nil: not read (killed)
 }
 
-// takeSnapshot reads the server's counters and this process's CPU time.
-// INFO is read on ctl; the one INFO call of a snapshot that falls inside a
-// before/after pair is left out of the counts by dropping "info" altogether.
-func takeSnapshot(ctx context.Context, ctl *redis.Client, readers []*sdkmetric.ManualReader) (snapshot, error) {
+// takeSnapshot asks every live replica for its metrics, reads the server's
+// counters on ctl (nil: no Redis) and the processes' CPU time, then
+// collects the replicas' answers. The one INFO call of a snapshot that
+// falls inside a before/after pair is left out of the counts by dropping
+// "info" altogether.
+func takeSnapshot(ctx context.Context, ctl *redis.Client, replicas []*proc) (snapshot, error) {
 	s := snapshot{at: time.Now(), load: benchutil.Loadavg()}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var err error
-	if s.Snapshot, err = benchutil.TakeSnapshot(ctx, ctl); err != nil {
-		return s, err
+	for _, p := range replicas {
+		if !p.killed() {
+			if err := p.send("metrics"); err != nil {
+				return s, err
+			}
+		}
 	}
-	for _, r := range readers {
-		m, err := collect(ctx, r)
-		if err != nil {
+	if ctl != nil {
+		var err error
+		if s.Snapshot, err = benchutil.TakeSnapshot(ctx, ctl); err != nil {
 			return s, err
+		}
+	} else {
+		s.Snapshot = benchutil.Snapshot{ProcCPU: benchutil.ProcessCPU(), Machine: benchutil.MachineCPU()}
+	}
+	for _, p := range replicas {
+		s.ProcCPU += p.cpu()
+	}
+	for _, p := range replicas {
+		var m replicaMetrics
+		if !p.killed() {
+			var err error
+			if m, err = p.metrics(ctx); err != nil {
+				return s, err
+			}
 		}
 		s.metrics = append(s.metrics, m)
 	}
@@ -55,19 +82,33 @@ func takeSnapshot(ctx context.Context, ctl *redis.Client, readers []*sdkmetric.M
 }
 
 // splitCommands splits a commandstats delta into the commands clients sent
-// and those Lua scripts ran; the benchmark's own INFO calls are dropped.
-func splitCommands(delta map[string]int64) (client, lua map[string]int64) {
+// and those Lua scripts ran; the benchmark's own INFO calls are dropped. A
+// name no script runs is the clients'; of a name scripts run, the clients
+// sent as many as the replicas' hooks counted (sent, at most the server's
+// count), and the rest ran inside scripts. both lists the names that
+// clients and scripts both ran in the window.
+func splitCommands(delta, sent map[string]int64) (client, lua map[string]int64, both []string) {
 	client, lua = map[string]int64{}, map[string]int64{}
 	for k, v := range delta {
 		switch {
 		case k == "info":
 		case inScripts[k]:
-			lua[k] = v
+			c := min(v, sent[k])
+			if c > 0 {
+				client[k] = c
+			}
+			if v > c {
+				lua[k] = v - c
+			}
+			if c > 0 && v > c {
+				both = append(both, k)
+			}
 		default:
 			client[k] = v
 		}
 	}
-	return client, lua
+	slices.Sort(both)
+	return client, lua, both
 }
 
 // Metrics. Each replica gets its own MeterProvider with a ManualReader, so
@@ -103,50 +144,50 @@ func newMeterProvider() (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
 // hist is one histogram data point: bucket counts over waitBuckets (one
 // more for +Inf), their sum in seconds and their count.
 type hist struct {
-	counts []uint64
-	sum    float64
-	n      uint64
+	Counts []uint64
+	Sum    float64
+	N      uint64
 }
 
 func (h hist) minus(o hist) hist {
-	d := hist{counts: make([]uint64, len(h.counts)), sum: h.sum - o.sum, n: h.n - o.n}
-	for i := range h.counts {
-		d.counts[i] = h.counts[i]
-		if i < len(o.counts) {
-			d.counts[i] -= o.counts[i]
+	d := hist{Counts: make([]uint64, len(h.Counts)), Sum: h.Sum - o.Sum, N: h.N - o.N}
+	for i := range h.Counts {
+		d.Counts[i] = h.Counts[i]
+		if i < len(o.Counts) {
+			d.Counts[i] -= o.Counts[i]
 		}
 	}
 	return d
 }
 
 func (h hist) add(o hist) hist {
-	if h.counts == nil {
-		h.counts = make([]uint64, len(o.counts))
+	if h.Counts == nil {
+		h.Counts = make([]uint64, len(o.Counts))
 	}
-	for i := range o.counts {
-		h.counts[i] += o.counts[i]
+	for i := range o.Counts {
+		h.Counts[i] += o.Counts[i]
 	}
-	h.sum += o.sum
-	h.n += o.n
+	h.Sum += o.Sum
+	h.N += o.N
 	return h
 }
 
 func (h hist) mean() time.Duration {
-	if h.n == 0 {
+	if h.N == 0 {
 		return 0
 	}
-	return time.Duration(h.sum / float64(h.n) * float64(time.Second))
+	return time.Duration(h.Sum / float64(h.N) * float64(time.Second))
 }
 
 // bound returns the upper bound of the bucket that holds the p-th
 // percentile (a histogram knows no more), or -1 past the last bound.
 func (h hist) bound(p float64) time.Duration {
-	if h.n == 0 {
+	if h.N == 0 {
 		return 0
 	}
-	rank := uint64(float64(h.n)*p/100 + 0.999999)
+	rank := uint64(float64(h.N)*p/100 + 0.999999)
 	var seen uint64
-	for i, c := range h.counts {
+	for i, c := range h.Counts {
 		seen += c
 		if seen >= rank {
 			if i < len(waitBuckets) {
@@ -162,7 +203,7 @@ func (h hist) bound(p float64) time.Duration {
 // empty buckets.
 func (h hist) String() string {
 	var b strings.Builder
-	for i, c := range h.counts {
+	for i, c := range h.Counts {
 		if c == 0 {
 			continue
 		}
@@ -180,12 +221,13 @@ func (h hist) String() string {
 
 // replicaMetrics is what one replica's scheduler counted, cumulative.
 type replicaMetrics struct {
-	outcomes map[string]int64 // lockcron.job.runs by outcome
-	wait     map[string]hist  // lockcron.job.wait.duration by outcome
+	Outcomes map[string]int64 // lockcron.job.runs by outcome
+	Wait     map[string]hist  // lockcron.job.wait.duration by outcome
+	Sent     map[string]int64 // commands its go-redis client sent, by name (sentCounter)
 }
 
 func collect(ctx context.Context, r *sdkmetric.ManualReader) (replicaMetrics, error) {
-	m := replicaMetrics{outcomes: map[string]int64{}, wait: map[string]hist{}}
+	m := replicaMetrics{Outcomes: map[string]int64{}, Wait: map[string]hist{}}
 	var rm metricdata.ResourceMetrics
 	if err := r.Collect(ctx, &rm); err != nil {
 		return m, fmt.Errorf("metrics: %w", err)
@@ -200,14 +242,14 @@ func collect(ctx context.Context, r *sdkmetric.ManualReader) (replicaMetrics, er
 				if d, ok := met.Data.(metricdata.Sum[int64]); ok {
 					for _, p := range d.DataPoints {
 						o, _ := p.Attributes.Value("lockcron.outcome")
-						m.outcomes[o.AsString()] += p.Value
+						m.Outcomes[o.AsString()] += p.Value
 					}
 				}
 			case metricWait:
 				if d, ok := met.Data.(metricdata.Histogram[float64]); ok {
 					for _, p := range d.DataPoints {
 						o, _ := p.Attributes.Value("lockcron.outcome")
-						m.wait[o.AsString()] = hist{counts: slices.Clone(p.BucketCounts), sum: p.Sum, n: p.Count}
+						m.Wait[o.AsString()] = hist{Counts: slices.Clone(p.BucketCounts), Sum: p.Sum, N: p.Count}
 					}
 				}
 			}
@@ -218,9 +260,9 @@ func collect(ctx context.Context, r *sdkmetric.ManualReader) (replicaMetrics, er
 
 // minus is m − o: what happened between two snapshots.
 func (m replicaMetrics) minus(o replicaMetrics) replicaMetrics {
-	d := replicaMetrics{outcomes: benchutil.StatsDelta(o.outcomes, m.outcomes), wait: map[string]hist{}}
-	for k, h := range m.wait {
-		d.wait[k] = h.minus(o.wait[k])
+	d := replicaMetrics{Outcomes: benchutil.StatsDelta(o.Outcomes, m.Outcomes), Wait: map[string]hist{}, Sent: benchutil.StatsDelta(o.Sent, m.Sent)}
+	for k, h := range m.Wait {
+		d.Wait[k] = h.minus(o.Wait[k])
 	}
 	return d
 }

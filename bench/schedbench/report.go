@@ -11,18 +11,25 @@ import (
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
-// result is what one configuration measured.
-type result struct {
-	replicas, jobs int
-	work           time.Duration
-	version        string
-	loadStart      string
-	loadEnd        string
-	start          time.Time // the Schedulers were started
-	first, last    time.Time // the window's ticks: first ≤ tick < last
+// slowAfterKill is the lateness above which a run after the kill counts as
+// having waited for a fallback (the killed replica's claim or lease).
+const slowAfterKill = 200 * time.Millisecond
 
-	stops          []stopResult // per replica
-	goroutinesLeft int
+// result is what one row measured.
+type result struct {
+	spec
+	jobs      int
+	work      time.Duration
+	version   string // redis-server's; "-" on the in-memory backend
+	loadStart string
+	loadEnd   string
+	start     time.Time // the Schedulers were started
+	first     time.Time // the window's ticks: first ≤ tick < last
+	last      time.Time
+	killed    int       // the killed replica's index; -1: none
+	killAt    time.Time // when the SIGKILL was sent
+
+	stops []stopResult // per replica
 
 	// from the journal
 	ticks      int   // ticks in the window, per job
@@ -38,21 +45,29 @@ type result struct {
 	handoffs   int64               // runs with Attempt > 1
 	noInfo     int64
 	badInfo    int64
+	badLines   int64
 	late       benchutil.Durations // lateness of the window's runs, sorted
 	lateAll    time.Duration
-	perReplica []int64 // the window's runs per replica
+	lateAfter  benchutil.Durations // kill row: the window's runs of the kill's tick and later, sorted
+	lateSlow   benchutil.Durations // … those later than slowAfterKill
+	perReplica []int64             // the window's runs per replica
 
 	// from the snapshots
-	wall     time.Duration // between the two snapshots
-	client   map[string]int64
-	lua      map[string]int64
-	srvUsec  int64            // INFO commandstats usec of every command but INFO
-	usec     map[string]int64 // per command
-	procCPU  time.Duration
-	redisCPU float64
-	otherCPU time.Duration // the machine's busy time less this process's and redis-server's; -1 unknown
-	loadWin  [2]string
-	window   []replicaMetrics // the window's scheduler metrics, per replica
+	wall        time.Duration // between the two snapshots
+	client      map[string]int64
+	lua         map[string]int64
+	usec        map[string]int64 // INFO commandstats usec per command
+	clientUsec  int64            // usec of the names only clients send
+	bothUsec    int64            // usec of the names clients sent and scripts run too
+	both        []string         // those names
+	sentUnknown bool             // a replica was killed: its sends in the window are not known
+	procCPU     time.Duration    // this process and the replica processes
+	redisCPU    float64          // redis-server, all threads
+	redisMain   float64          // its main thread (or all, before Redis 6.2)
+	hasMain     bool
+	otherCPU    time.Duration // the machine's busy time less procCPU and redis-server's; -1 unknown
+	loadWin     [2]string
+	window      []replicaMetrics // the window's scheduler metrics, per replica
 }
 
 type runKey struct {
@@ -64,7 +79,7 @@ type runKey struct {
 func (r *result) analyze(j *journal, before, after snapshot) {
 	j.mu.Lock()
 	runs := j.runs
-	r.noInfo, r.badInfo = j.noInfo, j.badInfo
+	r.noInfo, r.badInfo, r.badLines = j.noInfo, j.badInfo, j.bad
 	j.mu.Unlock()
 
 	r.ticks = int(r.last.Sub(r.first) / time.Second)
@@ -72,6 +87,7 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 	r.runs = int64(len(runs))
 	r.perReplica = make([]int64, r.replicas)
 	r.missedAt = map[time.Time]int64{}
+	killTick := r.killAt.Truncate(time.Second)
 	seen := make(map[runKey]int, len(runs))
 	for _, x := range runs {
 		if x.tick.Truncate(time.Second) != x.tick {
@@ -94,9 +110,17 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 			r.windowRuns++
 			r.perReplica[x.replica]++
 			r.late = append(r.late, x.late)
+			if r.killed >= 0 && !x.tick.Before(killTick) {
+				r.lateAfter = append(r.lateAfter, x.late)
+				if x.late > slowAfterKill {
+					r.lateSlow = append(r.lateSlow, x.late)
+				}
+			}
 		}
 	}
 	slices.Sort(r.late)
+	slices.Sort(r.lateAfter)
+	slices.Sort(r.lateSlow)
 	for t := r.first; t.Before(r.last); t = t.Add(time.Second) {
 		for k := range r.jobs {
 			if seen[runKey{int32(k), t.UnixNano()}] == 0 {
@@ -110,26 +134,60 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 	}
 
 	r.wall = after.at.Sub(before.at)
-	r.client, r.lua = splitCommands(benchutil.StatsDelta(before.Calls, after.Calls))
-	usec := benchutil.StatsDelta(before.Usec, after.Usec)
-	delete(usec, "info")
-	r.usec = usec
-	r.srvUsec = benchutil.Sum(usec)
-	r.redisCPU, r.procCPU, r.otherCPU = after.CPUSince(before.Snapshot)
 	r.loadWin = [2]string{before.load, after.load}
+	sent := map[string]int64{}
 	for i := range after.metrics {
-		r.window = append(r.window, after.metrics[i].minus(before.metrics[i]))
+		if after.metrics[i].Outcomes == nil { // killed before the snapshot
+			r.window = append(r.window, replicaMetrics{})
+			r.sentUnknown = true
+			continue
+		}
+		d := after.metrics[i].minus(before.metrics[i])
+		r.window = append(r.window, d)
+		for k, v := range d.Sent {
+			sent[k] += v
+		}
 	}
+	r.client, r.lua, r.both = splitCommands(benchutil.StatsDelta(before.Calls, after.Calls), sent)
+	r.usec = benchutil.StatsDelta(before.Usec, after.Usec)
+	r.clientUsec, r.bothUsec = clientSent(r.client, r.usec)
+	r.redisCPU, r.procCPU, r.otherCPU = after.CPUSince(before.Snapshot)
+	r.redisMain = after.MainThreadCPU() - before.MainThreadCPU()
+	r.hasMain = after.HasMain
 }
 
-func (r *result) name() string { return replicasName(r.replicas) }
-
-func replicasName(n int) string {
-	if n == 1 {
-		return "1 replica"
+// clientSent is the server time of the commands clients sent: the usec of
+// the names of client that no script runs (EVALSHA, whose usec holds its
+// script's commands, SUBSCRIBE, ...). It leaves out the commands run
+// inside scripts, which INFO commandstats counts under their own names and
+// again inside the EVALSHA's usec. The names that clients and scripts both
+// send (HGETALL, EXISTS, ...) have one usec for both, which cannot be
+// split: their usec is returned apart, as bothUsec, and not guessed at.
+func clientSent(client, usec map[string]int64) (only, both int64) {
+	for k := range client {
+		if inScripts[k] {
+			both += usec[k]
+		} else {
+			only += usec[k]
+		}
 	}
-	return fmt.Sprintf("%d replicas", n)
+	return only, both
 }
+
+// onlyClients is client without the names that scripts run too.
+func onlyClients(client map[string]int64) map[string]int64 {
+	m := map[string]int64{}
+	for k, v := range client {
+		if !inScripts[k] {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func (r *result) name() string { return r.row + ": " + r.title() }
+
+func (r *result) redis() bool { return !r.memory }
 
 func (r *result) clientCmds() int64 { return benchutil.Sum(r.client) }
 
@@ -140,7 +198,10 @@ func (r *result) cmdsPerJobTick() float64 {
 	return float64(r.clientCmds()) / float64(r.jobTicks)
 }
 
-func (r *result) cmdsPerJobTickReplica() float64 { return r.cmdsPerJobTick() / float64(r.replicas) }
+// redisCPUPerJobTick is the CPU of redis-server's main thread per job-tick.
+func (r *result) redisCPUPerJobTick() time.Duration {
+	return time.Duration(r.redisMain * float64(time.Second) / float64(max(r.jobTicks, 1)))
+}
 
 // perKilo is x per 1,000 of the window's job-ticks.
 func (r *result) perKilo(x float64) float64 {
@@ -155,7 +216,7 @@ func (r *result) perKilo(x float64) float64 {
 func (r *result) waitOf(outcome string) hist {
 	var h hist
 	for _, m := range r.window {
-		if w, ok := m.wait[outcome]; ok {
+		if w, ok := m.Wait[outcome]; ok {
 			h = h.add(w)
 		}
 	}
@@ -165,20 +226,54 @@ func (r *result) waitOf(outcome string) hist {
 func (r *result) maxShutdown() time.Duration {
 	var d time.Duration
 	for _, s := range r.stops {
-		d = max(d, s.shutdown)
+		d = max(d, s.Shutdown)
 	}
 	return d
 }
 
+// floorRatio is r's lateness p99 ÷ the floor's, or 0 without a floor.
+func (r *result) floorRatio(floor *result) float64 {
+	if floor == nil || len(floor.late) == 0 || floor.late.Pct(99) <= 0 {
+		return 0
+	}
+	return float64(r.late.Pct(99)) / float64(floor.late.Pct(99))
+}
+
+func findRow(results []*result, row string) *result {
+	for _, r := range results {
+		if r.row == row {
+			return r
+		}
+	}
+	return nil
+}
+
 // Targets of the issue.
 const (
-	targetLateP99     = 50 * time.Millisecond
-	targetCmdsReplica = 3.0
+	targetLateP99    = 50 * time.Millisecond
+	targetFloorRatio = 1.5
+	targetCmds       = 2.5                   // Redis commands per job-tick, whole fleet
+	targetRedisCPU   = 60 * time.Microsecond // Redis main-thread CPU per job-tick
 )
 
-func printTable(w io.Writer, results []*result) {
+func pct3(ds benchutil.Durations) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	return fmtDur(ds.Pct(50)) + " / " + fmtDur(ds.Pct(99)) + " / " + fmtDur(ds.Max())
+}
+
+func printTable(w io.Writer, results []*result, floor *result) {
 	t := benchutil.NewMetricTable("metric", results, (*result).name)
 	row := t.Row
+	onRedis := func(f func(r *result) string) func(r *result) string {
+		return func(r *result) string {
+			if !r.redis() {
+				return "-"
+			}
+			return f(r)
+		}
+	}
 	row("measured window (UTC)", func(r *result) string {
 		return fmt.Sprintf("%s–%s, %d ticks", r.first.UTC().Format(time.TimeOnly), r.last.Add(-time.Second).UTC().Format(time.TimeOnly), r.ticks)
 	})
@@ -192,35 +287,60 @@ func printTable(w io.Writer, results []*result) {
 	row("lateness max (window / whole run)", func(r *result) string {
 		return fmtDur(r.late.Max()) + " / " + fmtDur(r.lateAll)
 	})
+	row("lateness p99 ÷ floor's p99", func(r *result) string {
+		if x := r.floorRatio(floor); x > 0 {
+			return fmt.Sprintf("%.2f", x)
+		}
+		return "-"
+	})
+	row("after the kill: runs; p50 / p99 / max", func(r *result) string {
+		if r.killed < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d; %s", len(r.lateAfter), pct3(r.lateAfter))
+	})
+	row(fmt.Sprintf("… later than %v: runs; p50 / p99 / max", slowAfterKill), func(r *result) string {
+		if r.killed < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d; %s", len(r.lateSlow), pct3(r.lateSlow))
+	})
 	row("claim, fire → acquired: mean (p99 ≤)", func(r *result) string {
 		h := r.waitOf("acquired")
 		return fmtDur(h.mean()) + " (" + fmtBound(h.bound(99)) + ")"
 	})
 	row("claim, fire → skipped_done: mean (p99 ≤)", func(r *result) string {
 		h := r.waitOf("skipped_done")
-		if h.n == 0 {
+		if h.N == 0 {
 			return "-"
 		}
 		return fmtDur(h.mean()) + " (" + fmtBound(h.bound(99)) + ")"
 	})
-	row("Redis commands per job-tick", func(r *result) string { return fmt.Sprintf("%.2f", r.cmdsPerJobTick()) })
-	row("… per job-tick per replica", func(r *result) string { return fmt.Sprintf("%.2f", r.cmdsPerJobTickReplica()) })
-	row("+ calls inside Lua per job-tick", func(r *result) string {
+	row("Redis commands per job-tick (fleet)", onRedis(func(r *result) string { return fmt.Sprintf("%.2f", r.cmdsPerJobTick()) }))
+	row("… per job-tick per replica", onRedis(func(r *result) string {
+		return fmt.Sprintf("%.2f", r.cmdsPerJobTick()/float64(r.replicas))
+	}))
+	row("+ calls inside Lua per job-tick", onRedis(func(r *result) string {
 		return fmt.Sprintf("%.2f", float64(benchutil.Sum(r.lua))/float64(max(r.jobTicks, 1)))
-	})
-	row("Redis server time per job-tick", func(r *result) string {
-		return fmt.Sprintf("%.0fµs", float64(r.srvUsec)/float64(max(r.jobTicks, 1)))
-	})
-	row("… per tick (busy share of its second)", func(r *result) string {
-		per := time.Duration(r.srvUsec) * time.Microsecond / time.Duration(max(r.ticks, 1))
+	}))
+	row("Redis CPU per job-tick (main thread)", onRedis(func(r *result) string { return fmtDur(r.redisCPUPerJobTick()) }))
+	row("… per tick (busy share of its second)", onRedis(func(r *result) string {
+		per := time.Duration(r.redisMain * float64(time.Second) / float64(max(r.ticks, 1)))
 		return fmt.Sprintf("%s (%.0f%%)", fmtDur(per), 100*per.Seconds())
-	})
-	row("process CPU per 1,000 job-ticks", func(r *result) string {
+	}))
+	row("server time of client commands per job-tick", onRedis(func(r *result) string {
+		s := fmt.Sprintf("%.1fµs", float64(r.clientUsec)/float64(max(r.jobTicks, 1)))
+		if r.bothUsec > 0 {
+			s += fmt.Sprintf(" (+ ≤ %.1fµs)", float64(r.bothUsec)/float64(max(r.jobTicks, 1)))
+		}
+		return s
+	}))
+	row("replica processes' CPU per 1,000 job-ticks", func(r *result) string {
 		return fmt.Sprintf("%.3fs (%.0f%% of a core)", r.perKilo(r.procCPU.Seconds()), 100*r.procCPU.Seconds()/r.wall.Seconds())
 	})
-	row("redis-server CPU per 1,000 job-ticks", func(r *result) string {
+	row("redis-server CPU per 1,000 job-ticks", onRedis(func(r *result) string {
 		return fmt.Sprintf("%.3fs (%.0f%% of a core)", r.perKilo(r.redisCPU), 100*r.redisCPU/r.wall.Seconds())
-	})
+	}))
 	row("other processes' CPU in the window", func(r *result) string {
 		if r.otherCPU < 0 {
 			return "?"
@@ -233,13 +353,19 @@ func printTable(w io.Writer, results []*result) {
 	})
 	t.Write(w)
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Each replica is a process of its own (this program re-executed); it reports its runs over its stdout. floor: one process on lock.NewMemory, no Redis.")
 	fmt.Fprintln(w, "lateness: time.Now() at the start of the job func minus info.Tick, over the runs of the window's ticks (nearest rank).")
+	fmt.Fprintf(w, "after the kill: the window's runs of the tick the SIGKILL fell in and later; later than %v: those that waited for a fallback.\n", slowAfterKill)
 	fmt.Fprintln(w, "claim: the scheduler's own histogram lockcron.job.wait.duration (timer fired → claim answered), summed over replicas; p99 is a bucket bound.")
 	fmt.Fprintln(w, "Redis commands: INFO commandstats calls between two snapshots half a second before the window's first tick and before the tick after")
-	fmt.Fprintln(w, "its last, minus the calls Lua scripts made (they are counted too) and minus INFO; per job-tick: ÷ (jobs × ticks of the window).")
-	fmt.Fprintln(w, "CPU: getrusage(RUSAGE_SELF) user+sys of this process (all replicas, the job funcs and the metrics SDK), and INFO cpu used_cpu_sys+used_cpu_user")
-	fmt.Fprintln(w, "of redis-server, between the same snapshots; other processes: the busy time of all CPUs (/proc/stat) less those two, a noisy neighbour.")
-	fmt.Fprintln(w, "Server time: INFO commandstats usec of every command but INFO.")
+	fmt.Fprintln(w, "its last, minus the calls Lua scripts made (they are counted too) and minus INFO; per job-tick: ÷ (jobs × ticks of the window). Of a name")
+	fmt.Fprintln(w, "that scripts run and clients also send (HGETALL, EXISTS, ...), the clients' share is what the replicas' go-redis hooks counted.")
+	fmt.Fprintln(w, "Redis CPU: INFO cpu used_cpu_sys_main_thread + used_cpu_user_main_thread between the same snapshots (the thread that runs every command")
+	fmt.Fprintln(w, "and script, socket I/O included). Server time of client commands: INFO commandstats usec of the commands clients sent (EVALSHA with")
+	fmt.Fprintln(w, "the commands its script ran, SUBSCRIBE, ...), not of those run inside scripts, which commandstats counts again under their own names;")
+	fmt.Fprintln(w, "(+ ≤ x): the usec of the names both clients and scripts ran, which commandstats does not split (an upper bound of the clients' share).")
+	fmt.Fprintln(w, "CPU: this process and the replica processes (/proc/pid/stat; a killed replica up to its kill), and redis-server (INFO cpu, all threads);")
+	fmt.Fprintln(w, "other processes: the busy time of all CPUs (/proc/stat) less those, a noisy neighbour (the hog row's hog is counted here).")
 	fmt.Fprintln(w)
 }
 
@@ -256,23 +382,45 @@ func fmtBound(d time.Duration) string {
 	return fmtDur(d)
 }
 
-func printTargets(w io.Writer, r *result) {
-	fmt.Fprintf(w, "Targets, %d jobs on %s:\n", r.jobs, r.name())
-	fmt.Fprintf(w, "- no duplicate tick (whole run): %d → %s\n", r.dups, benchutil.Verdict(r.dups == 0))
-	fmt.Fprintf(w, "- no missed tick (window): %d of %d job-ticks → %s\n", r.missed, r.jobTicks, benchutil.Verdict(r.missed == 0))
-	p99 := r.late.Pct(99)
-	fmt.Fprintf(w, "- lateness p99 ≤ %v: %s → %s\n", targetLateP99, fmtDur(p99), benchutil.Verdict(len(r.late) > 0 && p99 <= targetLateP99))
-	c := r.cmdsPerJobTickReplica()
-	fmt.Fprintf(w, "- ≤ %.0f Redis commands per job-tick per replica: %.2f (%.2f per job-tick) → %s\n\n", targetCmdsReplica, c, r.cmdsPerJobTick(), benchutil.Verdict(c <= targetCmdsReplica))
+func printTargets(w io.Writer, results []*result, floor *result) {
+	for _, r := range results {
+		fmt.Fprintf(w, "Targets, %s (%d jobs, load average %s at the start, %s at the end):\n", r.name(), r.jobs, first(r.loadStart), first(r.loadEnd))
+		fmt.Fprintf(w, "- no duplicate tick (whole run): %d → %s\n", r.dups, benchutil.Verdict(r.dups == 0))
+		fmt.Fprintf(w, "- no missed tick (window): %d of %d job-ticks → %s\n", r.missed, r.jobTicks, benchutil.Verdict(r.missed == 0))
+		p99 := r.late.Pct(99)
+		if r.row == "floor" {
+			fmt.Fprintf(w, "- (the floor: lateness p50 / p99 / max %s; no target)\n\n", pct3(r.late))
+			continue
+		}
+		if r.hog {
+			fmt.Fprintf(w, "- (beside the hog, lateness p50 / p99 / max %s; p99 %.2f × the floor's; no target)\n\n", pct3(r.late), r.floorRatio(floor))
+			continue
+		}
+		fmt.Fprintf(w, "- lateness p99 ≤ %v: %s → %s\n", targetLateP99, fmtDur(p99), benchutil.Verdict(len(r.late) > 0 && p99 <= targetLateP99))
+		if x := r.floorRatio(floor); x > 0 {
+			fmt.Fprintf(w, "- lateness p99 ≤ %.1f × the floor's p99: %s vs %s = %.2f × → %s\n", targetFloorRatio, fmtDur(p99), fmtDur(floor.late.Pct(99)), x, benchutil.Verdict(x <= targetFloorRatio))
+		} else {
+			fmt.Fprintf(w, "- lateness p99 ≤ %.1f × the floor's p99: not measured (no floor row)\n", targetFloorRatio)
+		}
+		c := r.cmdsPerJobTick()
+		fmt.Fprintf(w, "- ≤ %.1f Redis commands per job-tick, whole fleet: %.2f (%.2f per replica) → %s\n", targetCmds, c, c/float64(r.replicas), benchutil.Verdict(c <= targetCmds))
+		cpu := r.redisCPUPerJobTick()
+		fmt.Fprintf(w, "- Redis CPU per job-tick ≤ %v: %s (main thread, INFO cpu) → %s\n", targetRedisCPU, fmtDur(cpu), benchutil.Verdict(cpu <= targetRedisCPU))
+		if r.killed >= 0 {
+			fmt.Fprintf(w, "- (r%d SIGKILLed at %s; runs of the ticks from then on: %d, lateness p50 / p99 / max %s; later than %v: %d, %s)\n",
+				r.killed+1, r.killAt.UTC().Format("15:04:05.000"), len(r.lateAfter), pct3(r.lateAfter), slowAfterKill, len(r.lateSlow), pct3(r.lateSlow))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
-// printDetails prints, per configuration, the replicas' shares and
-// outcomes, the command breakdown and anything odd.
+// printDetails prints, per row, the replicas' shares and outcomes, the
+// command breakdown and anything odd.
 func printDetails(w io.Writer, cfg *config, r *result) {
-	fmt.Fprintf(w, "%d jobs on %s (redis-server %s), per replica, over the window:\n\n", r.jobs, r.name(), r.version)
+	fmt.Fprintf(w, "%s, %d jobs (redis-server %s), per replica, over the window:\n\n", r.name(), r.jobs, r.version)
 	outcomes := map[string]bool{}
 	for _, m := range r.window {
-		for k := range m.outcomes {
+		for k := range m.Outcomes {
 			outcomes[k] = true
 		}
 	}
@@ -289,27 +437,49 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 			m = r.window[i]
 		}
 		for _, k := range names {
-			row = append(row, fmt.Sprint(m.outcomes[k]))
+			if m.Outcomes == nil {
+				row = append(row, "?")
+			} else {
+				row = append(row, fmt.Sprint(m.Outcomes[k]))
+			}
 		}
-		row = append(row, fmtDur(m.wait["acquired"].mean()))
-		if i < len(r.stops) {
-			row = append(row, fmtDur(r.stops[i].shutdown))
-		} else {
+		row = append(row, fmtDur(m.Wait["acquired"].mean()))
+		switch {
+		case i < len(r.stops) && r.stops[i].killed:
+			row = append(row, "killed")
+		case i < len(r.stops):
+			row = append(row, fmtDur(r.stops[i].Shutdown))
+		default:
 			row = append(row, "-")
 		}
 		rows = append(rows, row)
 	}
 	benchutil.WriteMarkdown(w, header, rows, 1)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "(runs: job func starts for the window's ticks, from the journal; the outcome columns: the scheduler's lockcron.job.runs between the snapshots.)")
+	fmt.Fprintln(w, "(runs: job func starts for the window's ticks, from the journal; the outcome columns: the scheduler's lockcron.job.runs between the snapshots;")
+	fmt.Fprintln(w, "? for a replica killed before the second snapshot.)")
 
 	per := float64(max(r.jobTicks, 1))
-	fmt.Fprintf(w, "- commands sent by clients, per job-tick: %s\n", benchutil.FormatCounts(r.client, per, 3))
-	fmt.Fprintf(w, "- calls inside Lua scripts (not counted above), per job-tick: %s\n", benchutil.FormatCounts(r.lua, per, 3))
-	fmt.Fprintf(w, "- server time per call (INFO commandstats usec, scripts included): %s\n", benchutil.FormatUsecPerCall(r.client, r.usec))
+	if r.redis() {
+		fmt.Fprintf(w, "- commands sent by clients, per job-tick: %s\n", benchutil.FormatCounts(r.client, per, 3))
+		fmt.Fprintf(w, "- calls inside Lua scripts (not counted above), per job-tick: %s\n", benchutil.FormatCounts(r.lua, per, 3))
+		if len(r.both) > 0 {
+			fmt.Fprintf(w, "- run by clients and inside scripts alike (split by the replicas' go-redis hook counts; their usec, %s in all, not split): %s\n",
+				fmtDur(time.Duration(r.bothUsec)*time.Microsecond), strings.Join(r.both, ", "))
+		}
+		if r.sentUnknown {
+			fmt.Fprintln(w, "- the killed replica's own count of the commands it sent in the window is lost: of the names scripts also run, its sends count as inside Lua")
+		}
+		fmt.Fprintf(w, "- server time per call of the client commands (INFO commandstats usec; EVALSHA's includes its script's commands): %s\n", benchutil.FormatUsecPerCall(onlyClients(r.client), r.usec))
+		main := "main thread"
+		if !r.hasMain {
+			main = "whole process: this Redis has no main-thread fields"
+		}
+		fmt.Fprintf(w, "- Redis CPU in the window (%s): %s, %.0f%% of a core\n", main, fmtDur(time.Duration(r.redisMain*float64(time.Second))), 100*r.redisMain/r.wall.Seconds())
+	}
 	waits := map[string]bool{}
 	for _, m := range r.window {
-		for k := range m.wait {
+		for k := range m.Wait {
 			waits[k] = true
 		}
 	}
@@ -318,11 +488,14 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 	}
 	var total []string
 	for i, s := range r.stops {
-		if s.metErr != nil {
-			total = append(total, fmt.Sprintf("r%d: %v", i+1, s.metErr))
-			continue
+		switch {
+		case s.killed:
+			total = append(total, fmt.Sprintf("r%d: killed", i+1))
+		case s.MetErr != "":
+			total = append(total, fmt.Sprintf("r%d: %s", i+1, s.MetErr))
+		default:
+			total = append(total, fmt.Sprintf("r%d: %s", i+1, benchutil.FormatCounts(s.Metrics.Outcomes, 0, 3)))
 		}
-		total = append(total, fmt.Sprintf("r%d: %s", i+1, benchutil.FormatCounts(s.metrics.outcomes, 0, 3)))
 	}
 	fmt.Fprintf(w, "- outcomes over the whole run: %s\n", strings.Join(total, "; "))
 
@@ -346,19 +519,28 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 	if r.noInfo > 0 || r.badInfo > 0 {
 		odd = append(odd, fmt.Sprintf("RunInfo: missing in %d runs, naming another job or replica in %d", r.noInfo, r.badInfo))
 	}
+	if r.badLines > 0 {
+		odd = append(odd, fmt.Sprintf("%d lines from the replica processes did not parse", r.badLines))
+	}
 	for i, s := range r.stops {
-		if s.err != nil {
-			odd = append(odd, fmt.Sprintf("r%d: Shutdown: %v after %s", i+1, s.err, fmtDur(s.shutdown)))
+		if s.killed {
+			continue
 		}
-		if s.runErr != nil {
-			odd = append(odd, fmt.Sprintf("r%d: Run returned %v, not ErrClosed", i+1, s.runErr))
+		if s.Err != "" {
+			odd = append(odd, fmt.Sprintf("r%d: Shutdown: %s after %s", i+1, s.Err, fmtDur(s.Shutdown)))
 		}
-		if s.runHung {
+		if s.RunErr != "" {
+			odd = append(odd, fmt.Sprintf("r%d: Run returned %s, not ErrClosed", i+1, s.RunErr))
+		}
+		if s.RunHung {
 			odd = append(odd, fmt.Sprintf("r%d: Run had not returned 5 s after Shutdown", i+1))
 		}
-	}
-	if r.goroutinesLeft > 0 {
-		odd = append(odd, fmt.Sprintf("%d goroutines more than before the fleet started, 200 ms after every replica stopped and closed", r.goroutinesLeft))
+		if s.GoroutinesLeft > 0 {
+			odd = append(odd, fmt.Sprintf("r%d: %d goroutines more than before the replica was built, 200 ms after it stopped and closed", i+1, s.GoroutinesLeft))
+		}
+		if s.exitErr != nil {
+			odd = append(odd, fmt.Sprintf("r%d: process: %v", i+1, s.exitErr))
+		}
 	}
 	for _, o := range odd {
 		fmt.Fprintf(w, "- %s\n", o)

@@ -15,7 +15,8 @@ func TestParseInfo(t *testing.T) {
 		"cmdstat_evalsha:calls=300,usec=1200,usec_per_call=4.00,rejected_calls=0,failed_calls=0\r\n" +
 		"cmdstat_config|get:calls=2,usec=10,usec_per_call=5.00\r\n" +
 		"\r\n# CPU\r\n" +
-		"used_cpu_sys:1.500000\r\nused_cpu_user:0.250000\r\nused_cpu_sys_children:9.000000\r\n"
+		"used_cpu_sys:1.500000\r\nused_cpu_user:0.250000\r\nused_cpu_sys_children:9.000000\r\n" +
+		"used_cpu_sys_main_thread:1.000000\r\nused_cpu_user_main_thread:0.125000\r\n"
 	s, err := ParseInfo(info)
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +29,13 @@ func TestParseInfo(t *testing.T) {
 	}
 	if s.RedisCPU != 1.75 {
 		t.Errorf("RedisCPU = %v, want 1.75", s.RedisCPU)
+	}
+	if !s.HasMain || s.MainCPU != 1.125 || s.MainThreadCPU() != 1.125 {
+		t.Errorf("MainCPU, HasMain, MainThreadCPU() = %v, %v, %v, want 1.125, true, 1.125", s.MainCPU, s.HasMain, s.MainThreadCPU())
+	}
+	old, err := ParseInfo("used_cpu_sys:1.5\r\nused_cpu_user:0.25\r\n") // Redis < 6.2
+	if err != nil || old.HasMain || old.MainThreadCPU() != 1.75 {
+		t.Errorf("without main-thread fields: HasMain %v, MainThreadCPU() %v, err %v; want false, 1.75, nil", old.HasMain, old.MainThreadCPU(), err)
 	}
 	if _, err := ParseInfo("cmdstat_get:calls=x,usec=1\r\n"); err == nil {
 		t.Error("ParseInfo of a bad count: no error")
@@ -44,6 +52,17 @@ func TestParseProcStat(t *testing.T) {
 		if got := parseProcStat(line); got != 0 {
 			t.Errorf("parseProcStat(%q) = %v, want 0", line, got)
 		}
+	}
+}
+
+func TestParsePidStat(t *testing.T) {
+	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+	line := "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0"
+	if got, ok := parsePidStat(line); !ok || got != 3*time.Second {
+		t.Errorf("parsePidStat = %v, %v, want 3s, true", got, ok)
+	}
+	if _, ok := parsePidStat("4242 (x) S 1 2"); ok {
+		t.Error("parsePidStat of a short line: ok")
 	}
 }
 

@@ -17,11 +17,31 @@ import (
 type InfoStats struct {
 	Calls, Usec map[string]int64 // calls and µs of server time per command ("evalsha", "config|get", ...)
 	RedisCPU    float64          // used_cpu_sys + used_cpu_user, seconds; 0 without the cpu section
+	// MainCPU is used_cpu_sys_main_thread + used_cpu_user_main_thread,
+	// seconds, and HasMain tells whether the reply had them (Redis ≥ 6.2).
+	MainCPU float64
+	HasMain bool
+}
+
+// MainThreadCPU is the CPU time of the server's main thread, the one that
+// runs every command and script, in seconds: MainCPU if the reply had the
+// main-thread fields, else RedisCPU (the whole process).
+//
+// Unlike the usec of INFO commandstats it needs no bookkeeping of which
+// command ran inside which: a script's inner commands are counted once, as
+// part of the thread's time. It includes what commandstats leaves out (the
+// reading and writing of the sockets, the event loop, serverCron).
+func (s InfoStats) MainThreadCPU() float64 {
+	if s.HasMain {
+		return s.MainCPU
+	}
+	return s.RedisCPU
 }
 
 // ParseInfo reads an INFO reply: the calls and usec fields of its
-// cmdstat_ lines and the sum of used_cpu_sys and used_cpu_user. Other
-// lines are skipped; a number that does not parse is an error.
+// cmdstat_ lines, the sum of used_cpu_sys and used_cpu_user, and that of
+// used_cpu_sys_main_thread and used_cpu_user_main_thread. Other lines are
+// skipped; a number that does not parse is an error.
 func ParseInfo(info string) (InfoStats, error) {
 	s := InfoStats{Calls: map[string]int64{}, Usec: map[string]int64{}}
 	for line := range strings.Lines(info) {
@@ -30,12 +50,18 @@ func ParseInfo(info string) (InfoStats, error) {
 		if !ok {
 			continue
 		}
-		if name == "used_cpu_sys" || name == "used_cpu_user" {
+		switch name {
+		case "used_cpu_sys", "used_cpu_user", "used_cpu_sys_main_thread", "used_cpu_user_main_thread":
 			v, err := strconv.ParseFloat(rest, 64)
 			if err != nil {
 				return s, fmt.Errorf("INFO cpu: %q: %w", line, err)
 			}
-			s.RedisCPU += v
+			if strings.HasSuffix(name, "_main_thread") {
+				s.MainCPU += v
+				s.HasMain = true
+			} else {
+				s.RedisCPU += v
+			}
 			continue
 		}
 		name, ok = strings.CutPrefix(name, "cmdstat_")
@@ -99,6 +125,41 @@ func (s Snapshot) CPUSince(before Snapshot) (redis float64, proc, other time.Dur
 		other = max(0, s.Machine-before.Machine-proc-time.Duration(redis*float64(time.Second)))
 	}
 	return redis, proc, other
+}
+
+// PidCPU is the user + system CPU time so far of the process pid (one
+// of this program's children, say), from /proc/pid/stat, in clock ticks
+// of 10 ms; ok is false if the process is gone or the file unreadable.
+func PidCPU(pid int) (d time.Duration, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	return parsePidStat(string(b))
+}
+
+// parsePidStat is utime + stime of a /proc/pid/stat line.
+func parsePidStat(line string) (time.Duration, bool) {
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses, so
+	// the fields are counted from the last ')'; utime and stime are the
+	// 14th and 15th fields, the 12th and 13th after it.
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(line[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, true
 }
 
 // ProcessCPU is this process's user + system CPU time so far, or 0.
