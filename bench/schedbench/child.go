@@ -86,7 +86,7 @@ func childMain(ctx context.Context, cfg *config) error {
 	}()
 	goroutines := runtime.NumGoroutine()
 
-	r, err := newReplica(cfg.childAddr, cfg.childID, cfg.jobs, cfg.poolSize, cfg.work, o)
+	r, err := newReplica(cfg.childAddr, cfg.childID, cfg.jobs, cfg.poolSize, cfg.work, cfg.lease, o)
 	if err != nil {
 		return err
 	}
@@ -211,20 +211,25 @@ func jobName(k int) string { return fmt.Sprintf("job-%04d", k) }
 
 // newReplica builds replica i on the Redis server at addr ("": a
 // lock.NewMemory Client) with n jobs, each "@every 1s", each writing its
-// runs to o. work is how long a run lasts (0: it returns at once).
-func newReplica(addr string, i, n, poolSize int, work time.Duration, o *out) (*replica, error) {
+// runs to o. work is how long a run lasts (0: it returns at once); lease
+// is the lock client's lease (0: the default).
+func newReplica(addr string, i, n, poolSize int, work, lease time.Duration, o *out) (*replica, error) {
 	id := fmt.Sprintf("r%d", i+1)
 	r := &replica{id: id, runc: make(chan error, 1)}
 	r.mp, r.reader = newMeterProvider()
+	opts := []lock.Option{lock.WithClientID(id), lock.WithMeterProvider(r.mp)}
+	if lease > 0 {
+		opts = append(opts, lock.WithLeaseTime(lease))
+	}
 	var err error
 	if addr == "" {
-		r.locks, err = lock.NewMemory(lock.WithClientID(id), lock.WithMeterProvider(r.mp))
+		r.locks, err = lock.NewMemory(opts...)
 	} else {
 		// As redistest.Server.Options: ContextTimeoutEnabled, no CLIENT SETINFO.
 		r.rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize})
 		r.sent = &sentCounter{n: map[string]int64{}}
 		r.rdb.AddHook(r.sent)
-		r.locks, err = lock.New(r.rdb, lock.WithClientID(id), lock.WithMeterProvider(r.mp))
+		r.locks, err = lock.New(r.rdb, opts...)
 	}
 	if err != nil {
 		r.closeClients()

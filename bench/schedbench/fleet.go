@@ -321,7 +321,7 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 	for i := range sp.replicas {
 		args := []string{"-replica-child", "-child-id", strconv.Itoa(i), "-child-addr", addr,
 			"-jobs", strconv.Itoa(cfg.jobs), "-pool", strconv.Itoa(cfg.poolSize),
-			"-work", cfg.work.String(), "-shutdown-timeout", cfg.shutdownTimeout.String()}
+			"-work", cfg.work.String(), "-shutdown-timeout", cfg.shutdownTimeout.String(), "-lease", cfg.lease.String()}
 		if cfg.cpuProfile != "" && i == 0 {
 			args = append(args, "-cpuprofile", cfg.cpuProfile+"."+sp.row)
 		}

@@ -57,6 +57,7 @@ type config struct {
 	killOffset      time.Duration // the kill row's SIGKILL: this long after the window's middle tick
 	work            time.Duration // how long each run lasts
 	poolSize        int
+	lease           time.Duration // lock.WithLeaseTime of every replica; 0: the library's default
 	shutdownTimeout time.Duration
 	verbose         bool
 	cpuProfile      string // each row's replica r1 writes a CPU profile to this path + "." + row
@@ -83,6 +84,7 @@ func main() {
 	flag.DurationVar(&cfg.killOffset, "kill-offset", 50*time.Millisecond, "kill row: SIGKILL the last replica this long after the window's middle tick (within 1s)")
 	flag.DurationVar(&cfg.work, "work", 0, "how long each run's job func lasts (0: it returns at once)")
 	flag.IntVar(&cfg.poolSize, "pool", 256, "go-redis PoolSize of each replica")
+	flag.DurationVar(&cfg.lease, "lease", 0, "lock.WithLeaseTime of every replica: how long a killed replica's lock outlives it (0: the library's default, 30s)")
 	flag.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "bound of each replica's Shutdown")
 	flag.BoolVar(&cfg.verbose, "v", false, "also print the journal's run counts and the load average at the window's edges")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of each row's replica r1 to this file + \".\" + the row's name")
@@ -129,8 +131,12 @@ func main() {
 func mainErr(ctx context.Context, cfg *config) error {
 	fmt.Printf("lockcron schedbench: %s, Go %s, GOMAXPROCS %d, %d CPUs\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Printf("%d jobs @every 1s; rows %s; %v per row (measured window without the first %v and the last %v); job func lasts %v; go-redis PoolSize %d\n",
-		cfg.jobs, strings.Join(cfg.rows, ","), cfg.duration, cfg.warmup, cfg.cooldown, cfg.work, cfg.poolSize)
+	lease := "the default"
+	if cfg.lease > 0 {
+		lease = cfg.lease.String()
+	}
+	fmt.Printf("%d jobs @every 1s; rows %s; %v per row (measured window without the first %v and the last %v); job func lasts %v; go-redis PoolSize %d; lease %s\n",
+		cfg.jobs, strings.Join(cfg.rows, ","), cfg.duration, cfg.warmup, cfg.cooldown, cfg.work, cfg.poolSize, lease)
 	fmt.Printf("load average at the start: %s\n\n", benchutil.Loadavg())
 
 	var results []*result
