@@ -105,10 +105,13 @@
 // # Fencing tokens
 //
 // Each new lease gets a token that is strictly greater than every earlier
-// token of its lock name: the larger of the server's clock in microseconds
-// (TIME) and the last token plus one, kept at prefix:{n}:token for a day
-// after its last use. Tokens therefore keep growing after Redis restarts
-// empty or fails over, as long as the server's clock does not go back.
+// token of its lock name: a counter at prefix:{n}:token, one more per
+// lease (INCR), seeded from the server's clock in microseconds (TIME) when
+// the key is new, and kept for a day after it was seeded (then seeded
+// again). Tokens therefore keep growing after Redis restarts empty or
+// fails over, and after the key expires, as long as the server's clock does
+// not go back: no lock name is taken a million times a second, so the
+// counter never runs ahead of the clock.
 //
 // # Ledgers: once per tick
 //

@@ -18,7 +18,7 @@ import (
 type MemoryStore struct {
 	mu     sync.Mutex
 	locks  map[string]*memLock // by lock key
-	tokens map[string]int64    // high-water marks by token key
+	tokens map[string]int64    // fencing token counters by token key
 	subs   map[string]map[*memoryBackend]int
 	ledger map[string]*memLedger            // by ledger key
 	hists  map[string]*memHistory           // ledgers' histories, by history key
@@ -124,14 +124,9 @@ func (s *MemoryStore) live(key string, now time.Time) *memLock {
 }
 
 // take gives the free lock k to owner for lease, with a new fencing token
-// (acquire.lua): the larger of the clock in microseconds and the last token
-// plus one. s.mu is held.
+// (acquire.lua; see nextToken). s.mu is held.
 func (s *MemoryStore) take(k *keys, owner string, lease time.Duration, now time.Time) int64 {
-	token := now.UnixMicro()
-	if last := s.tokens[k.token]; last >= token {
-		token = last + 1
-	}
-	s.tokens[k.token] = token
+	token := s.nextToken(k, now)
 	s.locks[k.lock] = &memLock{owner: owner, holds: 1, token: token, expires: now.Add(lease)}
 	return token
 }

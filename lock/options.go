@@ -157,7 +157,7 @@ type keys struct {
 	name    string
 	id      string // the kind of lease: re-entry and this Client's queues
 	lock    string // the kind's main key (Mutex and FairMutex: a hash of owner -> holds)
-	token   string // fencing token high-water mark, shared by every kind of one name
+	token   string // fencing token counter, shared by every kind of one name
 	channel string // Pub/Sub: unlock messages
 
 	// FairMutex: the list of waiters in order, and a sorted set of their

@@ -41,8 +41,8 @@ var (
 	passScript        = redis.NewScript(libSrc + passSrc)
 )
 
-// tokenTTL is how long the fencing high-water mark outlives its last use.
-// Past it, tokens still grow: they derive from the server's clock.
+// tokenTTL is how long a fencing token counter lives after it was seeded.
+// Past it, tokens still grow: the next is seeded from the server's clock.
 const tokenTTL = 24 * time.Hour
 
 // run is script.Run (EVALSHA, then EVAL if the server answers NOSCRIPT),

@@ -34,7 +34,7 @@ func testCtx(t *testing.T) context.Context {
 // calls too, and the Clients never send them directly.
 var inScripts = map[string]bool{
 	"pttl": true, "get": true, "time": true, "set": true, "hset": true, "pexpire": true,
-	"type": true, "hget": true, "hmget": true, "hexists": true, "del": true, "publish": true,
+	"type": true, "hget": true, "hmget": true, "hexists": true, "del": true, "publish": true, "incr": true,
 }
 
 // commandCalls is the number of commands clients sent the server, less the

@@ -93,12 +93,13 @@ func (rw *memRW) lastMark() (time.Time, bool) {
 	return last, found
 }
 
-// nextToken is a new fencing token for k (acquire.lua): the larger of the
-// clock in microseconds and the last token plus one. s.mu is held.
+// nextToken is a new fencing token for k (newToken in lib.lua): the last
+// token plus one, or, for a lock never taken, the clock in microseconds.
+// s.mu is held.
 func (s *MemoryStore) nextToken(k *keys, now time.Time) int64 {
-	token := now.UnixMicro()
-	if last := s.tokens[k.token]; last >= token {
-		token = last + 1
+	token := s.tokens[k.token] + 1
+	if token == 1 {
+		token = now.UnixMicro()
 	}
 	s.tokens[k.token] = token
 	return token

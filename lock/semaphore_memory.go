@@ -35,17 +35,6 @@ func (s *MemoryStore) semAt(k *keys, now time.Time, create bool) memSem {
 	return m
 }
 
-// semToken issues a new fencing token for k (semacquire.lua): the larger of
-// the clock in microseconds and the last token plus one. s.mu is held.
-func (s *MemoryStore) semToken(k *keys, now time.Time) int64 {
-	token := now.UnixMicro()
-	if last := s.tokens[k.token]; last >= token {
-		token = last + 1
-	}
-	s.tokens[k.token] = token
-	return token
-}
-
 // semSleepMillis is d in whole milliseconds, rounded up, at least 1.
 func semSleepMillis(d time.Duration) int64 {
 	return max(int64((d+time.Millisecond-1)/time.Millisecond), 1)
@@ -86,7 +75,7 @@ func (b *memoryBackend) semAcquire(ctx context.Context, k *keys, owner string, l
 		}
 		return acquireReply{status: acqHeld, value: semSleepMillis(first.Sub(now))}, nil
 	}
-	token := s.semToken(k, now)
+	token := s.nextToken(k, now)
 	s.semAt(k, now, true)[owner] = &memPermit{holds: 1, token: token, expires: now.Add(lease)}
 	return acquireReply{status: acqAcquired, value: token}, nil
 }

@@ -614,7 +614,7 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 		if !errors.Is(p.Err(), lock.ErrLockLost) {
 			t.Fatalf("holder Err = %v, want ErrLockLost", p.Err())
 		}
-		checkReturnedAt(t, g.Lease, deadline)
+		checkReturnedAt(t, srv, "lockcron:{lost}:sem", g.Lease, deadline)
 	})
 	t.Run("Redis/ProcessKilled", func(t *testing.T) {
 		srv := redistest.Start(t)
@@ -686,7 +686,7 @@ func TestSemaphoreHolderStopsRenewing(t *testing.T) {
 			}
 		}
 		g := locktest.Await(t, got, 5*time.Second)
-		checkReturnedAt(t, g.Lease, first)
+		checkReturnedAt(t, srv, "lockcron:{"+name+"}:sem", g.Lease, first)
 		locktest.MustUnlock(t, g.Lease)
 	})
 	t.Run("Memory/FixedLease", func(t *testing.T) {
@@ -803,12 +803,16 @@ func zscore(t *testing.T, srv *redistest.Server, key, member string) (int64, boo
 	}
 }
 
-// checkReturnedAt checks that the permit l was taken (its token is the
-// server's time in µs) after the permit that freed it expired at deadline
-// (Redis time, ms), and promptly.
-func checkReturnedAt(t *testing.T, l *lock.Lease, deadline int64) {
+// checkReturnedAt checks that the permit l was taken (its deadline in the
+// permits' sorted set key, less the lease, on the server's clock) at or
+// after deadline, and soon after.
+func checkReturnedAt(t *testing.T, srv *redistest.Server, key string, l *lock.Lease, deadline int64) {
 	t.Helper()
-	at := l.Token() / 1000
+	score, err := srv.Client().ZScore(context.Background(), key, l.Owner()).Result()
+	if err != nil {
+		t.Fatalf("the permit's deadline: %v", err)
+	}
+	at := int64(score) - lock.DefaultLeaseTime.Milliseconds() // the waiter's lease, not renewed yet
 	if at < deadline {
 		t.Fatalf("permit taken at %d, %dms before the dead holder's deadline %d", at, deadline-at, deadline)
 	}

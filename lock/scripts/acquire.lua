@@ -1,7 +1,7 @@
 -- acquire.lua: take a reentrant lock, or add a hold to the caller's lease.
 -- KEYS[1] the lock: a hash of owner -> holds
--- KEYS[2] the fencing token high-water mark (a string): the token of the
---         lock's current or last lease
+-- KEYS[2] the fencing token counter (a string): the token of the lock's
+--         current or last lease (see newToken in lib.lua)
 -- ARGV[1] owner id
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] holds the caller's lease has now: 0 for a new lease
@@ -21,7 +21,7 @@ if pttl == -2 then
   if expected ~= 0 then
     return {-1, 0}
   end
-  local token = newToken(KEYS[2], ARGV[4], redis.call('TIME'))
+  local token = newToken(KEYS[2], ARGV[4])
   if not token then
     return {-4, 0}
   end

@@ -1,7 +1,7 @@
 -- claim.lua: take a lock to do one tick of a recurring task, unless the
 -- task's ledger says that tick is done or a later one was started.
 -- KEYS[1] the lock: a hash of owner -> holds
--- KEYS[2] the fencing token high-water mark (see acquire.lua)
+-- KEYS[2] the fencing token counter (see acquire.lua)
 -- KEYS[3] the ledger: a hash with the fields done (the latest tick done),
 --         seen (the latest tick anyone claimed), running (the tick last
 --         claimed), owner (its claimant), tries (tries of running so far),
@@ -56,9 +56,15 @@ local tries = tonumber(f[3]) or 0
 if running <= done then
   running = 0
 end
-if tick > (tonumber(f[4]) or 0) then
-  redis.call('HSET', KEYS[3], 'seen', tick)
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+-- A claim moves seen up to its tick, whatever it answers: with the
+-- ledger's other fields when it takes the lock, else on its own (answer).
+local newSeen = tick > (tonumber(f[4]) or 0)
+local function answer(r)
+  if newSeen then
+    redis.call('HSET', KEYS[3], 'seen', tick)
+    redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  end
+  return r
 end
 -- leave drops a fair caller's place, if it has one: its wait is over.
 local function leave()
@@ -69,15 +75,15 @@ local function leave()
 end
 if f[5] == '1' then
   leave()
-  return {3, 0}
+  return answer({3, 0})
 end
 if done >= tick then
   leave()
-  return {2, done}
+  return answer({2, done})
 end
 if running > tick then
   leave()
-  return {2, running}
+  return answer({2, running})
 end
 local fair = ARGV[6] == '1'
 local head, headDeadline, clock, now
@@ -95,23 +101,25 @@ end
 local waits = fair and ((ARGV[9] == '1' and running == tick) or ARGV[9] == '2')
 local function wait(pttl)
   if not waits then
-    return {0, math.max(pttl, 1), running}
+    return answer({0, math.max(pttl, 1), running})
   end
   local sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
   if not sleep then
     return {-7, 0}
   end
-  return {0, sleep, running}
+  return answer({0, sleep, running})
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
-  if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then
+  -- The key's type is checked by the call that reads it, not beforehand.
+  local mine = redis.pcall('HEXISTS', KEYS[1], owner)
+  if type(mine) == 'table' then
     return {-2, 0}
   end
   if pttl == -1 then
     return {-3, 0}
   end
-  if redis.call('HEXISTS', KEYS[1], owner) == 1 then
+  if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick, f[7] or ''}
@@ -144,11 +152,13 @@ if running == claimed then
 else
   tries = 1
 end
-redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', millis(clock))
 if from ~= '' then
-  redis.call('HSET', KEYS[3], 'from', from)
+  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', millis(clock), 'seen', math.max(tick, tonumber(f[4]) or 0), 'from', from)
 else
-  redis.call('HDEL', KEYS[3], 'from')
+  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', millis(clock), 'seen', math.max(tick, tonumber(f[4]) or 0))
+  if f[7] then
+    redis.call('HDEL', KEYS[3], 'from')
+  end
 end
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
 return {1, token, tries, claimed, from}

@@ -1,7 +1,7 @@
 -- fairacquire.lua: take a fair lock in queue order, or keep the caller's
 -- place in the queue (its heartbeat).
 -- KEYS[1] the lock: a hash of owner -> holds (shared with the reentrant lock)
--- KEYS[2] the fencing token high-water mark (a string)
+-- KEYS[2] the fencing token counter (a string)
 -- KEYS[3] the queue: a list of waiting owner ids, first come first
 -- KEYS[4] the waiters' deadlines: a sorted set of owner id -> Redis time in ms
 -- ARGV[1] owner id (a new lease's, unique to this acquisition)

@@ -42,19 +42,19 @@
 -- of the last finish of each outcome (at:<outcome>, ms on the server's
 -- clock), and its entry to the history; false if the history is of
 -- another type.
-local function record()
-  if ARGV[4] == '1' then
-    local done = tonumber(redis.call('HGET', KEYS[3], 'done')) or 0
-    if done < tonumber(ARGV[3]) then
-      redis.call('HSET', KEYS[3], 'done', ARGV[3])
-    end
+-- f is the ledger's done and seen (HMGET).
+local function record(f)
+  local fields = {'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1],
+    'at:' .. ARGV[5], millis(redis.call('TIME'))}
+  if ARGV[4] == '1' and (tonumber(f[1]) or 0) < tonumber(ARGV[3]) then
+    fields[#fields + 1] = 'done'
+    fields[#fields + 1] = ARGV[3]
   end
-  local seen = tonumber(redis.call('HGET', KEYS[3], 'seen')) or 0
-  if seen < tonumber(ARGV[9]) then
-    redis.call('HSET', KEYS[3], 'seen', ARGV[9])
+  if (tonumber(f[2]) or 0) < tonumber(ARGV[9]) then
+    fields[#fields + 1] = 'seen'
+    fields[#fields + 1] = ARGV[9]
   end
-  redis.call('HSET', KEYS[3], 'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1],
-    'at:' .. ARGV[5], millis(redis.call('TIME')))
+  redis.call('HSET', KEYS[3], unpack(fields))
   redis.call('PEXPIRE', KEYS[3], ARGV[7])
   return appendHistory(KEYS[4], ARGV[11], tonumber(ARGV[12]), 13)
 end
@@ -64,7 +64,7 @@ if type(holds) == 'table' then
 end
 holds = tonumber(holds)
 if not holds then
-  local f = redis.pcall('HMGET', KEYS[3], 'finished', 'owner', 'running', 'done')
+  local f = redis.pcall('HMGET', KEYS[3], 'finished', 'owner', 'running', 'done', 'seen')
   if f.err then
     return 0
   end
@@ -73,7 +73,7 @@ if not holds then
   end
   if ARGV[4] == '1' and f[2] == ARGV[1] and tonumber(f[3]) == tonumber(ARGV[3])
       and (tonumber(f[4]) or 0) < tonumber(ARGV[3]) and redis.call('EXISTS', KEYS[1]) == 0 then
-    local histOK = record()
+    local histOK = record({f[4], f[5]})
     -- The lock is free already: the message only tells listeners the
     -- tick is done.
     redis.call('PUBLISH', KEYS[2], ARGV[1] .. ARGV[8])
@@ -87,11 +87,12 @@ end
 if holds ~= tonumber(ARGV[2]) then
   return -5
 end
-local t = redis.call('TYPE', KEYS[3])['ok']
-local ok = t == 'hash' or t == 'none'
+-- The ledger's type is checked by the call that reads it.
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'seen')
+local ok = not f.err
 local histOK = true
 if ok then
-  histOK = record()
+  histOK = record(f)
 end
 redis.call('DEL', KEYS[1])
 -- The message names the tick only when the ledger recorded it.

@@ -2,22 +2,25 @@
 -- file in front of each script that uses it (see redis.go). It defines
 -- functions only, and touches no key until one is called.
 
--- newToken issues the next fencing token of a lock whose high-water mark
--- is the string at key: the larger of the server's clock t (a TIME reply)
--- in microseconds and the last token plus one. The mark lives ttl ms. It
--- returns nil if key holds another type (left as it is).
+-- newToken issues the next fencing token of a lock whose counter is the
+-- string at key: one more than the last (INCR). A counter that is new (its
+-- key expired, or the server restarted empty) is seeded from the server's
+-- clock in microseconds, with a lifetime of ttl ms: t, a TIME reply, or
+-- nil to read the clock only then. Tokens so never go backwards while the
+-- server's clock does not step back, since no lock is taken a million
+-- times a second. It returns nil if key holds another type (left as it
+-- is).
 local function newToken(key, ttl, t)
-  local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = redis.pcall('SET', key, token, 'PX', ttl, 'GET')
-  if type(last) == 'table' and last.err then
+  local n = redis.pcall('INCR', key)
+  if type(n) == 'table' then
     return nil
   end
-  last = tonumber(last)
-  if last and last >= token then
-    token = last + 1
-    redis.call('SET', key, token, 'PX', ttl)
+  if n == 1 then
+    t = t or redis.call('TIME')
+    n = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', key, n, 'PX', ttl)
   end
-  return token
+  return n
 end
 
 -- millis is a TIME reply in milliseconds.
@@ -132,15 +135,15 @@ local function appendHistory(key, keep, age, from)
   if #ARGV < from then
     return true
   end
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'stream' and t ~= 'none' then
-    return false
-  end
   local fields = {}
   for i = from, #ARGV do
     fields[#fields + 1] = ARGV[i]
   end
-  local id = redis.call('XADD', key, 'MAXLEN', keep, '*', unpack(fields))
+  -- The key's type is checked by the call that writes it.
+  local id = redis.pcall('XADD', key, 'MAXLEN', keep, '*', unpack(fields))
+  if type(id) == 'table' then
+    return false
+  end
   local ms = tonumber(string.match(id, '^(%d+)'))
   redis.call('XTRIM', key, 'MINID', math.max(ms - age, 0))
   redis.call('PEXPIRE', key, age)

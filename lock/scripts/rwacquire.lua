@@ -2,7 +2,7 @@
 -- add a hold to the caller's lease of it (rwlib.lua comes first).
 -- KEYS[1] the lock (a hash), KEYS[2] the readers' deadlines, KEYS[3] the
 --         waiting writers' marks: see rwlib.lua
--- KEYS[4] the fencing token high-water mark (a string), shared with the
+-- KEYS[4] the fencing token counter (a string), shared with the
 --         other kinds of lock of the name
 -- ARGV[1] 'w' the write lock, 'r' a read lock
 -- ARGV[2] owner id (a new lease's, unique to this acquisition)

@@ -3,7 +3,7 @@
 -- KEYS[1] the permits: a sorted set of owner id -> deadline (Redis time, ms)
 -- KEYS[2] the permits' hold counts: a hash of owner id -> holds
 -- KEYS[3] the permits' fencing tokens: a hash of owner id -> token
--- KEYS[4] the fencing token high-water mark (a string), shared by every
+-- KEYS[4] the fencing token counter (a string), shared by every
 --         kind of lock of the same name
 -- ARGV[1] owner id (a new permit's id is unique to its acquisition)
 -- ARGV[2] lease in milliseconds
