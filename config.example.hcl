@@ -31,6 +31,18 @@
 # anyway. It must be longer than every exec job's grace.
 shutdown_timeout = "30s"
 
+# Who claims each tick. Replicas keep a membership record in Redis and rank
+# each other per job and tick (rendezvous hashing): the first in rank claims
+# at once; the others claim only if the tick is not done after
+# claim_fallback times their rank, or at once when it is given back. So one
+# replica, not every one, asks Redis for each tick. Correctness never
+# depends on it: a replica unsure of the membership claims at once.
+fleet {
+  ranking        = true    # false: every replica claims every tick at once
+  claim_fallback = "250ms" # the wait of the second in rank; the third waits twice as long
+  member_ttl     = "3s"    # a replica that dies stops being ranked first within this
+}
+
 # Redis. Leave the block out (and REDIS_URL unset) to run on the in-memory
 # backend: one replica, the same behaviour. Give url, or addrs:
 #

@@ -411,7 +411,10 @@ func failover(f *Faults, lagging bool) {
 		primary.Kill()
 		replica.Resume()
 		deadline := time.Now().Add(30 * time.Second)
-		for f.c.sent.Primary() != replica {
+		// The sentinels name the new primary before it has taken the
+		// promotion; the old one comes back only after it has, or it may
+		// be taken for the primary still and the promotion undone.
+		for f.c.sent.Primary() != replica || replica.Info("replication")["role"] != "master" {
 			if time.Now().After(deadline) {
 				f.t.Fatalf("sentinels did not promote %s within 30s", replica.Addr())
 			}

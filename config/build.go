@@ -183,15 +183,22 @@ func (c *Config) LockOptions() []lock.Option {
 }
 
 // SchedulerOptions returns the scheduler's options from the config:
-// replica id, shutdown timeout, the run history's retention, and Redact
+// replica id, shutdown timeout, the run history's retention, who claims
+// (the fleet block), and Redact
 // for the error text the history keeps. Add the logger and the telemetry
 // providers yourself.
 func (c *Config) SchedulerOptions() []scheduler.Option {
+	fallback := c.Fleet.ClaimFallback
+	if !c.Fleet.Ranking {
+		fallback = 0
+	}
 	return []scheduler.Option{
 		scheduler.WithReplicaID(c.ReplicaID),
 		scheduler.WithShutdownTimeout(c.ShutdownTimeout),
 		scheduler.WithHistory(c.History.Keep, c.History.MaxAge),
 		scheduler.WithRedact(c.Redact),
+		scheduler.WithClaimFallback(fallback),
+		scheduler.WithMemberTTL(c.Fleet.MemberTTL),
 	}
 }
 

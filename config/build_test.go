@@ -272,6 +272,28 @@ func TestLockOptions(t *testing.T) {
 	rc.Close()
 }
 
+// The fleet block reaches the Scheduler: without ranking, every replica
+// claims at once.
+func TestFleetBlock(t *testing.T) {
+	cfg := mustLoad(t, `fleet {
+  ranking = false
+  claim_fallback = "1s"
+  member_ttl = "9s"
+}
+`+job)
+	if cfg.Fleet != (config.Fleet{Ranking: false, ClaimFallback: time.Second, MemberTTL: 9 * time.Second}) {
+		t.Errorf("fleet = %+v", cfg.Fleet)
+	}
+	locks, err := lock.NewMemory(cfg.LockOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locks.Close()
+	if _, err := scheduler.New(locks, cfg.SchedulerOptions()...); err != nil {
+		t.Errorf("scheduler.New refuses the options: %v", err)
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	cfg := mustLoad(t, job)
 	host, _ := os.Hostname()
@@ -288,6 +310,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("log = %+v", cfg.Log)
 	case cfg.ShutdownTimeout != 30*time.Second:
 		t.Errorf("shutdown_timeout = %v", cfg.ShutdownTimeout)
+	case cfg.Fleet != (config.Fleet{Ranking: true, ClaimFallback: 250 * time.Millisecond, MemberTTL: 3 * time.Second}):
+		t.Errorf("fleet = %+v", cfg.Fleet)
 	}
 	j := cfg.Jobs[0]
 	if j.Lock != scheduler.LockReentrant || j.LockName != "x" || j.Overlap != scheduler.OverlapSkip || j.Misfire != scheduler.MisfireSkip ||

@@ -76,6 +76,8 @@ type Config struct {
 	History History
 	// ShutdownTimeout bounds the graceful stop (scheduler.WithShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// Fleet is who claims each tick: the fleet block.
+	Fleet Fleet
 	// Jobs are the file's jobs, in the file's order.
 	Jobs []Job
 	// Notify are the webhooks of the notify blocks, in the file's order.
@@ -322,5 +324,20 @@ func defaults() *Config {
 		Telemetry:       Telemetry{Traces: DefaultTraces, Metrics: DefaultMetrics},
 		Log:             Log{Level: DefaultLogLevel},
 		ShutdownTimeout: DefaultShutdownTimeout,
+		Fleet:           Fleet{Ranking: true, ClaimFallback: scheduler.DefaultClaimFallback, MemberTTL: scheduler.DefaultMemberTTL},
 	}
+}
+
+// Fleet is who claims each tick (see "Who claims" in the scheduler
+// package): the replica first in rank at once, the others after their
+// fallback.
+type Fleet struct {
+	// Ranking false makes every replica claim every tick at once
+	// (scheduler.WithClaimFallback(0)).
+	Ranking bool
+	// ClaimFallback is the wait per rank (scheduler.WithClaimFallback).
+	ClaimFallback time.Duration
+	// MemberTTL is how long a replica stays a member after its last
+	// heartbeat (scheduler.WithMemberTTL).
+	MemberTTL time.Duration
 }

@@ -36,6 +36,21 @@ func (d *decoder) decode(root map[string]any) *Config {
 	if v, ok := top.dur("shutdown_timeout"); ok {
 		cfg.ShutdownTimeout = v
 	}
+	if f, ok := top.block("fleet"); ok {
+		if v, ok := f.bool("ranking"); ok {
+			cfg.Fleet.Ranking = v
+		}
+		if v, ok := f.dur("claim_fallback"); ok {
+			cfg.Fleet.ClaimFallback = v
+		}
+		if v, ok := f.dur("member_ttl"); ok {
+			if v < 30*time.Millisecond {
+				f.errf("member_ttl", "%v is too short: at least 30ms (a replica heartbeats every third of it)", v)
+			} else {
+				cfg.Fleet.MemberTTL = v
+			}
+		}
+	}
 	if r, ok := top.block("redis"); ok {
 		cfg.Redis = d.decodeRedis(r)
 	}

@@ -23,8 +23,8 @@
 //
 // # The file
 //
-// Top-level settings: replica_id, shutdown_timeout; blocks redis, lock,
-// admin, telemetry, log, history; one job "name" { ... } block per job;
+// Top-level settings: replica_id, shutdown_timeout; blocks fleet, redis,
+// lock, admin, telemetry, log, history; one job "name" { ... } block per job;
 // and one notify "name" { ... } block per webhook.
 //
 // A notify block (Notify) has url or url_env (one of them: an http or
@@ -38,7 +38,8 @@
 // [...], maps (exec.env, http.headers) are { NAME = "value" }.
 //
 // Defaults: replica_id host name and process id ("host-1234");
-// shutdown_timeout 30s; no redis block, the in-memory backend
+// shutdown_timeout 30s; fleet.ranking true, fleet.claim_fallback 250ms,
+// fleet.member_ttl 3s (at least 30ms); no redis block, the in-memory backend
 // (Config.Redis == nil, UsesRedis false); redis.key_prefix "lockcron",
 // redis.timeout 3s, redis.connect_timeout 30s, redis.db 0; lock.lease
 // 30s, lock.waiter_ttl 3s;

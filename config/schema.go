@@ -41,6 +41,11 @@ func (s *spec) names() []string { return slices.Sorted(maps.Keys(s.keys)) }
 var schema = block(map[string]*spec{
 	"replica_id":       leaf(),
 	"shutdown_timeout": leaf(),
+	"fleet": block(map[string]*spec{
+		"ranking":        leaf(),
+		"claim_fallback": leaf(),
+		"member_ttl":     leaf(),
+	}),
 	"redis": block(map[string]*spec{
 		"url":             leaf(),
 		"addrs":           leaf(),

@@ -186,6 +186,13 @@ func TestValidationErrors(t *testing.T) {
 ` + job,
 		want: []want{{mark: 1, field: "lock.lease", msg: "must be a duration"}},
 	}, {
+		name: "fleet member_ttl too short",
+		src: `fleet {
+  @@member_ttl = "10ms"
+}
+` + job,
+		want: []want{{mark: 1, field: "fleet.member_ttl", msg: "at least 30ms"}},
+	}, {
 		name: "lease too short",
 		src: `lock {
   @@lease = "900ms"

@@ -150,6 +150,22 @@
 // (LedgerState.Last), and who had a tick before it was taken over
 // (Claim.From). The memory backend keeps the same history.
 //
+// The unlock message of Claim.Finish names the ledger, the tick and
+// whether it is done or given back. Ledger.Watch hears them, from every
+// Client of the store, and keeps the lock's channel subscribed while it
+// lasts; a Client that heard a tick done answers a Claim of it with ErrDone
+// without asking the store, and so does its Claim that waited for another
+// owner's run of the tick and is woken by that message. Claims and
+// finishes of one Client that fall due while others are on their way to
+// Redis are sent together, in one pipeline (a request that finds nothing
+// on its way goes at once, so this adds no wait); with WithReplicaAck or
+// WithAOFAck each goes alone, followed by its WAIT.
+//
+// Client.Heartbeat keeps a group of live members (a sorted set at
+// prefix:members:{group}, deadlines on the server's clock; Client.Leave
+// removes one at once): the scheduler's replicas rank each other with it,
+// so that one claims each tick first.
+//
 // # Fair locks
 //
 // Client.FairMutex is the reentrant lock whose waiters acquire it first

@@ -121,6 +121,8 @@ type redisBackend struct {
 	kick     chan struct{}                    // ops were added
 	stop     chan struct{}                    // closed by close
 	wg       sync.WaitGroup                   // the dispatcher and the sender
+
+	batch batch // claims and finishes on their way (runBatched)
 }
 
 // subOp is a SUBSCRIBE (sub) or UNSUBSCRIBE of one channel. They are sent
@@ -202,7 +204,7 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 		keys = append(keys, k.queue, k.timeout)
 		args = append(args, 1, fair.place.Milliseconds(), max((fair.place/3).Milliseconds(), 1), fair.wait)
 	}
-	v, err := b.runAcked(ctx, claimScript, keys, args...).Slice()
+	v, err := b.runBatched(ctx, claimScript, keys, args...).Slice()
 	if err != nil {
 		return claimReply{}, err
 	}
@@ -248,7 +250,7 @@ func (b *redisBackend) finish(ctx context.Context, k *keys, g *Ledger, owner str
 	}
 	args := append([]any{owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.Done), rec.Seen, f,
 		g.keep, g.maxAge.Milliseconds()}, flatten(rec.Entry)...)
-	return finishScript.Run(ctx, b.rdb, keys, args...).Int64()
+	return b.runBatched(ctx, finishScript, keys, args...).Int64()
 }
 
 func (b *redisBackend) ledgerPass(ctx context.Context, g *Ledger, upTo int64, entry map[string]string) (int64, error) {

@@ -31,6 +31,44 @@
 //     marks T done unless this replica's stop interrupted the run, and
 //     releases the lock, with a fresh context, in the same step.
 //
+// # Who claims
+//
+// Not every replica claims every tick: that would cost the store N claims
+// per tick for N replicas. Each replica keeps a membership record in the
+// lock store (lock.Client.Heartbeat: the group "scheduler", renewed every
+// third of WithMemberTTL, 3s by default, on the store's clock; a replica
+// that stops leaves it at once, one that dies is gone within the TTL). For
+// each job and tick, every replica ranks the live members by rendezvous
+// hashing (FNV-1a of member, job and tick, mixed), so all that see the same
+// members agree without talking, and each is first for about 1/N of the
+// ticks:
+//
+//   - the first in rank claims at once, as above;
+//   - the others listen on the job's channel, which stays subscribed while
+//     the job is scheduled (lock.Ledger.Watch). The finish of a tick
+//     publishes the tick and whether it is done or given back: a listener
+//     that hears the tick done does not claim it (skipped_done, with no
+//     command sent); one that hears a give-back (a handoff) claims at once;
+//     otherwise the one of rank r claims after r × WithClaimFallback (250ms
+//     by default), and from then on everything is as above, so a tick whose
+//     first replica died, hangs or lost its connection runs late by the
+//     fallback, never not at all.
+//
+// The membership decides only the cost, never whether a tick runs once:
+// that is the ledger's. A replica that does not know the membership (before
+// its first heartbeat, or when its heartbeats fail for a TTL) claims every
+// tick at once, as a lone replica does. When replicas see different members
+// (one joined or died less than a heartbeat ago, or runs other jobs), two
+// may each rank themselves first and both claim (the ledger keeps one), or
+// none may (the tick waits for a fallback). A finish message lost with a
+// connection costs the listener one claim, answered skipped_done. Claims
+// and finishes of one replica that fall due while others are on their way
+// go to Redis together, in pipelines (see the lock package). The counter
+// lockcron.job.claims says, per job, why this replica claimed (preferred,
+// fallback, given_back, unknown) or did not (spared). WithClaimFallback(0)
+// turns the ranking off. On the memory backend, a lone Scheduler is always
+// first.
+//
 // Because the ledger compares ticks and not clocks, a tick runs once however
 // far the replicas' clocks are apart, up to one period: a replica whose clock
 // is behind finds the tick done when its timer fires.
