@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -364,19 +366,22 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 	var before, after snapshot
 	err := sleepUntil(ctx, res.first.Add(-500*time.Millisecond))
 	if err == nil {
-		before, err = takeSnapshot(ctx, ctl, fleet)
+		before, err = takeSnapshot(ctx, ctl, fleet, false)
 	}
 	if err == nil && sp.kill {
 		if err = sleepUntil(ctx, killAt); err == nil {
 			err = fleet[res.killed].kill()
 			res.killAt = time.Now()
 		}
+		if err == nil {
+			res.heldUntil, err = heldLocks(ctx, ctl, fmt.Sprintf("r%d:", res.killed+1), cfg.jobs)
+		}
 	}
 	if err == nil {
 		err = sleepUntil(ctx, res.last.Add(-500*time.Millisecond))
 	}
 	if err == nil {
-		after, err = takeSnapshot(ctx, ctl, fleet)
+		after, err = takeSnapshot(ctx, ctl, fleet, true)
 	}
 	if err == nil {
 		err = sleepUntil(ctx, end)
@@ -429,4 +434,31 @@ func stopFleet(fleet []*proc, timeout time.Duration) []stopResult {
 		}
 	}
 	return res
+}
+
+// heldLocks reads, just after a replica's kill, the job locks its owner ids
+// (prefix) still hold, and until when: those jobs cannot run until the
+// lease expires, whoever claims them. It returns job index → expiry.
+func heldLocks(ctx context.Context, ctl *redis.Client, prefix string, jobs int) (map[int32]time.Time, error) {
+	now := time.Now()
+	held := make(map[int32]time.Time)
+	pipe := ctl.Pipeline()
+	owners := make([]*redis.MapStringStringCmd, jobs)
+	ttls := make([]*redis.DurationCmd, jobs)
+	for k := range jobs {
+		key := "lockcron:{" + jobName(k) + "}"
+		owners[k] = pipe.HGetAll(ctx, key)
+		ttls[k] = pipe.PTTL(ctx, key)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("reading the killed replica's locks: %w", err)
+	}
+	for k := range jobs {
+		for owner := range owners[k].Val() {
+			if strings.HasPrefix(owner, prefix) && ttls[k].Val() > 0 {
+				held[int32(k)] = now.Add(ttls[k].Val())
+			}
+		}
+	}
+	return held, nil
 }

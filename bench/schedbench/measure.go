@@ -24,7 +24,7 @@ import (
 // replicas' go-redis hooks.
 var inScripts = map[string]bool{
 	"del": true, "exists": true, "get": true, "hdel": true, "hexists": true, "hget": true, "hgetall": true,
-	"hmget": true, "hset": true, "lindex": true, "lpop": true, "lrange": true, "lrem": true, "pexpire": true,
+	"hmget": true, "incr": true, "hset": true, "lindex": true, "lpop": true, "lrange": true, "lrem": true, "pexpire": true,
 	"pttl": true, "publish": true, "rpush": true, "set": true, "time": true, "type": true, "xadd": true,
 	"xtrim": true, "zadd": true, "zcard": true, "zrange": true, "zrangebyscore": true, "zrem": true,
 	"zremrangebyscore": true, "zscore": true,
@@ -41,32 +41,39 @@ type snapshot struct {
 	metrics []replicaMetrics // per replica, cumulative; Outcomes nil: not read (killed)
 }
 
-// takeSnapshot asks every live replica for its metrics, reads the server's
-// counters on ctl (nil: no Redis) and the processes' CPU time, then
-// collects the replicas' answers. The one INFO call of a snapshot that
-// falls inside a before/after pair is left out of the counts by dropping
-// "info" altogether.
-func takeSnapshot(ctx context.Context, ctl *redis.Client, replicas []*proc) (snapshot, error) {
+// takeSnapshot reads the replicas' metrics, the server's counters on ctl
+// (nil: no Redis) and the processes' CPU time. Reading a replica's metrics
+// runs its gauges' callbacks, which read every job's ledger (two commands a
+// job): a cost of each metrics scrape, not of the ticks. So that the
+// window's counts leave them out, the server's counters are read after the
+// replicas' answers at the window's start (serverFirst false) and before
+// the questions at its end (serverFirst true). The one INFO call of a
+// snapshot that falls inside a before/after pair is left out of the counts
+// by dropping "info" altogether.
+func takeSnapshot(ctx context.Context, ctl *redis.Client, replicas []*proc, serverFirst bool) (snapshot, error) {
 	s := snapshot{at: time.Now(), load: benchutil.Loadavg()}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	server := func() error {
+		if ctl == nil {
+			s.Snapshot = benchutil.Snapshot{ProcCPU: benchutil.ProcessCPU(), Machine: benchutil.MachineCPU()}
+			return nil
+		}
+		var err error
+		s.Snapshot, err = benchutil.TakeSnapshot(ctx, ctl)
+		return err
+	}
+	if serverFirst {
+		if err := server(); err != nil {
+			return s, err
+		}
+	}
 	for _, p := range replicas {
 		if !p.killed() {
 			if err := p.send("metrics"); err != nil {
 				return s, err
 			}
 		}
-	}
-	if ctl != nil {
-		var err error
-		if s.Snapshot, err = benchutil.TakeSnapshot(ctx, ctl); err != nil {
-			return s, err
-		}
-	} else {
-		s.Snapshot = benchutil.Snapshot{ProcCPU: benchutil.ProcessCPU(), Machine: benchutil.MachineCPU()}
-	}
-	for _, p := range replicas {
-		s.ProcCPU += p.cpu()
 	}
 	for _, p := range replicas {
 		var m replicaMetrics
@@ -77,6 +84,14 @@ func takeSnapshot(ctx context.Context, ctl *redis.Client, replicas []*proc) (sna
 			}
 		}
 		s.metrics = append(s.metrics, m)
+	}
+	if !serverFirst {
+		if err := server(); err != nil {
+			return s, err
+		}
+	}
+	for _, p := range replicas {
+		s.ProcCPU += p.cpu()
 	}
 	return s, nil
 }

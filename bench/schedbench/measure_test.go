@@ -2,7 +2,11 @@ package main
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +54,27 @@ func TestClientSent(t *testing.T) {
 	only, both := clientSent(client, usec)
 	if only != 153 || both != 9 {
 		t.Errorf("clientSent = %d, %d, want 153, 9", only, both)
+	}
+}
+
+// TestInScriptsCoversTheScripts keeps inScripts in step with the lock's Lua
+// scripts: a command a script calls but inScripts lacks would be counted as
+// sent by clients.
+func TestInScriptsCoversTheScripts(t *testing.T) {
+	files, err := filepath.Glob("../../lock/scripts/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the lock's scripts: %v (%d files)", err, len(files))
+	}
+	call := regexp.MustCompile(`redis\.p?call\(\s*'([A-Za-z]+)'`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			if name := strings.ToLower(m[1]); !inScripts[name] {
+				t.Errorf("%s calls %s, which inScripts lacks", filepath.Base(f), m[1])
+			}
+		}
 	}
 }
