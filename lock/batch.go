@@ -8,17 +8,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batch gathers the claims and finishes of one Client that fall due while
-// another of them is on its way to Redis, and sends them together, in one
-// pipeline (on a Cluster, go-redis splits it by node): a thousand jobs due
-// in the same second cost a few round trips, not a thousand. A request
-// that finds nothing on its way is sent at once, by its own goroutine, so
-// batching adds no wait; the goroutine whose request was sent first sends
-// the next batch, and so on.
+// batch gathers the claims and finishes of one Client that fall due in
+// the same instant and sends them together, in one pipeline (on a Cluster,
+// go-redis splits it by node). The first request to come is the batch's
+// leader: it takes every request queued by the time its goroutine runs and
+// sends them; a request that comes after the leader took the queue leads
+// the next batch at once. No request waits for a batch on its way: on a
+// slow network, waiting a round trip before being sent cost leases (the
+// fault suite's added round trip, seed 15). So a thousand jobs due in the
+// same second go out in as many pipelines as their goroutines find
+// batches being gathered, not one each.
 type batch struct {
-	mu    sync.Mutex
-	queue []*batched
-	busy  bool // a goroutine is sending a batch
+	mu        sync.Mutex
+	queue     []*batched
+	gathering bool // a leader has not taken the queue yet
 }
 
 // batched is one request in a batch.
@@ -30,8 +33,7 @@ type batched struct {
 
 	cmd   *redis.Cmd    // the reply, once done is closed
 	done  chan struct{} // closed when cmd is set
-	lead  chan struct{} // this request's goroutine is to send the next batch
-	taken bool          // in a batch on its way; b.mu guards it
+	taken bool          // in a batch on its way; batch.mu guards it
 }
 
 // runBatched runs script as run does, in a batch with the Client's other
@@ -41,57 +43,40 @@ func (b *redisBackend) runBatched(ctx context.Context, script *redis.Script, key
 	if b.ack != nil {
 		return b.runAcked(ctx, script, keys, args...)
 	}
-	r := &batched{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	r := &batched{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
 	q := &b.batch
 	q.mu.Lock()
 	q.queue = append(q.queue, r)
-	lead := !q.busy
-	q.busy = true
+	lead := !q.gathering
+	q.gathering = true
 	q.mu.Unlock()
 	if !lead {
+		// The leader takes this request with the queue, soon.
 		select {
 		case <-r.done:
 			return r.cmd
-		case <-r.lead:
 		case <-ctx.Done():
-			if cmd := q.leave(r); cmd != nil {
-				return cmd
-			}
+			return q.leave(r)
 		}
 	}
-	// This goroutine sends what is queued, its own request included, then
-	// hands the next batch to the first request queued meanwhile.
 	q.mu.Lock()
 	todo := q.queue
 	q.queue = nil
+	q.gathering = false
 	for _, o := range todo {
 		o.taken = true
 	}
 	q.mu.Unlock()
 	b.sendBatch(todo)
-	q.mu.Lock()
-	if len(q.queue) == 0 {
-		q.busy = false
-	} else {
-		q.queue[0].lead <- struct{}{} // buffered, and sent once: never blocks
-	}
-	q.mu.Unlock()
 	<-r.done
 	return r.cmd
 }
 
-// leave is a queued request whose ctx ended: if it was not sent, it leaves
-// the queue and gets ctx's error; if it is on its way, its goroutine waits
-// for the reply, which tells what it did. nil: the request was handed the
-// next batch to send, and its goroutine sends it.
+// leave takes r out of the queue when its ctx ended before a leader took
+// it, and returns the ctx's error; if a leader took it, it waits for its
+// reply.
 func (q *batch) leave(r *batched) *redis.Cmd {
 	q.mu.Lock()
-	select {
-	case <-r.lead:
-		q.mu.Unlock()
-		return nil
-	default:
-	}
 	if r.taken {
 		q.mu.Unlock()
 		<-r.done
@@ -114,6 +99,14 @@ func (q *batch) leave(r *batched) *redis.Cmd {
 // whole, in a second pipeline. The pipeline's ctx ends at the earliest
 // deadline among the requests, and with none of their cancellations.
 func (b *redisBackend) sendBatch(todo []*batched) {
+	// A request that waited in the queue was not sent when it was made:
+	// its lease counts from now, when it goes out. (Counting from when it
+	// was queued, a round trip spent waiting for the batch ahead, lost
+	// leases on a slow network.) Each request's goroutine waits for done:
+	// no race on its send clock.
+	for _, r := range todo {
+		resent(r.ctx)
+	}
 	switch len(todo) {
 	case 0:
 		return

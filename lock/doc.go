@@ -156,10 +156,13 @@
 // lasts; a Client that heard a tick done answers a Claim of it with ErrDone
 // without asking the store, and so does its Claim that waited for another
 // owner's run of the tick and is woken by that message. Claims and
-// finishes of one Client that fall due while others are on their way to
-// Redis are sent together, in one pipeline (a request that finds nothing
-// on its way goes at once, so this adds no wait); with WithReplicaAck or
-// WithAOFAck each goes alone, followed by its WAIT.
+// finishes of one Client that fall due in the same instant are sent
+// together, in one pipeline: the first of them takes those queued by the
+// time its goroutine runs, and one that comes later leads the next
+// pipeline at once. None waits for a pipeline on its way (on a slow
+// network, a round trip spent waiting would eat into the lease), and a
+// claim's lease counts from when its pipeline went out. With
+// WithReplicaAck or WithAOFAck each goes alone, followed by its WAIT.
 //
 // Client.Heartbeat keeps a group of live members (a sorted set at
 // prefix:members:{group}, deadlines on the server's clock; Client.Leave

@@ -62,8 +62,9 @@
 // may each rank themselves first and both claim (the ledger keeps one), or
 // none may (the tick waits for a fallback). A finish message lost with a
 // connection costs the listener one claim, answered skipped_done. Claims
-// and finishes of one replica that fall due while others are on their way
-// go to Redis together, in pipelines (see the lock package). The counter
+// and finishes of one replica that fall due in the same instant go to
+// Redis together, in pipelines, none waiting for another on its way (see
+// the lock package). The counter
 // lockcron.job.claims says, per job, why this replica claimed (preferred,
 // fallback, given_back, unknown) or did not (spared). WithClaimFallback(0)
 // turns the ranking off. On the memory backend, a lone Scheduler is always
