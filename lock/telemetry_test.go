@@ -9,19 +9,16 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/lock"
 )
 
 func TestTelemetry(t *testing.T) {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := oteltest.NewTracerProvider()
+	tp := spans
+	reader := oteltest.NewMeterProvider()
+	mp := reader
 	var logs bytes.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
 	c, err := lock.NewMemory(lock.WithTracerProvider(tp), lock.WithMeterProvider(mp),
@@ -112,35 +109,20 @@ func TestTelemetry(t *testing.T) {
 	}
 }
 
-func collect(t *testing.T, r *sdkmetric.ManualReader) metricdata.ResourceMetrics {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	return rm
-}
-
 // total is a metric's sum over its data points: the value of a counter,
 // the number of recordings of a histogram.
-func total(t *testing.T, r *sdkmetric.ManualReader, name string) int64 {
+func total(t *testing.T, mp *oteltest.MeterProvider, name string) int64 {
 	t.Helper()
 	var n int64
-	for _, sm := range collect(t, r).ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
+	for _, dp := range mp.Collect(name) {
+		switch dp.Kind {
+		case oteltest.Counter:
+			if !dp.Int {
+				t.Fatalf("metric %s is not an int64 counter", name)
 			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					n += dp.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					n += int64(dp.Count)
-				}
-			}
+			n += int64(dp.Value)
+		case oteltest.Histogram:
+			n += int64(dp.Count)
 		}
 	}
 	return n

@@ -1,47 +1,31 @@
 package scheduler_test
 
 import (
-	"context"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
 // meter collects what one replica's Scheduler reports, for tests to read
 // at any time.
 type meter struct {
-	reader *sdkmetric.ManualReader
-	mp     *sdkmetric.MeterProvider
+	mp *oteltest.MeterProvider
 }
 
 func newMeter() *meter {
-	r := sdkmetric.NewManualReader()
-	return &meter{reader: r, mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))}
+	return &meter{mp: oteltest.NewMeterProvider()}
 }
 
 // option gives the meter to a Scheduler.
 func (m *meter) option() scheduler.Option { return scheduler.WithMeterProvider(m.mp) }
 
-// data returns the data of every metric called name.
-func (m *meter) data(t *testing.T, name string) []metricdata.Aggregation {
+// data returns the points of every metric called name.
+func (m *meter) data(t *testing.T, name string) []oteltest.Point {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := m.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	var out []metricdata.Aggregation
-	for _, sm := range rm.ScopeMetrics {
-		for _, md := range sm.Metrics {
-			if md.Name == name {
-				out = append(out, md.Data)
-			}
-		}
-	}
-	return out
+	return m.mp.Collect(name)
 }
 
 // counter is the sum of an int64 counter's data points whose attributes
@@ -49,20 +33,17 @@ func (m *meter) data(t *testing.T, name string) []metricdata.Aggregation {
 func (m *meter) counter(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
 	t.Helper()
 	var n int64
-	for _, d := range m.data(t, name) {
-		sum, ok := d.(metricdata.Sum[int64])
-		if !ok {
-			t.Fatalf("metric %s is a %T, not an int64 counter", name, d)
+points:
+	for _, dp := range m.data(t, name) {
+		if dp.Kind != oteltest.Counter || !dp.Int {
+			t.Fatalf("metric %s is not an int64 counter: %+v", name, dp)
 		}
-	points:
-		for _, dp := range sum.DataPoints {
-			for _, a := range attrs {
-				if v, ok := dp.Attributes.Value(a.Key); !ok || v != a.Value {
-					continue points
-				}
+		for _, a := range attrs {
+			if v, ok := dp.Attributes.Value(a.Key); !ok || v != a.Value {
+				continue points
 			}
-			n += dp.Value
 		}
+		n += int64(dp.Value)
 	}
 	return n
 }
@@ -72,15 +53,12 @@ func (m *meter) counter(t *testing.T, name string, attrs ...attribute.KeyValue) 
 func (m *meter) histogramCount(t *testing.T, name, job string) uint64 {
 	t.Helper()
 	var n uint64
-	for _, d := range m.data(t, name) {
-		h, ok := d.(metricdata.Histogram[float64])
-		if !ok {
-			t.Fatalf("metric %s is a %T, not a float64 histogram", name, d)
+	for _, dp := range m.data(t, name) {
+		if dp.Kind != oteltest.Histogram || dp.Int {
+			t.Fatalf("metric %s is not a float64 histogram: %+v", name, dp)
 		}
-		for _, dp := range h.DataPoints {
-			if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
-				n += dp.Count
-			}
+		if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
+			n += dp.Count
 		}
 	}
 	return n

@@ -15,10 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
@@ -538,8 +537,8 @@ func TestTimeout(t *testing.T) {
 	srv := redistest.Start(t)
 	spec, tick := oneTickSoon(time.Second)
 	const job = "timeout"
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	spans := oteltest.NewTracerProvider()
+	tp := spans
 	m, j := newMeter(), newJournal()
 	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithTracerProvider(tp))
 	causes := make(chan error, 1)

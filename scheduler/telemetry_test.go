@@ -14,10 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
@@ -29,7 +27,7 @@ import (
 // the Scheduler logs at Debug level under the root logger "app".
 type observed struct {
 	*replica
-	spans *tracetest.SpanRecorder
+	spans *oteltest.TracerProvider
 	m     *meter
 	logs  *lockedWriter
 	j     *journal
@@ -38,8 +36,8 @@ type observed struct {
 func newObserved(t *testing.T) *observed {
 	t.Helper()
 	srv := redistest.Start(t)
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	spans := oteltest.NewTracerProvider()
+	tp := spans
 	logs := &lockedWriter{w: &strings.Builder{}}
 	log := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: logs})
 	m := newMeter()
@@ -49,7 +47,7 @@ func newObserved(t *testing.T) *observed {
 }
 
 // tickSpan is the ended job.tick span of job's tick.
-func (o *observed) tickSpan(t *testing.T, job string, tick time.Time) sdktrace.ReadOnlySpan {
+func (o *observed) tickSpan(t *testing.T, job string, tick time.Time) *oteltest.Span {
 	t.Helper()
 	want := tick.UTC().Format(time.RFC3339)
 	for _, s := range o.spans.Ended() {
@@ -63,7 +61,7 @@ func (o *observed) tickSpan(t *testing.T, job string, tick time.Time) sdktrace.R
 }
 
 // childOf is the ended span named name whose parent is parent.
-func (o *observed) childOf(t *testing.T, name string, parent sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan {
+func (o *observed) childOf(t *testing.T, name string, parent *oteltest.Span) *oteltest.Span {
 	t.Helper()
 	for _, s := range o.spans.Ended() {
 		if s.Name() == name && s.Parent().SpanID() == parent.SpanContext().SpanID() &&
@@ -97,10 +95,10 @@ lines:
 
 func attrString(s attribute.Set, key attribute.Key) string {
 	v, _ := s.Value(key)
-	return v.String()
+	return v.Emit()
 }
 
-func spanNames(spans []sdktrace.ReadOnlySpan) string {
+func spanNames(spans []*oteltest.Span) string {
 	names := make([]string, 0, len(spans))
 	for _, s := range spans {
 		names = append(names, s.Name())
@@ -128,13 +126,13 @@ func TestTelemetryOfARun(t *testing.T) {
 		"lockcron.tick":    x.info.Tick.UTC().Format(time.RFC3339),
 		"lockcron.lock":    job,
 		"lockcron.replica": "r1",
-		"lockcron.token":   attribute.Int64Value(x.info.Token).String(),
+		"lockcron.token":   attribute.Int64Value(x.info.Token).Emit(),
 		"lockcron.attempt": "1",
 		"lockcron.outcome": scheduler.OutcomeRan,
 	}
 	for k, v := range want {
-		if got, ok := attrs.Value(k); !ok || got.String() != v {
-			t.Errorf("job.tick attribute %s = %q (present %v), want %q", k, got.String(), ok, v)
+		if got, ok := attrs.Value(k); !ok || got.Emit() != v {
+			t.Errorf("job.tick attribute %s = %q (present %v), want %q", k, got.Emit(), ok, v)
 		}
 	}
 	if _, err := time.Parse(time.RFC3339, attrString(attrs, "lockcron.tick")); err != nil {
@@ -203,22 +201,12 @@ func TestTelemetryOfAFailure(t *testing.T) {
 // has one.
 func (m *meter) gaugeValue(t *testing.T, name, job string) (float64, bool) {
 	t.Helper()
-	for _, d := range m.data(t, name) {
-		switch g := d.(type) {
-		case metricdata.Gauge[float64]:
-			for _, dp := range g.DataPoints {
-				if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
-					return dp.Value, true
-				}
-			}
-		case metricdata.Gauge[int64]:
-			for _, dp := range g.DataPoints {
-				if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
-					return float64(dp.Value), true
-				}
-			}
-		default:
-			t.Fatalf("metric %s is a %T, not a gauge", name, d)
+	for _, dp := range m.data(t, name) {
+		if dp.Kind != oteltest.Gauge {
+			t.Fatalf("metric %s is not a gauge: %+v", name, dp)
+		}
+		if v, ok := dp.Attributes.Value("lockcron.job"); ok && v.AsString() == job {
+			return dp.Value, true
 		}
 	}
 	return 0, false
