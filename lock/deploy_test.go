@@ -108,6 +108,9 @@ func TestSentinelFailoverWithAck(t *testing.T) {
 	if !errors.Is(err, lock.ErrNoAck) {
 		t.Fatalf("Lock with the replica paused: %v, want ErrNoAck", err)
 	}
+	// The resumed replica first works through what it missed; on a loaded
+	// machine that can take longer than the ack timeout.
+	waitReplicaCaughtUp(t, s.Primary())
 
 	l, err := holderC.Mutex("acked").Lock(ctx)
 	if err != nil {
@@ -237,5 +240,17 @@ func TestClusterWaiterWokenAfterFailover(t *testing.T) {
 			t.Fatalf("%s: waiter not woken 8s after the unlock that followed a failover", kind)
 		}
 		wg.Wait()
+	}
+}
+
+// waitReplicaCaughtUp polls until primary's replica acknowledges all the
+// writes so far (WAIT 1), for up to 10 s.
+func waitReplicaCaughtUp(t *testing.T, primary *redistest.Server) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for primary.Do("WAIT", 1, 200) != int64(1) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not acknowledge the primary's writes within 10s of resuming")
+		}
 	}
 }

@@ -37,7 +37,9 @@ func (h *claimLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func (h *claimLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.note(cmd)
+		if err == nil { // older go-redis sets cmd's error after the hooks
+			h.note(cmd)
+		}
 		return err
 	}
 }
