@@ -1,16 +1,25 @@
 GO ?= go
+# The oldest Go the library module supports (its go line); CI tests it too.
+OLDEST_GO ?= go1.25.0
+# The modules of this repository, apart from bench (see README, Layout).
+MODULES := . cmd/scheduler chaos examples
 
-.PHONY: test chaos bench lint run
+.PHONY: test test-oldest-go chaos bench lint run tidy
 
-## test: vet and race-test everything, and the bench module's own tests (needs redis-server and redis-sentinel in PATH; the tests start their own)
+## test: vet and race-test every module, and the bench module's own tests (needs redis-server and redis-sentinel in PATH; the tests start their own)
 test:
-	$(GO) vet ./...
+	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...); done
 	cd bench && $(GO) vet ./... && $(GO) test ./...
-	$(GO) test -race -count=1 ./...
+
+## test-oldest-go: build and test the library module with the oldest Go it supports (fetched through the module proxy)
+test-oldest-go:
+	GOTOOLCHAIN=$(OLDEST_GO) $(GO) version
+	GOTOOLCHAIN=$(OLDEST_GO) $(GO) vet ./...
+	GOTOOLCHAIN=$(OLDEST_GO) $(GO) test -count=1 ./...
 
 ## chaos: the whole fault suite, every scenario, with its table of figures (about 9 minutes; SEED=n replays a schedule)
 chaos:
-	$(GO) test -count=1 -timeout 20m -v -run 'TestChaos$$' ./chaos -args -chaos.full $(if $(SEED),-chaos.seed=$(SEED)) $(if $(TABLE),-chaos.table=$(TABLE))
+	cd chaos && $(GO) test -count=1 -timeout 20m -v -run 'TestChaos$$' . -args -chaos.full $(if $(SEED),-chaos.seed=$(SEED)) $(if $(TABLE),-chaos.table=$(TABLE))
 
 ## bench: the benchmark against peer libraries, then the scheduler's and the fair lock's (bench/, a module of its own)
 bench:
@@ -18,13 +27,16 @@ bench:
 	cd bench && $(GO) run ./schedbench
 	cd bench && $(GO) run ./fairbench
 
-## lint: gofmt check and go vet, library and bench
+## lint: gofmt check and go vet, every module
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	cd bench && $(GO) vet ./...
+	@set -e; for m in $(MODULES) bench; do (cd $$m && $(GO) vet ./...); done
+
+## tidy: go mod tidy in every module
+tidy:
+	@set -e; for m in $(MODULES) bench; do echo "== $$m"; (cd $$m && $(GO) mod tidy); done
 
 ## run: the scheduler daemon with config.example.hcl, on the in-memory backend (Ctrl-C stops it)
 run:
-	$(GO) build -o bin/scheduler ./cmd/scheduler
+	cd cmd/scheduler && $(GO) build -o ../../bin/scheduler .
 	./bin/scheduler run -config config.example.hcl

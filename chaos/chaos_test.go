@@ -39,18 +39,15 @@ type Env struct {
 
 func build(t *testing.T, dir string) (scheduler, worker, skewed string) {
 	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The go command that runs this test, else the first in PATH.
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
 	out := func(name string) string { return filepath.Join(dir, name) }
-	cmd := exec.Command(gobin, "build", "-o", dir+"/", "./cmd/scheduler", "./chaos/internal/worker", "./chaos/internal/skewed")
-	cmd.Dir = root
+	// Built in this module (chaos/go.mod), whose replace directives take
+	// the command and the library from this checkout.
+	cmd := exec.Command(gobin, "build", "-o", dir+"/", "github.com/lockcron/lockcron/cmd/scheduler", "./internal/worker", "./internal/skewed")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, b)
 	}

@@ -2,6 +2,8 @@ package lock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 )
@@ -148,7 +149,7 @@ func newClient(o options) *Client {
 	c := &Client{
 		opt:     o,
 		log:     o.logger.Named("lock"),
-		owner:   o.clientID + ":" + uuid.NewString()[:13],
+		owner:   o.clientID + ":" + randomID(),
 		done:    make(chan struct{}),
 		queues:  make(map[string][]*queue),
 		leases:  make(map[*Lease]struct{}),
@@ -563,4 +564,12 @@ func (l invalidLocker) Lock(context.Context, ...AcquireOption) (*Lease, error) {
 }
 func (l invalidLocker) TryLock(context.Context, ...AcquireOption) (*Lease, error) {
 	return nil, l.err
+}
+
+// randomID returns 12 random hex digits: what tells this Client's owner ids
+// from those of another Client with the same client id.
+func randomID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24 and later)
+	return hex.EncodeToString(b[:])
 }

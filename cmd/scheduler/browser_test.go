@@ -30,7 +30,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
 )
 

@@ -30,7 +30,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
 )
 

@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 )
 
 func main() { os.Exit(daemon.Main(os.Args[1:], daemon.Options{})) }

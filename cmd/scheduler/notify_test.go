@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/scheduler"
 )

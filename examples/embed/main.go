@@ -17,7 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
-	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )

@@ -143,8 +143,8 @@ say "redis-server $(redis-server --version | awk '{print $3}') on 127.0.0.1:$red
 
 # --- the scheduler and its config -----------------------------------------
 
-say "building the scheduler: go build -o \$tmp/scheduler ./cmd/scheduler"
-(cd "$root" && go build -o "$tmp/scheduler" ./cmd/scheduler)
+say "building the scheduler: go -C cmd/scheduler build -o \$tmp/scheduler ."
+(cd "$root" && go -C cmd/scheduler build -o "$tmp/scheduler" .)
 scheduler="$tmp/scheduler"
 
 ticks="$tmp/ticks.log" # one line per run of job "tick"

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +28,9 @@ type Cluster struct {
 	t      testing.TB
 	shards [clusterShards][2]*Server // started as the primary of shard i and its replica
 	ids    map[*Server]string
+
+	mu      sync.Mutex
+	clients []*redis.ClusterClient // made by Client: told of each failover
 }
 
 // StartCluster starts a Cluster for the test, and returns once every node
@@ -210,28 +214,45 @@ func (c *Cluster) Addrs() []string {
 // ClusterOptions returns go-redis options for a client of the cluster, seeded
 // with Addrs. ContextTimeoutEnabled is on, as in Server.Options.
 //
-// ClusterStateReloadInterval is 1 s, not the default 60 s: go-redis learns
-// the slot map again only at that interval or on a MOVED reply, so with the
-// default a client keeps sending a dead primary's slots to it for up to a
-// minute after its replica has taken over.
+// go-redis learns the slot map again only every minute or on a MOVED reply,
+// so a client keeps sending a dead primary's slots to it for up to a minute
+// after its replica has taken over. The clients that Client makes are told
+// to reload the map after each Failover; one made from these options is not.
+// (go-redis v9.18 added ClusterStateReloadInterval for this; the library
+// module requires an older go-redis.)
 func (c *Cluster) ClusterOptions() *redis.ClusterOptions {
 	c.tHelper()
 	return &redis.ClusterOptions{
-		Addrs:                      c.Addrs(),
-		ContextTimeoutEnabled:      true,
-		DisableIdentity:            true,
-		ClusterStateReloadInterval: time.Second,
+		Addrs:                 c.Addrs(),
+		ContextTimeoutEnabled: true,
+		DisableIdentity:       true,
 	}
 }
 
-// Client returns a new go-redis cluster client, closed when the test ends.
+// Client returns a new go-redis cluster client, closed when the test ends,
+// that reloads the slot map after each Failover.
 func (c *Cluster) Client() *redis.ClusterClient {
 	c.tHelper()
 	rdb := redis.NewClusterClient(c.ClusterOptions())
+	c.mu.Lock()
+	c.clients = append(c.clients, rdb)
+	c.mu.Unlock()
 	if c.t != nil {
 		c.t.Cleanup(func() { _ = rdb.Close() })
 	}
 	return rdb
+}
+
+// reload has the clients that Client made learn the slot map again.
+func (c *Cluster) reload() {
+	c.mu.Lock()
+	clients := slices.Clone(c.clients)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for _, rdb := range clients {
+		rdb.ReloadState(ctx)
+	}
 }
 
 // Primaries returns the three nodes that serve the hash slots, as the
@@ -352,6 +373,7 @@ func (c *Cluster) Failover(primary *Server) {
 	if err := c.failover(primary, next); err != nil {
 		c.fatalf("redistest: failover from %s to %s: %v", primary.Addr(), next.Addr(), err)
 	}
+	c.reload()
 }
 
 func (c *Cluster) failover(old, next *Server) error {

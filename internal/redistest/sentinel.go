@@ -151,7 +151,7 @@ func replicate(replica, primary *Server) error {
 	host, port, _ := net.SplitHostPort(primary.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.ReplicaOf(ctx, host, port).Err(); err != nil {
+	if err := c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		return fmt.Errorf("REPLICAOF on %s: %w", replica.Addr(), err)
 	}
 	return poll(failoverTimeout, func(ctx context.Context) error {

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/lockcron/lockcron/daemon"
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/scheduler"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 func TestSecretInReadableFileWarns(t *testing.T) {

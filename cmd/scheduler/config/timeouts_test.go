@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 func TestRedisConnectTimeout(t *testing.T) {

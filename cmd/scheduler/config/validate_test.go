@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 // want is an error a test expects: its place (the n-th marker of the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 // The history block and a job's history_keep and history_max_age reach

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/jobs"
 )
 

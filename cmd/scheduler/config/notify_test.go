@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/jobs"
 )
 

@@ -26,7 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 // telemetry is the daemon's tracer and meter providers, and the /metrics

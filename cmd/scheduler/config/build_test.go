@@ -21,14 +21,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
 func TestExampleConfig(t *testing.T) {
-	cfg, err := config.Load("../config.example.hcl", config.WithEnviron(nil))
+	cfg, err := config.Load("../../../config.example.hcl", config.WithEnviron(nil))
 	if err != nil {
 		t.Fatalf("config.example.hcl: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestExampleConfig(t *testing.T) {
 }
 
 func TestExampleConfigWithRedisFromTheEnvironment(t *testing.T) {
-	cfg, err := config.Load("../config.example.hcl", config.WithEnviron([]string{"REDIS_URL=redis://127.0.0.1:6379/0"}))
+	cfg, err := config.Load("../../../config.example.hcl", config.WithEnviron([]string{"REDIS_URL=redis://127.0.0.1:6379/0"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/lockcron/lockcron/config"
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/lock"
 )
 
