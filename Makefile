@@ -4,18 +4,32 @@ OLDEST_GO ?= go1.25.0
 # The modules of this repository, apart from bench (see README, Layout).
 MODULES := . cmd/scheduler chaos examples
 
-.PHONY: test test-oldest-go chaos bench lint run tidy
+# TEST_JOBS: how many modules make test tests at once, longest first (chaos
+# mostly waits on its replicas' ticks; the library's tests are the heaviest).
+# TEST_PARALLEL: how many tests marked t.Parallel the library's packages run
+# at once; most of them wait on leases and ticks, not on the CPU, and the ones
+# that time something run alone. The other modules keep go test's default.
+TEST_JOBS ?= 2
+TEST_PARALLEL ?= 8
+TEST_TARGETS := $(addprefix test/,chaos . cmd/scheduler examples bench)
 
-## test: vet and race-test every module, and the bench module's own tests (needs redis-server and redis-sentinel in PATH; the tests start their own)
+.PHONY: test $(TEST_TARGETS) test-oldest-go chaos bench lint run tidy
+
+## test: vet and race-test every module, and the bench module's own tests, two modules at a time, each module's output together (needs redis-server and redis-sentinel in PATH; the tests start their own)
 test:
-	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...); done
-	cd bench && $(GO) vet ./... && $(GO) test ./...
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -O $(TEST_TARGETS)
+
+# One module's vet and tests; bench's own tests run without -race (its
+# packages are measuring programs).
+$(TEST_TARGETS): test/%:
+	@echo "== $*"
+	@cd $* && $(GO) vet ./... && $(GO) test $(if $(filter bench,$*),,-race) $(if $(filter .,$*),-parallel $(TEST_PARALLEL)) -count=1 ./...
 
 ## test-oldest-go: build and test the library module with the oldest Go it supports (fetched through the module proxy)
 test-oldest-go:
 	GOTOOLCHAIN=$(OLDEST_GO) $(GO) version
 	GOTOOLCHAIN=$(OLDEST_GO) $(GO) vet ./...
-	GOTOOLCHAIN=$(OLDEST_GO) $(GO) test -count=1 ./...
+	GOTOOLCHAIN=$(OLDEST_GO) $(GO) test -count=1 -parallel $(TEST_PARALLEL) ./...
 
 ## chaos: the whole fault suite, every scenario, with its table of figures (about 9 minutes; SEED=n replays a schedule)
 chaos:

@@ -75,6 +75,7 @@ func TestReplicaAckWaitsForReplica(t *testing.T) {
 
 // WAITAOF on a server that lacks it: a clear error, and nothing held.
 func TestAOFAckUnsupported(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	if v := srv.Do("INFO", "server").(string); !strings.Contains(v, "redis_version:7.0") && !strings.Contains(v, "redis_version:6") {
 		t.Skip("this server may have WAITAOF")
@@ -87,6 +88,7 @@ func TestAOFAckUnsupported(t *testing.T) {
 }
 
 func TestAckOptionsInvalid(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for name, opt := range map[string]lock.Option{
 		"no replicas":      lock.WithReplicaAck(0, time.Second),

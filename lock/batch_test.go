@@ -63,6 +63,7 @@ func (h *sendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // and record their tick once; those that fall due while others are on
 // their way share round trips.
 func TestClaimsShareRoundTrips(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	h := &pipeHook{}
@@ -112,6 +113,7 @@ func TestClaimsShareRoundTrips(t *testing.T) {
 // A claim queued behind a batch on its way leaves the queue when its ctx
 // ends: it returns the ctx's error and is never sent.
 func TestQueuedClaimLeavesWithItsCtx(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	onWay := &sendHook{key: "lockcron:{first}", sent: make(chan struct{}, 10)}

@@ -6,7 +6,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockcron/lockcron/internal/locktest"
-	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -30,36 +29,17 @@ var kinds = []struct {
 	{"Semaphore1", func(c *lock.Client, name string) lock.Locker { return c.Semaphore(name, 1) }},
 }
 
-func TestRedisConformance(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			locktest.Run(t, func(t *testing.T) locktest.Backend {
-				srv := redistest.Start(t)
-				return locktest.Backend{Kind: k.kind, NewClient: func(t *testing.T, opts ...lock.Option) *lock.Client {
-					c, err := lock.New(srv.Client(), opts...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return c
-				}}
+// TestConformance runs the conformance suite on every backend, for every
+// exclusive kind, each subtest on a fresh store.
+func TestConformance(t *testing.T) {
+	for _, be := range locktest.Backends {
+		for _, k := range kinds {
+			t.Run(be+"/"+k.name, func(t *testing.T) {
+				t.Parallel()
+				locktest.Run(t, func(t *testing.T) locktest.Backend {
+					return locktest.Backend{Kind: k.kind, NewClient: locktest.NewStore(t, be).NewClient}
+				})
 			})
-		})
-	}
-}
-
-func TestMemoryConformance(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			locktest.Run(t, func(t *testing.T) locktest.Backend {
-				store := lock.NewMemoryStore()
-				return locktest.Backend{Kind: k.kind, NewClient: func(t *testing.T, opts ...lock.Option) *lock.Client {
-					c, err := store.NewClient(opts...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return c
-				}}
-			})
-		})
+		}
 	}
 }

@@ -5,15 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/lock"
 )
 
 // Publish reaches the subscribers of every Client of the store, the
 // publisher's own included, until they stop.
 func TestPublishSubscribe(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			cs := sharedClients(t, be, 2)
+			cs := locktest.NewStore(t, be).NewClients(t, 2)
 			ctx := testCtx(t)
 			got := make(chan string, 10)
 			stopA, err := cs[0].Subscribe("control", func(p string) { got <- "a:" + p })
@@ -71,9 +73,10 @@ func TestPublishSubscribe(t *testing.T) {
 // A paused ledger refuses claims on every Client until it is resumed; a
 // trigger counts up.
 func TestLedgerPauseAndTrigger(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			cs := sharedClients(t, be, 2)
+			cs := locktest.NewStore(t, be).NewClients(t, 2)
 			ctx := testCtx(t)
 			ga, err := cs[0].Ledger("job", "job")
 			if err != nil {

@@ -43,9 +43,10 @@ func waitQueued(t *testing.T, c *lock.Client, name string, n int) {
 // Twenty waiters on four Clients enter the queue in a known order and
 // acquire in exactly that order.
 func TestFairOrder(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			clients := sharedClients(t, be, 4)
+			clients := locktest.NewStore(t, be).NewClients(t, 4)
 			ctx := testCtx(t)
 			holder, err := clients[0].FairMutex("fifo").Lock(ctx)
 			if err != nil {
@@ -92,31 +93,14 @@ func TestFairOrder(t *testing.T) {
 	}
 }
 
-// sharedClients returns n Clients on one new store of the backend be.
-func sharedClients(t *testing.T, be string, n int, opts ...lock.Option) []*lock.Client {
-	t.Helper()
-	var mk func(opts ...lock.Option) (*lock.Client, error)
-	if be == "redis" {
-		srv := redistest.Start(t)
-		mk = func(opts ...lock.Option) (*lock.Client, error) { return lock.New(srv.Client(), opts...) }
-	} else {
-		mk = lock.NewMemoryStore().NewClient
-	}
-	out := make([]*lock.Client, n)
-	for i := range out {
-		out[i] = mkClient(t, mk, opts)
-	}
-	return out
-}
-
 // A waiter that leaves the queue (its ctx ends, its Client is closed) does
 // not delay the one behind it: the unlock reaches the next at once.
 func TestFairWaiterLeaves(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	for _, be := range locktest.Backends {
 		for _, how := range []string{"ctx", "close"} {
 			t.Run(be+"/"+how, func(t *testing.T) {
 				// A long TTL: only leaving, not expiry, can let the next go.
-				clients := sharedClients(t, be, 3, lock.WithWaiterTTL(time.Minute))
+				clients := locktest.NewStore(t, be).NewClients(t, 3, lock.WithWaiterTTL(time.Minute))
 				holderC, gone, next := clients[0], clients[1], clients[2]
 				ctx := testCtx(t)
 				holder, err := holderC.FairMutex("leave").Lock(ctx)
@@ -204,6 +188,7 @@ func TestFairDeadWaiterExpires(t *testing.T) {
 // An unlock wakes the head of the queue alone: with ten waiters on four
 // Clients, handing the lock on costs a few scripts, not one per waiter.
 func TestFairUnlockWakesOne(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	clients := make([]*lock.Client, 4)
@@ -270,6 +255,7 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int {
 // After Redis restarts with no data, the waiters find the lock free and the
 // queue empty, take their places again, and every one acquires.
 func TestFairRestartEmpty(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	const ttl = 300 * time.Millisecond
@@ -323,6 +309,7 @@ func TestFairRestartEmpty(t *testing.T) {
 
 // TryLock never takes a place in the queue.
 func TestFairTryLockDoesNotQueue(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	a, b := newClient(t, srv), newClient(t, srv)
@@ -341,6 +328,7 @@ func TestFairTryLockDoesNotQueue(t *testing.T) {
 
 // A queue key of another type is reported, named, and left as it is.
 func TestFairBadQueueKey(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	a, b := newClient(t, srv), newClient(t, srv)
@@ -364,9 +352,10 @@ func TestFairBadQueueKey(t *testing.T) {
 // first alone. A claim of a tick done meanwhile leaves the queue with
 // ErrDone.
 func TestFairLedgerOrder(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			cs := sharedClients(t, be, 3)
+			cs := locktest.NewStore(t, be).NewClients(t, 3)
 			ctx := testCtx(t)
 			first, err := cs[0].FairLedger("shared", "job-0")
 			if err != nil {
@@ -426,9 +415,10 @@ func TestFairLedgerOrder(t *testing.T) {
 // still holds the waiters of a tick just done (on their way out), and a
 // one-attempt claim never leaves a place behind.
 func TestFairLedgerNoWaitClaims(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			cs := sharedClients(t, be, 3, lock.WithWaiterTTL(time.Minute))
+			cs := locktest.NewStore(t, be).NewClients(t, 3, lock.WithWaiterTTL(time.Minute))
 			ctx := testCtx(t)
 			ledger := func(c *lock.Client) *lock.Ledger {
 				g, err := c.FairLedger("job", "job")

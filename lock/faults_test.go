@@ -140,6 +140,7 @@ func faultyClient(t *testing.T, srv *redistest.Server, f *faultyConns) *redis.Cl
 // again, reports success: the lease ends as released, not lost, and the
 // lock is free. Every kind, and the ledger's Finish.
 func TestLostReleaseReplyReportsSuccess(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	f := newFaultyConns()
 	c, err := lock.New(faultyClient(t, srv, f), lock.WithLeaseTime(2*time.Second))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -32,9 +33,10 @@ func ticksOf(ents []lock.Entry) []string {
 }
 
 func TestLedgerHistory(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(opts ...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := context.Background()
-		c := newC()
+		c := store.NewClient(t)
 		t.Run("NewestFirstAndPaged", func(t *testing.T) {
 			g, err := c.Ledger("hist", "job", lock.WithHistory(3, time.Hour))
 			if err != nil {
@@ -104,7 +106,7 @@ func TestLedgerHistory(t *testing.T) {
 			if _, err := c.ForceUnlock(ctx, "notheld"); err != nil {
 				t.Fatal(err)
 			}
-			other := newC()
+			other := store.NewClient(t)
 			og := ledger(t, other, "notheld")
 			ocl := mustClaim(t, ctx, og, 1) // the tick is taken over
 			if ocl.Try != 2 || !strings.HasPrefix(ocl.From, c.ID()+":") {
@@ -127,7 +129,7 @@ func TestLedgerHistory(t *testing.T) {
 		t.Run("PassOnce", func(t *testing.T) {
 			g := ledger(t, c, "pass")
 			finishWith(t, ctx, g, 1)
-			g2 := ledger(t, newC(), "pass")
+			g2 := ledger(t, store.NewClient(t), "pass")
 			entry := map[string]string{"tick": "5", "outcome": "missed"}
 			first, err := g.Pass(ctx, 5, entry)
 			if err != nil {

@@ -18,40 +18,6 @@ import (
 // that Locks reports lies in (0, inspectLease].
 const inspectLease = 10 * time.Second
 
-// inspectEnv is one backend for the Locks tests.
-type inspectEnv struct {
-	srv       *redistest.Server // nil on the memory backend
-	newClient func(t *testing.T, opts ...lock.Option) *lock.Client
-}
-
-// inspectBackends runs fn on a real redis-server and on a MemoryStore.
-func inspectBackends(t *testing.T, fn func(t *testing.T, e inspectEnv)) {
-	closing := func(t *testing.T, c *lock.Client, err error) *lock.Client {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	t.Run("redis", func(t *testing.T) {
-		srv := redistest.Start(t)
-		fn(t, inspectEnv{srv: srv, newClient: func(t *testing.T, opts ...lock.Option) *lock.Client {
-			t.Helper()
-			c, err := lock.New(srv.Client(), opts...)
-			return closing(t, c, err)
-		}})
-	})
-	t.Run("memory", func(t *testing.T) {
-		store := lock.NewMemoryStore()
-		fn(t, inspectEnv{newClient: func(t *testing.T, opts ...lock.Option) *lock.Client {
-			t.Helper()
-			c, err := store.NewClient(opts...)
-			return closing(t, c, err)
-		}})
-	})
-}
-
 func inspectUnlock(t *testing.T, ctx context.Context, l *lock.Lease) {
 	t.Helper()
 	if err := l.Unlock(ctx); err != nil {
@@ -177,10 +143,11 @@ func inspectSortHolders(hs []lock.Holder) []lock.Holder {
 // tokens, TTLs and waiters; ledgers and a lone token are not; after every
 // unlock the list is empty.
 func TestLocks(t *testing.T) {
-	inspectBackends(t, func(t *testing.T, e inspectEnv) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
 		ctx := testCtx(t)
-		c1 := e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("one"))
-		c2 := e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("two"))
+		c1 := e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("one"))
+		c2 := e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("two"))
 
 		if got := inspectList(t, ctx, c1); len(got) != 0 {
 			t.Fatalf("Locks on an empty store:\n%s", inspectDump(got))
@@ -219,8 +186,8 @@ func TestLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		inspectUnlock(t, ctx, locktest.MustLock(t, ctx, c1.Mutex("gone")))
-		if e.srv != nil {
-			n, err := e.srv.Client().Exists(ctx, g.Key(), "lockcron:{gone}:token", "lockcron:{job}:token").Result()
+		if e.Server != nil {
+			n, err := e.Server.Client().Exists(ctx, g.Key(), "lockcron:{gone}:token", "lockcron:{job}:token").Result()
 			if err != nil || n != 3 {
 				t.Fatalf("the ledger and the tokens: %d of 3 keys exist (%v)", n, err)
 			}
@@ -264,9 +231,10 @@ func TestLocks(t *testing.T) {
 // A write lease is listed as such, with the reader that the writer took
 // beside it (a downgrade), each with its own token.
 func TestLocksWriter(t *testing.T) {
-	inspectBackends(t, func(t *testing.T, e inspectEnv) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
 		ctx := testCtx(t)
-		c := e.newClient(t, lock.WithLeaseTime(inspectLease))
+		c := e.NewClient(t, lock.WithLeaseTime(inspectLease))
 		rw := c.RWMutex("doc")
 		w := locktest.MustLock(t, ctx, rw)
 		r := locktest.MustLock(t, w.Context(), rw.RLocker())
@@ -285,10 +253,13 @@ func TestLocksWriter(t *testing.T) {
 
 // Leases whose time ran out in the store are not listed.
 func TestLocksExpired(t *testing.T) {
-	inspectBackends(t, func(t *testing.T, e inspectEnv) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
 		ctx := testCtx(t)
-		c := e.newClient(t, lock.WithLeaseTime(inspectLease))
-		short := lock.WithLease(50 * time.Millisecond)
+		c := e.NewClient(t, lock.WithLeaseTime(inspectLease))
+		// Long enough for all four to be taken and listed on a loaded
+		// machine, short enough to wait out.
+		short := lock.WithLease(time.Second)
 		for _, l := range []lock.Locker{c.Mutex("m"), c.RWMutex("rw"), c.RWMutex("rr").RLocker(), c.Semaphore("s", 2)} {
 			if _, err := l.Lock(ctx, short); err != nil {
 				t.Fatal(err)
@@ -297,7 +268,7 @@ func TestLocksExpired(t *testing.T) {
 		if got := inspectList(t, ctx, c); len(got) != 4 {
 			t.Fatalf("Locks: %d locks, want 4:\n%s", len(got), inspectDump(got))
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(6 * time.Second)
 		for {
 			got, err := c.Locks(ctx)
 			if err != nil {
@@ -307,7 +278,7 @@ func TestLocksExpired(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("Locks 5s after 50ms leases:\n%s", inspectDump(got))
+				t.Fatalf("Locks 6s after 1s leases:\n%s", inspectDump(got))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -317,13 +288,14 @@ func TestLocksExpired(t *testing.T) {
 // Locks lists the locks under the Client's own prefix only, even a prefix
 // with characters that SCAN's MATCH reads as a pattern.
 func TestLocksKeyPrefix(t *testing.T) {
-	inspectBackends(t, func(t *testing.T, e inspectEnv) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
 		ctx := testCtx(t)
 		byPrefix := map[string]*lock.Client{
-			"lockcron": e.newClient(t, lock.WithLeaseTime(inspectLease)),
-			"other":    e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("other")),
-			"lock*":    e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("lock*")),
-			"[lo]ck":   e.newClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("[lo]ck")),
+			"lockcron": e.NewClient(t, lock.WithLeaseTime(inspectLease)),
+			"other":    e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("other")),
+			"lock*":    e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("lock*")),
+			"[lo]ck":   e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("[lo]ck")),
 		}
 		owners := make(map[string]map[string]string) // prefix -> name -> owner
 		for p, c := range byPrefix {
@@ -350,6 +322,7 @@ func TestLocksKeyPrefix(t *testing.T) {
 // A key of the wrong type under the prefix is reported on its lock, with
 // ErrBadKey; the listing goes on.
 func TestLocksWrongType(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -507,8 +480,9 @@ func TestLocksCluster(t *testing.T) {
 
 // Locks returns ctx's error when ctx has ended, and ErrClosed after Close.
 func TestLocksErrors(t *testing.T) {
-	inspectBackends(t, func(t *testing.T, e inspectEnv) {
-		c := e.newClient(t)
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
+		c := e.NewClient(t)
 		locktest.MustLock(t, testCtx(t), c.Mutex("a"))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

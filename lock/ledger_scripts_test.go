@@ -153,6 +153,7 @@ func sameDump(t *testing.T, what string, got, want map[string]string) {
 // A claim, and its retry with the same owner id: the same acquired reply,
 // and the ledger counts one try.
 func TestClaimScriptRetryAfterLostReply(t *testing.T) {
+	t.Parallel()
 	s := newLedgerScripts(t)
 	ctx := testCtx(t)
 	const tick = 1000
@@ -199,6 +200,7 @@ func TestClaimScriptRetryAfterLostReply(t *testing.T) {
 
 // A finish, and its retry: 1 both times, and the ledger as after the first.
 func TestFinishScriptRetryAfterLostReply(t *testing.T) {
+	t.Parallel()
 	s := newLedgerScripts(t)
 	ctx := testCtx(t)
 	k := keysOf("finish")
@@ -254,6 +256,7 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 // A finish that names a hold count other than the lock's: -5, and nothing
 // touched.
 func TestFinishScriptWrongHoldCount(t *testing.T) {
+	t.Parallel()
 	s := newLedgerScripts(t)
 	ctx := testCtx(t)
 	k := keysOf("holds")
@@ -272,6 +275,7 @@ func TestFinishScriptWrongHoldCount(t *testing.T) {
 
 // A claim whose ledger key holds a string: {-6, 0}, and nothing written.
 func TestClaimScriptLedgerWrongType(t *testing.T) {
+	t.Parallel()
 	s := newLedgerScripts(t)
 	ctx := testCtx(t)
 	k := keysOf("wrongtype")
@@ -287,6 +291,7 @@ func TestClaimScriptLedgerWrongType(t *testing.T) {
 // the lock is released all the same, waiters are told, the foreign key is
 // kept, and the reply is -6.
 func TestFinishScriptLedgerWrongType(t *testing.T) {
+	t.Parallel()
 	s := newLedgerScripts(t)
 	ctx := testCtx(t)
 	k := keysOf("wrongtype")
@@ -320,6 +325,7 @@ func TestFinishScriptLedgerWrongType(t *testing.T) {
 // raises it; a finish raises it to its ARGV[9] when that is above, and
 // leaves it otherwise.
 func TestLedgerScriptsSeen(t *testing.T) {
+	t.Parallel()
 	s := newLedgerScripts(t)
 	ctx := testCtx(t)
 	k := keysOf("seen")
@@ -361,6 +367,7 @@ func TestLedgerScriptsSeen(t *testing.T) {
 // while the run ended) records the tick done if no one has claimed it
 // since, and changes nothing if someone has.
 func TestFinishScriptAfterExpiry(t *testing.T) {
+	t.Parallel()
 	s := newLedgerScripts(t)
 	ctx := testCtx(t)
 	k := keysOf("late")

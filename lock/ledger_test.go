@@ -11,26 +11,6 @@ import (
 	"github.com/lockcron/lockcron/lock"
 )
 
-// eachBackend runs f with a maker of Clients that share one Redis server,
-// and again with Clients that share one MemoryStore.
-func eachBackend(t *testing.T, f func(t *testing.T, newC func(opts ...lock.Option) *lock.Client)) {
-	t.Run("redis", func(t *testing.T) {
-		srv := redistest.Start(t)
-		f(t, func(opts ...lock.Option) *lock.Client { return newClient(t, srv, opts...) })
-	})
-	t.Run("memory", func(t *testing.T) {
-		store := lock.NewMemoryStore()
-		f(t, func(opts ...lock.Option) *lock.Client {
-			c, err := store.NewClient(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			return c
-		})
-	})
-}
-
 func ledger(t *testing.T, c *lock.Client, name string) *lock.Ledger {
 	t.Helper()
 	g, err := c.Ledger(name, "job")
@@ -75,9 +55,10 @@ func awaitClaim(t *testing.T, ch <-chan claimResult) claimResult {
 }
 
 func TestLedgerOncePerTick(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := testCtx(t)
-		a, b := ledger(t, newC(), "job"), ledger(t, newC(), "job")
+		a, b := ledger(t, store.NewClient(t), "job"), ledger(t, store.NewClient(t), "job")
 		cl := mustClaim(t, ctx, a, 100)
 		if cl.Try != 1 || cl.Tick != 100 || cl.Lease.Token() <= 0 {
 			t.Fatalf("claim = try %d, tick %d, token %d; want 1, 100, > 0", cl.Try, cl.Tick, cl.Lease.Token())
@@ -128,10 +109,11 @@ func TestLedgerOncePerTick(t *testing.T) {
 }
 
 func TestLedgerWaiterStopsWhenTickIsDone(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := testCtx(t)
-		a := ledger(t, newC(), "job")
-		cb := newC()
+		a := ledger(t, store.NewClient(t), "job")
+		cb := store.NewClient(t)
 		b := ledger(t, cb, "job")
 		cl := mustClaim(t, ctx, a, 7)
 		ch := claimAsync(ctx, b, 7, false)
@@ -146,10 +128,11 @@ func TestLedgerWaiterStopsWhenTickIsDone(t *testing.T) {
 }
 
 func TestLedgerGiveBack(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := testCtx(t)
-		a := ledger(t, newC(), "job")
-		cb := newC()
+		a := ledger(t, store.NewClient(t), "job")
+		cb := store.NewClient(t)
 		b := ledger(t, cb, "job")
 		cl := mustClaim(t, ctx, a, 7)
 		ch := claimAsync(ctx, b, 7, false)
@@ -171,10 +154,11 @@ func TestLedgerGiveBack(t *testing.T) {
 }
 
 func TestLedgerDeadHolder(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := testCtx(t)
-		ca := newC()
-		a, b := ledger(t, ca, "job"), ledger(t, newC(), "job")
+		ca := store.NewClient(t)
+		a, b := ledger(t, ca, "job"), ledger(t, store.NewClient(t), "job")
 		cl := mustClaim(t, ctx, a, 7)
 		// The holder dies: its lock goes, its ledger entry stays.
 		if ok, err := ca.ForceUnlock(ctx, "job"); err != nil || !ok {
@@ -224,10 +208,11 @@ func TestLedgerDeadHolder(t *testing.T) {
 }
 
 func TestLedgerOverlap(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := testCtx(t)
-		a := ledger(t, newC(), "job")
-		cb := newC()
+		a := ledger(t, store.NewClient(t), "job")
+		cb := store.NewClient(t)
 		b := ledger(t, cb, "job")
 		cl := mustClaim(t, ctx, a, 7)
 		if _, err := b.Claim(ctx, 8, false); !errors.Is(err, lock.ErrLocked) {
@@ -252,9 +237,10 @@ func TestLedgerOverlap(t *testing.T) {
 }
 
 func TestLedgerReentryAndFinishDropsAllHolds(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := testCtx(t)
-		c := newC()
+		c := store.NewClient(t)
 		cl := mustClaim(t, ctx, ledger(t, c, "job"), 1)
 		inner, err := c.Mutex("job").Lock(cl.Lease.Context())
 		if err != nil || inner != cl.Lease {
@@ -263,7 +249,7 @@ func TestLedgerReentryAndFinishDropsAllHolds(t *testing.T) {
 		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
-		l, err := newC().Mutex("job").TryLock(ctx)
+		l, err := store.NewClient(t).Mutex("job").TryLock(ctx)
 		if err != nil {
 			t.Fatalf("the lock after Finish with two holds: %v", err)
 		}
@@ -272,11 +258,12 @@ func TestLedgerReentryAndFinishDropsAllHolds(t *testing.T) {
 }
 
 func TestLedgerWaitEndsWithCtx(t *testing.T) {
-	eachBackend(t, func(t *testing.T, newC func(...lock.Option) *lock.Client) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
 		ctx := testCtx(t)
-		cl := mustClaim(t, ctx, ledger(t, newC(), "job"), 1)
+		cl := mustClaim(t, ctx, ledger(t, store.NewClient(t), "job"), 1)
 		defer cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1})
-		cb := newC()
+		cb := store.NewClient(t)
 		wctx, cancel := context.WithCancel(ctx)
 		ch := claimAsync(wctx, ledger(t, cb, "job"), 1, false)
 		locktest.WaitForWaiter(t, cb, "job")
@@ -288,6 +275,7 @@ func TestLedgerWaitEndsWithCtx(t *testing.T) {
 }
 
 func TestLedgerBadInput(t *testing.T) {
+	t.Parallel()
 	c, err := lock.NewMemory()
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +300,7 @@ func TestLedgerBadInput(t *testing.T) {
 }
 
 func TestLedgerWrongTypeKey(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
 	ctx := testCtx(t)
@@ -332,6 +321,7 @@ func TestLedgerWrongTypeKey(t *testing.T) {
 }
 
 func TestLedgerKeyAndTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
 	ctx := testCtx(t)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -15,9 +16,10 @@ import (
 // Multi takes all of its parts or none: when one is held elsewhere, the
 // ones it took are given back.
 func TestMultiAllOrNothing(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			cs := sharedClients(t, be, 2)
+			cs := locktest.NewStore(t, be).NewClients(t, 2)
 			a, b := cs[0], cs[1]
 			ctx := testCtx(t)
 			other, err := b.Mutex("y").Lock(ctx)
@@ -84,9 +86,10 @@ func TestMultiAllOrNothing(t *testing.T) {
 // Two Multi locks over the same names, given in opposite orders, on
 // different Clients, never deadlock, and never hold at once.
 func TestMultiOppositeOrders(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			cs := sharedClients(t, be, 2)
+			cs := locktest.NewStore(t, be).NewClients(t, 2)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			ms := []lock.Locker{
@@ -159,6 +162,7 @@ func TestMultiPartLost(t *testing.T) {
 }
 
 func TestCompositeInvalid(t *testing.T) {
+	t.Parallel()
 	c, err := lock.NewMemory()
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +195,7 @@ func redlockServers(t *testing.T, n int, name string, opts ...lock.Option) ([]*r
 // RedLock acquires with one of three servers down, and refuses with two
 // down, giving back what it took.
 func TestRedLockMajority(t *testing.T) {
+	t.Parallel()
 	srvs, parts := redlockServers(t, 3, "red")
 	ctx := testCtx(t)
 	rl := lock.RedLock(parts...)
@@ -292,6 +297,7 @@ func TestRedLockValidity(t *testing.T) {
 // A Multi lease is re-entered only through the same locks of the same
 // Clients; its clean Unlock ends it as released, not lost.
 func TestMultiReentryAndRelease(t *testing.T) {
+	t.Parallel()
 	store := lock.NewMemoryStore()
 	c1, _ := store.NewClient()
 	c2, _ := store.NewClient()

@@ -86,6 +86,7 @@ func TestKeyNamesShareHashTag(t *testing.T) {
 }
 
 func TestBadKeysAreReportedAndKept(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
 	ctx := testCtx(t)
@@ -136,6 +137,7 @@ func TestBadKeysAreReportedAndKept(t *testing.T) {
 }
 
 func TestInvalidInputSendsNothing(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	for _, opt := range []lock.Option{lock.WithLeaseTime(0), lock.WithLeaseTime(-time.Second), lock.WithLeaseTime(20 * time.Millisecond), lock.WithKeyPrefix(""), lock.WithKeyPrefix("a{b")} {
@@ -165,6 +167,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 }
 
 func TestNoScriptFallsBackToEval(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
 	ctx := testCtx(t)
@@ -223,6 +226,7 @@ func TestPausedRedisCancelsLeaseBeforeExpiry(t *testing.T) {
 }
 
 func TestRestartEmptyIsDetectedAndTokensGrow(t *testing.T) {
+	t.Parallel()
 	const leaseTime = 600 * time.Millisecond
 	srv := redistest.Start(t)
 	c := newClient(t, srv, lock.WithLeaseTime(leaseTime))
@@ -276,6 +280,7 @@ func TestUnreachableRedisFailsWithinDeadline(t *testing.T) {
 }
 
 func TestWaiterAcquiresAfterPubSubKilled(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, waiter := newClient(t, srv), newClient(t, srv) // 30s leases
 	ctx := testCtx(t)
@@ -321,6 +326,7 @@ func pubsubConns(t *testing.T, srv *redistest.Server) int {
 // One Pub/Sub connection per Client serves every lock name and waiter, and
 // nothing stays subscribed after the waits end or the Client closes.
 func TestOneSharedSubscriptionNoLeaks(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder := newClient(t, srv)
 	c, err := lock.New(srv.Client())
@@ -407,6 +413,7 @@ func TestContentionCommandsPerAcquisition(t *testing.T) {
 }
 
 func TestClientIDInOwner(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c1 := newClient(t, srv, lock.WithClientID("replica-a"))
 	c2 := newClient(t, srv, lock.WithClientID("replica-a"))
@@ -457,6 +464,7 @@ func TestKeyDeletedByHandCancelsLease(t *testing.T) {
 // A Client that waits for the same lock again soon finds its channel still
 // subscribed: no SUBSCRIBE, and no second attempt after its first.
 func TestSubscriptionLingersBetweenWaits(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, waiter := newClient(t, srv), newClient(t, srv)
 	ctx := testCtx(t)

@@ -18,33 +18,6 @@ import (
 	"github.com/lockcron/lockcron/lock"
 )
 
-// rwStore is one store for the read-write lock tests: a redis-server, or a
-// MemoryStore.
-type rwStore struct {
-	srv *redistest.Server // nil: the memory backend
-	mem *lock.MemoryStore
-}
-
-// client returns a new Client on the store, closed when the test ends.
-func (s rwStore) client(t *testing.T, opts ...lock.Option) *lock.Client {
-	t.Helper()
-	if s.srv != nil {
-		return newClient(t, s.srv, opts...)
-	}
-	c, err := s.mem.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// onBothRW runs fn on a fresh redis-server and on a fresh MemoryStore.
-func onBothRW(t *testing.T, fn func(t *testing.T, s rwStore)) {
-	t.Run("Redis", func(t *testing.T) { fn(t, rwStore{srv: redistest.Start(t)}) })
-	t.Run("Memory", func(t *testing.T) { fn(t, rwStore{mem: lock.NewMemoryStore()}) })
-}
-
 // rwLocked asserts that a TryLock of l fails with ErrLocked.
 func rwLocked(t *testing.T, ctx context.Context, l lock.Locker, what string) {
 	t.Helper()
@@ -87,9 +60,10 @@ func waitLeaseDone(t *testing.T, l *lock.Lease, within time.Duration, what strin
 }
 
 func TestRWMutexReadersShare(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		ctx := testCtx(t)
-		clients := []*lock.Client{s.client(t), s.client(t), s.client(t)}
+		clients := []*lock.Client{s.NewClient(t), s.NewClient(t), s.NewClient(t)}
 		const readers = 6
 		var leases []*lock.Lease
 		var last int64
@@ -107,7 +81,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 				t.Fatalf("reader %d lost its lease: %v", i, l.Err())
 			}
 		}
-		w := s.client(t).RWMutex("share")
+		w := s.NewClient(t).RWMutex("share")
 		rwLocked(t, ctx, w, "write lock while 6 readers hold")
 		if _, err := w.Lock(ctx, lock.WithWait(100*time.Millisecond)); !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("write Lock(WithWait) while readers hold: %v, want ErrLocked", err)
@@ -134,9 +108,10 @@ func TestRWMutexReadersShare(t *testing.T) {
 // Readers and writers on three Clients: no reader holds while a writer
 // does, no two writers hold at once, and readers do share.
 func TestRWMutexExclusion(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		ctx := testCtx(t)
-		clients := []*lock.Client{s.client(t), s.client(t), s.client(t)}
+		clients := []*lock.Client{s.NewClient(t), s.NewClient(t), s.NewClient(t)}
 		var readers, writers, maxReaders, violations, reads, writes atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, 16)
@@ -199,7 +174,7 @@ func TestRWMutexExclusion(t *testing.T) {
 // A writer is not starved by a stream of overlapping readers: it gets the
 // lock within a few reader hold times, and readers that come after it wait.
 func TestRWMutexWriterNotStarved(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		const (
 			name      = "starve"
 			hold      = 40 * time.Millisecond
@@ -208,8 +183,8 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 		ctx := testCtx(t)
 		// The readers stop when rctx ends, should the writer keep the lock.
 		rctx, cancel := context.WithCancel(ctx)
-		rc := []*lock.Client{s.client(t), s.client(t)}
-		wc := s.client(t)
+		rc := []*lock.Client{s.NewClient(t), s.NewClient(t)}
+		wc := s.NewClient(t)
 
 		type read struct{ called, got time.Time }
 		var (
@@ -328,12 +303,12 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 // its lease ends on its own, while the other reader's, renewed by its
 // watchdog, stays valid and alone holds the lock.
 func TestRWMutexReaderLeaseExpiresAlone(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		const leaseTime = 300 * time.Millisecond
 		ctx := testCtx(t)
-		crashed := s.client(t)
-		alive := s.client(t, lock.WithLeaseTime(leaseTime))
-		wc := s.client(t)
+		crashed := s.NewClient(t)
+		alive := s.NewClient(t, lock.WithLeaseTime(leaseTime))
+		wc := s.NewClient(t)
 
 		a := locktest.MustLock(t, ctx, crashed.RWMutex("alone").RLocker(), lock.WithLease(leaseTime))
 		taken := time.Now()
@@ -400,9 +375,10 @@ func TestRWMutexCrashedReaderRedis(t *testing.T) {
 }
 
 func TestRWMutexReentry(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		ctx := testCtx(t)
-		c1, c2 := s.client(t), s.client(t)
+		c1, c2 := s.NewClient(t), s.NewClient(t)
 		rw, other := c1.RWMutex("re"), c2.RWMutex("re")
 
 		t.Run("read", func(t *testing.T) {
@@ -456,9 +432,10 @@ func TestRWMutexReentry(t *testing.T) {
 // The writer may take the read lock, and keep it after the write lock:
 // a downgrade.
 func TestRWMutexDowngrade(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		ctx := testCtx(t)
-		c1, c2 := s.client(t), s.client(t)
+		c1, c2 := s.NewClient(t), s.NewClient(t)
 		rw, other := c1.RWMutex("down"), c2.RWMutex("down")
 
 		w := locktest.MustLock(t, ctx, rw)
@@ -520,14 +497,14 @@ func TestRWMutexDowngrade(t *testing.T) {
 // A reader that asks for the write lock gets ErrUpgrade at once, and
 // nothing is sent.
 func TestRWMutexUpgradeRefused(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		ctx := testCtx(t)
-		c := s.client(t)
+		c := s.NewClient(t)
 		rw := c.RWMutex("up")
 		r := locktest.MustLock(t, ctx, rw.RLocker())
 		before := 0
-		if s.srv != nil {
-			before = commandCalls(t, s.srv)
+		if s.Server != nil {
+			before = commandCalls(t, s.Server)
 		}
 		start := time.Now()
 		for _, call := range []struct {
@@ -546,13 +523,13 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 		if d := time.Since(start); d > 100*time.Millisecond {
 			t.Fatalf("ErrUpgrade came after %v, want at once", d)
 		}
-		if s.srv != nil {
-			if n := commandCalls(t, s.srv) - before; n != 0 {
+		if s.Server != nil {
+			if n := commandCalls(t, s.Server) - before; n != 0 {
 				t.Fatalf("%d commands sent for refused upgrades", n)
 			}
 		}
 		// Another Client's read lease, or another lock's, is not this one.
-		other := s.client(t)
+		other := s.NewClient(t)
 		w := locktest.MustLock(t, r.Context(), c.RWMutex("up2"))
 		locktest.MustUnlock(t, w)
 		if _, err := other.RWMutex("up").Lock(r.Context(), lock.WithWait(50*time.Millisecond)); !errors.Is(err, lock.ErrLocked) {
@@ -565,9 +542,9 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 // A writer whose wait ends without the lock takes its mark away, and the
 // readers it held back come in at once.
 func TestRWMutexWriterGivesUp(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		ctx := testCtx(t)
-		c1, c2, c3 := s.client(t), s.client(t), s.client(t)
+		c1, c2, c3 := s.NewClient(t), s.NewClient(t), s.NewClient(t)
 		r := locktest.MustLock(t, ctx, c1.RWMutex("giveup").RLocker())
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -643,11 +620,11 @@ func TestRWMutexDeadWriterMarkLapses(t *testing.T) {
 }
 
 func TestRWMutexForceUnlock(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		const leaseTime = 300 * time.Millisecond
 		ctx := testCtx(t)
-		c1 := s.client(t, lock.WithLeaseTime(leaseTime))
-		c2 := s.client(t, lock.WithLeaseTime(leaseTime))
+		c1 := s.NewClient(t, lock.WithLeaseTime(leaseTime))
+		c2 := s.NewClient(t, lock.WithLeaseTime(leaseTime))
 		r1 := locktest.MustLock(t, ctx, c1.RWMutex("force").RLocker())
 		r2 := locktest.MustLock(t, ctx, c1.RWMutex("force").RLocker())
 		got := locktest.Go(ctx, c2.RWMutex("force"))
@@ -697,6 +674,7 @@ func TestRWMutexForceUnlock(t *testing.T) {
 }
 
 func TestRWMutexBadKey(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
 	ctx := testCtx(t)
@@ -748,6 +726,7 @@ func TestRWMutexBadKey(t *testing.T) {
 // The keys of a read-write lock share the name's hash tag, and the lock's
 // TTL reaches the longest lease held.
 func TestRWMutexKeysAndTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv, lock.WithKeyPrefix("app"))
 	ctx := testCtx(t)
@@ -782,8 +761,9 @@ func TestRWMutexKeysAndTTL(t *testing.T) {
 }
 
 func TestRWMutexInvalidName(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
-		c := s.client(t)
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
+		c := s.NewClient(t)
 		ctx := testCtx(t)
 		for _, name := range []string{"", "a{b", "a}b"} {
 			rw := c.RWMutex(name)
@@ -813,6 +793,7 @@ func rwScript(t *testing.T, name string) *redis.Script {
 // scripts twice leaves Redis as one run would have. And a reader's entry
 // goes at its deadline while another reader's stays.
 func TestRWScriptsRetry(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := testCtx(t)
@@ -941,9 +922,10 @@ func TestRWScriptsRetry(t *testing.T) {
 // The writer's downgrade does not queue behind its own Client's readers,
 // which wait for that writer.
 func TestRWMutexDowngradeAheadOfOwnReaders(t *testing.T) {
-	onBothRW(t, func(t *testing.T, s rwStore) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		ctx := testCtx(t)
-		c := s.client(t)
+		c := s.NewClient(t)
 		rw := c.RWMutex("ahead")
 		w := locktest.MustLock(t, ctx, rw)
 		got := locktest.Go(ctx, rw.RLocker())

@@ -11,6 +11,7 @@ import (
 // go-redis may send a script again after a reply was lost. Every script
 // must then leave Redis as one run would have, on both backends.
 func TestScriptsAreIdempotent(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	backends := map[string]backend{
 		"redis":  newRedisBackend(srv.Client(), func(string) {}, func(string) {}, nil, "me:", nil),

@@ -23,35 +23,6 @@ import (
 	"github.com/lockcron/lockcron/lock"
 )
 
-// semEnv is one backend for the semaphore tests: Clients on one store.
-type semEnv struct {
-	srv       *redistest.Server // nil on the memory backend
-	newClient func(t *testing.T, opts ...lock.Option) *lock.Client
-}
-
-// semBackends runs fn on a real redis-server and on a MemoryStore.
-func semBackends(t *testing.T, fn func(t *testing.T, e semEnv)) {
-	t.Run("Redis", func(t *testing.T) {
-		srv := redistest.Start(t)
-		fn(t, semEnv{srv: srv, newClient: func(t *testing.T, opts ...lock.Option) *lock.Client {
-			t.Helper()
-			return semClient(t, srv.Client(), opts...)
-		}})
-	})
-	t.Run("Memory", func(t *testing.T) {
-		store := lock.NewMemoryStore()
-		fn(t, semEnv{newClient: func(t *testing.T, opts ...lock.Option) *lock.Client {
-			t.Helper()
-			c, err := store.NewClient(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			return c
-		}})
-	})
-}
-
 func semClient(t *testing.T, rdb redis.UniversalClient, opts ...lock.Option) *lock.Client {
 	t.Helper()
 	c, err := lock.New(rdb, opts...)
@@ -76,11 +47,12 @@ func semExpectLocked(t *testing.T, l lock.Locker) {
 // At most N holders at once, and all N permits used, under 50 goroutines
 // spread over five Clients.
 func TestSemaphoreLimit(t *testing.T) {
-	semBackends(t, func(t *testing.T, e semEnv) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
 		const permits, goroutines, rounds = 3, 50, 8
 		var sems []lock.Locker
 		for range 5 {
-			sems = append(sems, e.newClient(t).Semaphore("limit", permits))
+			sems = append(sems, e.NewClient(t).Semaphore("limit", permits))
 		}
 		ctx := locktest.Ctx(t, 60*time.Second)
 		var inside, most, total atomic.Int64
@@ -140,8 +112,8 @@ func TestSemaphoreLimit(t *testing.T) {
 // TryLock fails with every permit taken; an Unlock wakes a waiter at once,
 // on another Client or the same one, well before the 30s lease.
 func TestSemaphoreTryLockAndWake(t *testing.T) {
-	semBackends(t, func(t *testing.T, e semEnv) {
-		c1, c2 := e.newClient(t), e.newClient(t)
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
+		c1, c2 := e.NewClient(t), e.NewClient(t)
 		s1, s2 := c1.Semaphore("wake", 2), c2.Semaphore("wake", 2)
 		ctx := locktest.Ctx(t, 20*time.Second)
 		a := locktest.MustLock(t, ctx, s1)
@@ -190,8 +162,9 @@ func TestSemaphoreTryLockAndWake(t *testing.T) {
 // Tokens strictly increase across permits, whichever Client takes them and
 // while other permits are held.
 func TestSemaphoreTokensIncrease(t *testing.T) {
-	semBackends(t, func(t *testing.T, e semEnv) {
-		sems := []lock.Locker{e.newClient(t).Semaphore("tokens", 3), e.newClient(t).Semaphore("tokens", 3)}
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
+		sems := []lock.Locker{e.NewClient(t).Semaphore("tokens", 3), e.NewClient(t).Semaphore("tokens", 3)}
 		ctx := locktest.Ctx(t, 20*time.Second)
 		var held []*lock.Lease
 		var last int64
@@ -216,8 +189,9 @@ func TestSemaphoreTokensIncrease(t *testing.T) {
 // Lock on a permit's context adds a hold to that permit: same lease, same
 // token, no second permit; the last Unlock gives it back.
 func TestSemaphoreReentry(t *testing.T) {
-	semBackends(t, func(t *testing.T, e semEnv) {
-		c1, c2 := e.newClient(t), e.newClient(t)
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
+		c1, c2 := e.NewClient(t), e.NewClient(t)
 		sem, other := c1.Semaphore("reentry", 2), c2.Semaphore("reentry", 2)
 		ctx := locktest.Ctx(t, 20*time.Second)
 		p := locktest.MustLock(t, ctx, sem)
@@ -229,8 +203,8 @@ func TestSemaphoreReentry(t *testing.T) {
 		if again.Token() != p.Token() {
 			t.Fatalf("re-entry token %d, want %d", again.Token(), p.Token())
 		}
-		if e.srv != nil {
-			if got := e.srv.Do("HGET", "lockcron:{reentry}:sem:holds", p.Owner()); got != "3" {
+		if e.Server != nil {
+			if got := e.Server.Do("HGET", "lockcron:{reentry}:sem:holds", p.Owner()); got != "3" {
 				t.Fatalf("holds of the permit in Redis: %v, want 3", got)
 			}
 		}
@@ -266,11 +240,11 @@ func TestSemaphoreReentry(t *testing.T) {
 // ForceUnlock takes every permit away: each holder's Done closes with
 // ErrLockLost at its next renewal, and a waiter is woken at once.
 func TestSemaphoreForceUnlock(t *testing.T) {
-	semBackends(t, func(t *testing.T, e semEnv) {
+	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
 		const leaseTime = 300 * time.Millisecond
-		c1 := e.newClient(t, lock.WithLeaseTime(leaseTime))
-		c2 := e.newClient(t, lock.WithLeaseTime(leaseTime))
-		admin := e.newClient(t)
+		c1 := e.NewClient(t, lock.WithLeaseTime(leaseTime))
+		c2 := e.NewClient(t, lock.WithLeaseTime(leaseTime))
+		admin := e.NewClient(t)
 		ctx := locktest.Ctx(t, 20*time.Second)
 		holders := []*lock.Lease{
 			locktest.MustLock(t, ctx, c1.Semaphore("force", 3)),
@@ -326,6 +300,7 @@ func TestSemaphoreForceUnlock(t *testing.T) {
 }
 
 func TestSemaphoreInvalid(t *testing.T) {
+	t.Parallel()
 	// A Client whose every connection attempt is counted and fails: an
 	// invalid Locker must send nothing.
 	var dials atomic.Int64
@@ -388,6 +363,7 @@ func TestSemaphoreInvalid(t *testing.T) {
 // A key of the semaphore that is not ours is reported with its name and
 // left as it is.
 func TestSemaphoreBadKeys(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := semClient(t, srv.Client())
 	ctx := locktest.Ctx(t, 20*time.Second)
@@ -510,6 +486,7 @@ func redisTimeMillis(t *testing.T, srv *redistest.Server) int64 {
 // must then leave Redis as one run would have, and a repeated acquire must
 // answer with the permit's own token even when others were issued since.
 func TestSemaphoreScriptsAreIdempotent(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := locktest.Ctx(t, 10*time.Second)

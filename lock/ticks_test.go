@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -37,16 +38,19 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // are counted (nil on memory).
 func twoClients(t *testing.T, be string) (a, b *lock.Client, bCmds *countHook) {
 	t.Helper()
-	if be == "memory" {
-		s := lock.NewMemoryStore()
-		return mkClient(t, s.NewClient, nil), mkClient(t, s.NewClient, nil), nil
+	st := locktest.NewStore(t, be)
+	if st.Server == nil {
+		return st.NewClient(t), st.NewClient(t), nil
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := st.Server.Client()
 	bCmds = &countHook{}
 	rdb.AddHook(bCmds)
-	return mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(srv.Client(), o...) }, nil),
-		mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil), bCmds
+	b, err := lock.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return st.NewClient(t), b, bCmds
 }
 
 func claimFinish(t *testing.T, ctx context.Context, g *lock.Ledger, tick int64, done bool) {
@@ -64,7 +68,8 @@ func claimFinish(t *testing.T, ctx context.Context, g *lock.Ledger, tick int64, 
 // their unlock messages, and its own Client's at once; a Claim of a tick
 // heard done returns ErrDone without a command; after stop, nothing more.
 func TestLedgerWatch(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	t.Parallel()
+	for _, be := range locktest.Backends {
 		for _, fair := range []bool{false, true} {
 			name := be
 			if fair {
@@ -188,7 +193,7 @@ func TestLedgerWatch(t *testing.T) {
 // Heartbeat keeps a group of live members on the store's clock: a member
 // is gone within its ttl after its last heartbeat, and at once after Leave.
 func TestHeartbeat(t *testing.T) {
-	for _, be := range []string{"redis", "memory"} {
+	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
 			ctx := testCtx(t)
 			a, b, _ := twoClients(t, be)
@@ -245,6 +250,7 @@ func TestHeartbeat(t *testing.T) {
 
 // A group key of another type is reported with its name, not overwritten.
 func TestHeartbeatBadKey(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	c := mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(srv.Client(), o...) }, nil)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestAddValidation(t *testing.T) {
+	t.Parallel()
 	c, err := lock.NewMemory()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +67,7 @@ func TestAddValidation(t *testing.T) {
 }
 
 func TestNewOptions(t *testing.T) {
+	t.Parallel()
 	c, err := lock.NewMemory()
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +89,7 @@ func TestNewOptions(t *testing.T) {
 }
 
 func TestRunTwiceAndAfterStop(t *testing.T) {
+	t.Parallel()
 	c, err := lock.NewMemory()
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +121,7 @@ func TestRunTwiceAndAfterStop(t *testing.T) {
 }
 
 func TestStatusZone(t *testing.T) {
+	t.Parallel()
 	c, err := lock.NewMemory()
 	if err != nil {
 		t.Fatal(err)

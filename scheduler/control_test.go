@@ -15,6 +15,7 @@ import (
 // A paused job runs on no replica; its ticks count as paused; resumed, it
 // runs again.
 func TestPauseResumeFleetWide(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "pausable"
 	j := newJournal()
@@ -52,6 +53,7 @@ func TestPauseResumeFleetWide(t *testing.T) {
 // runs the job once on one replica of the fleet, under its lock, even
 // while the job is paused; each trigger runs once.
 func TestTriggerRunsOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "manual"
 	j := newJournal()
@@ -112,6 +114,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 // Jobs of one concurrency group never run more at once than its
 // MaxConcurrency, across replicas.
 func TestMaxConcurrency(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var now, peak atomic.Int32
 	work := func(ctx context.Context) error {
@@ -139,6 +142,7 @@ func TestMaxConcurrency(t *testing.T) {
 // A trigger that comes while a manual run of the job is under way runs
 // after it, on some replica: it is not lost.
 func TestTriggerDuringManualRun(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "manual2"
 	j := newJournal()

@@ -12,6 +12,7 @@ import (
 // the lock, with runs that fill it, both keep running: the lock goes to
 // the claim that waited first.
 func TestFairLockJobs(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
 	mk := func(name string) scheduler.Job {

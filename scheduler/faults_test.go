@@ -15,6 +15,7 @@ import (
 // own. Under abandon, it records the unfinished one as interrupted instead
 // and runs its own.
 func TestUnfinishedTickRunsFirst(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []scheduler.ShutdownPolicy{scheduler.ShutdownHandoff, scheduler.ShutdownAbandon} {
 		t.Run(string(policy), func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -71,6 +72,7 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 // time it was asked for as its Tick, even when that falls in the second of
 // a scheduled tick; scheduled runs have Trigger 0.
 func TestManualRunIdentity(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	const job = "tagged"

@@ -19,6 +19,7 @@ func fleetDuration(full time.Duration) time.Duration {
 }
 
 func TestOncePerTickAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
 	var fleet []*replica
@@ -51,6 +52,7 @@ func TestOncePerTickAcrossReplicas(t *testing.T) {
 }
 
 func TestOncePerTickWithClockSkew(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
 	var fleet []*replica
@@ -87,6 +89,7 @@ func TestOncePerTickWithClockSkew(t *testing.T) {
 }
 
 func TestInMemoryBackend(t *testing.T) {
+	t.Parallel()
 	c, err := lock.NewMemory(lock.WithClientID("solo"))
 	if err != nil {
 		t.Fatal(err)

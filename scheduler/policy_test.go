@@ -256,6 +256,7 @@ func sleepWork(d time.Duration) func(context.Context) error {
 // run is under way, so that its ticks find the lock held by an earlier
 // tick's run in Redis, not only here.
 func TestOverlapSkip(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "slow"
 	j := newJournal()
@@ -310,6 +311,7 @@ func TestOverlapSkip(t *testing.T) {
 // OverlapQueue: the tick that comes while a run holds the lock waits for
 // it and runs as soon as it ends; a further tick is skipped_busy.
 func TestOverlapQueue(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "queued"
 	j := newJournal()
@@ -348,6 +350,7 @@ func TestOverlapQueue(t *testing.T) {
 // The fleet last claimed a tick 5s ago; a replica starts: under MisfireSkip
 // the ticks since are counted missed and none of them runs.
 func TestMisfireSkip(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "misfire-skip"
 	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
@@ -370,6 +373,7 @@ func TestMisfireSkip(t *testing.T) {
 // Under MisfireRunOnce the latest missed tick runs once at start, with its
 // own tick in RunInfo; the ones before it are counted missed.
 func TestMisfireRunOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "misfire-once"
 	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
@@ -408,6 +412,7 @@ func TestMisfireRunOnce(t *testing.T) {
 // the grace. An hourly schedule whose latest tick was 3s ago, and a ledger
 // that last saw a claim 3 hours ago.
 func TestMisfireGrace(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	latest := time.Now().UTC().Truncate(time.Second).Add(-3 * time.Second)
 	spec := fmt.Sprintf("CRON_TZ=UTC %d %d * * * *", latest.Second(), latest.Minute())
@@ -469,6 +474,7 @@ var errFlaky = errors.New("flaky")
 // token), after a backoff that doubles; one whose retries run out fails.
 // The other replica runs neither again.
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	spec, tick := oneTickSoon(time.Second)
 	const backoff = 50 * time.Millisecond
@@ -534,6 +540,7 @@ func TestRetries(t *testing.T) {
 // cause jobs.ErrTimeout, the run fails with an error that wraps it, and the
 // lock is free.
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	spec, tick := oneTickSoon(time.Second)
 	const job = "timeout"
@@ -587,6 +594,7 @@ func TestTimeout(t *testing.T) {
 // A panic in the job: the run fails, the lock is released, the other
 // replica does not run the tick again, and the next tick runs normally.
 func TestPanic(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	spec, ticks := ticksSoon(time.Second, 2*time.Second, 2)
 	const job = "panicky"
@@ -625,6 +633,7 @@ func TestPanic(t *testing.T) {
 // finds it gone, the run's ctx ends with cause lock.ErrLockLost, and the
 // run counts as lost_lock.
 func TestLockDeletedUnderRunningJob(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	spec, tick := oneTickSoon(time.Second)
 	const job = "fragile"
@@ -672,6 +681,7 @@ func TestLockDeletedUnderRunningJob(t *testing.T) {
 // ErrClosed. Handoff: the other replica runs the tick at once, attempt 2.
 // Abandon: the tick is done, interrupted, and nobody runs it again.
 func TestShutdownInProcess(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []scheduler.ShutdownPolicy{scheduler.ShutdownHandoff, scheduler.ShutdownAbandon} {
 		t.Run(string(policy), func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -816,6 +826,7 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 // ctx's error at once, the lock is released all the same, and Run returns
 // ErrClosed. The job func is left to return when it will.
 func TestShutdownDeadlineWithStubbornJob(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	spec, tick := oneTickSoon(time.Second)
 	const job = "stubborn"

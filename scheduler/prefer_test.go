@@ -103,6 +103,7 @@ func members(srv *redistest.Server) int64 {
 // alone, the first in rank; the others hear it done and send no claim; and
 // each replica is first for its share of the ticks.
 func TestPreferredReplicaClaimsAlone(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
 	const nJobs, ttl = 20, 600 * time.Millisecond
@@ -182,6 +183,7 @@ func TestPreferredReplicaClaimsAlone(t *testing.T) {
 // ticks: those run after the fallback delay on the next in rank, and no
 // tick is missed or run twice.
 func TestDeadPreferredReplicaFallsBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ghost := srv.Client()
 	defer ghost.Close()

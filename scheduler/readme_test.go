@@ -10,6 +10,7 @@ import (
 // ExampleNew, scheduler's Example_readme), so that they compile: every
 // line of each is in one of the example files.
 func TestReadmeSnippetsAreExamples(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ func mustTime(t *testing.T, s string) time.Time {
 }
 
 func TestParseSchedule(t *testing.T) {
+	t.Parallel()
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Skip("no zone database:", err)
@@ -50,6 +51,7 @@ func TestParseSchedule(t *testing.T) {
 }
 
 func TestParseScheduleErrors(t *testing.T) {
+	t.Parallel()
 	for _, spec := range []string{"", "61 * * * *", "* * *", "@every 500ms", "@every 1500ms", "CRON_TZ=Nowhere/Land @every 1m", "@every soon", "@yearly-ish", "CRON_TZ=Nowhere/Land 0 6 * * *"} {
 		t.Run(spec, func(t *testing.T) {
 			if _, err := parseSchedule(spec, time.UTC); err == nil {
@@ -62,6 +64,7 @@ func TestParseScheduleErrors(t *testing.T) {
 // Replicas that compute the next tick from different moments, in the same
 // period, agree on it.
 func TestEveryAgreesAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	s, err := parseSchedule("@every 10s", time.UTC)
 	if err != nil {
 		t.Fatal(err)

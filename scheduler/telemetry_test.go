@@ -111,6 +111,7 @@ func spanNames(spans []*oteltest.Span) string {
 // lock.wait span and a job.run span under it, the job metrics, and the
 // "job ran" debug line with job and tick.
 func TestTelemetryOfARun(t *testing.T) {
+	t.Parallel()
 	o := newObserved(t)
 	const job = "report"
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
@@ -173,6 +174,7 @@ func TestTelemetryOfARun(t *testing.T) {
 // outcome failed, and "run finished: job failed" is logged at error level
 // with job, tick, replica, duration, outcome and error.
 func TestTelemetryOfAFailure(t *testing.T) {
+	t.Parallel()
 	o := newObserved(t)
 	const job = "flaky"
 	errBoom := errors.New("boom")
@@ -216,6 +218,7 @@ func (m *meter) gaugeValue(t *testing.T, name, job string) (float64, bool) {
 // tick, and paused, which follows Pause and Resume; a paused tick is not a
 // lock-wait error.
 func TestJobGauges(t *testing.T) {
+	t.Parallel()
 	o := newObserved(t)
 	ctx := testCtx(t)
 	const job = "gauged"
@@ -280,6 +283,7 @@ func TestJobGauges(t *testing.T) {
 // The run's trace continues into its job: an exec job gets the job.run
 // span as its TRACEPARENT, an http job as its traceparent header.
 func TestTraceContinuesIntoJobs(t *testing.T) {
+	t.Parallel()
 	o := newObserved(t)
 	out := filepath.Join(t.TempDir(), "traceparent")
 	o.add(t, scheduler.Job{Name: "exec", Schedule: "@every 1s", Run: &jobs.Exec{

@@ -17,8 +17,9 @@ import (
 // Backend makes Clients that share one store, so that they contend as
 // separate processes would.
 type Backend struct {
-	// NewClient returns a new Client on the store. The suite closes it.
-	NewClient func(t *testing.T, opts ...lock.Option) *lock.Client
+	// NewClient returns a new Client on the store. The suite closes it;
+	// Store.NewClient, which also closes it when t ends, will do.
+	NewClient func(t testing.TB, opts ...lock.Option) *lock.Client
 	// Kind returns the kind of lock under test; nil is Client.Mutex. The
 	// suite's promises hold for every exclusive kind: Mutex, FairMutex, an
 	// RWMutex's write lock, a Semaphore of one permit.
