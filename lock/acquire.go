@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A kind is what a Lease needs from the kind of lock it holds: the scripts
@@ -40,9 +35,12 @@ func (m mutexKind) release(ctx context.Context, k *keys, owner string, holds, dr
 	return m.c.release(ctx, k, owner, holds, drop)
 }
 
-// An acquisition is one kind's part in the Lock and TryLock path that the
-// kinds share (Client.acquire): options, re-entry, the first attempt, and
-// the wait in this Client's queue.
+// An acquisition is one kind's part in the path that every Lock, TryLock
+// and Ledger.Claim goes through (Client.acquire): options, re-entry, the
+// first attempt, the wait, the clean-up after a lost reply, the wait span.
+// What differs between the kinds is the attempt, and how a waiter waits:
+// in this Client's queue for the lock (localWait), or in the lock's own
+// queue in the store (fairWait: FairMutex, a fair ledger's claims).
 type acquisition struct {
 	k    *keys
 	kind kind // releases what a failed call may have taken
@@ -50,20 +48,38 @@ type acquisition struct {
 	// permits). When the head of the queue acquires, the next tries at once
 	// instead of sleeping until an unlock.
 	shared bool
-	// attempt tries once, for a new lease of owner: it returns the lease,
-	// or how long to wait at most before the next try (the holder's TTL),
-	// or an error. Every attempt of one call uses the same owner id, so an
-	// attempt whose reply was lost and that took the lock is found by the
-	// next one (the scripts answer such a repeat with the lease, and start
-	// its time again); attempt does no clean-up itself.
-	attempt func(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error)
+	// fair: the waiters wait in the lock's queue in the store, first come,
+	// first served across every Client; unlocks are addressed to the head.
+	fair bool
+	// claim: a Ledger.Claim. Its first attempt goes out at once, even
+	// while other goroutines of this Client wait (its answer may be that
+	// the tick is done, which no wait changes); it has no re-entry through
+	// ctx and refuses WithLease; check runs before any attempt.
+	claim bool
+	check func() error
+	// attempt tries once, for a new lease of at.owner: it returns the
+	// lease, or how long to wait at most before the next try (the holder's
+	// TTL), or an error. Every attempt of one call uses the same owner id,
+	// so an attempt whose reply was lost and that took the lock is found by
+	// the next one (the scripts answer such a repeat with the lease, and
+	// start its time again); attempt does no clean-up itself.
+	attempt func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error)
 }
 
-// acquire is Lock (try false) and TryLock (try true) for every kind that
-// waits in this Client's queues.
+// attemptArgs are what one attempt of an acquisition asks for.
+type attemptArgs struct {
+	owner string
+	lease time.Duration
+	fixed bool // WithLease: the lease is not renewed
+	once  bool // TryLock or WithWait(0): no wait follows this attempt
+	queue bool // a fair waiter's attempt: it takes or keeps its place in the queue
+}
+
+// acquire is Lock (try false), TryLock (try true) and Ledger.Claim, for
+// every kind.
 func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []AcquireOption) (l *Lease, err error) {
 	k := a.k
-	o, l, err := c.begin(ctx, k, opts)
+	o, l, err := c.begin(ctx, a, opts)
 	if l != nil || err != nil {
 		return l, err
 	}
@@ -73,21 +89,15 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 
 	start := time.Now()
 	w := c.tel.startWait(ctx, k.name)
-	owner := c.newOwner()
-	lease := c.opt.leaseTime
+	args := attemptArgs{owner: c.newOwner(), lease: c.opt.leaseTime, fixed: o.hasLease, once: try}
 	if o.hasLease {
-		lease = o.lease
+		args.lease = o.lease
 	}
-
-	// Try at once unless goroutines of this Client already wait for the
-	// lock; then queue behind them. If the lock's channel was subscribed
-	// before this attempt (it lingers after the last wait), the wait needs
-	// no second attempt at subscribing: an unlock after the attempt either
-	// wakes the queue, or, if it lands before this goroutine joins it, is
-	// counted by the watch, and the goroutine tries again at once.
 	errored := false // an attempt failed: its script may have run
-	attempt := func() (*Lease, time.Duration, error) {
-		l, d, err := a.attempt(ctx, owner, lease, o.hasLease)
+	attempt := func(queue bool) (*Lease, time.Duration, error) {
+		at := args
+		at.queue = queue
+		l, d, err := a.attempt(ctx, at)
 		if lostReply(err) {
 			errored = true
 		}
@@ -97,43 +107,35 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 		if l == nil && errored {
 			// The call failed, and a lost reply may have left the lock
 			// taken under owner: no attempt of this call comes after this.
-			c.cleanup(a.kind, k, owner, lease)
+			c.cleanup(a.kind, k, args.owner, args.lease)
 		}
 	}()
-	sleep := time.Duration(0)
-	var lg lingering
-	var retry backoff
-	if try || !c.hasWaiters(k) {
-		if !try {
-			lg = c.watchLingering(k)
+	switch {
+	case try:
+		l, _, err = attempt(false)
+		if l == nil && err == nil {
+			err = fmt.Errorf("lock %q: %w", k.name, ErrLocked)
 		}
-		l, pttl, err := attempt()
-		if unreachable(err) && !try {
-			// A Lock rides out a failure to reach the store (a failover,
-			// a restart) while its ctx and wait last.
-			pttl, err = retry.next(c, k, ctx, err)
-		}
-		if l != nil || err != nil {
-			c.endWatch(k.channel, lg)
-			return c.endAcquire(k, w, start, l, err)
-		}
-		if try {
-			return c.endAcquire(k, w, start, nil, fmt.Errorf("lock %q: %w", k.name, ErrLocked))
-		}
-		sleep = pttl
+	case a.fair:
+		l, err = c.fairWait(ctx, k, args.owner, o, start, attempt)
+	default:
+		l, err = c.localWait(ctx, a, o, args.lease, start, func() (*Lease, time.Duration, error) { return attempt(false) })
 	}
-	l, err = c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, retry, attempt)
 	return c.endAcquire(k, w, start, l, err)
 }
 
-// begin is the start that every Lock and TryLock shares: the options, the
-// ctx, the Client's state, and re-entry through ctx. It returns the
-// options, or the lease re-entered, or an error; with either of the last
-// two the call is over.
-func (c *Client) begin(ctx context.Context, k *keys, opts []AcquireOption) (acquireOptions, *Lease, error) {
+// begin is the start that every acquisition shares: the options, the ctx,
+// the Client's state, and re-entry through ctx. It returns the options, or
+// the lease re-entered, or an error; with either of the last two the call
+// is over.
+func (c *Client) begin(ctx context.Context, a acquisition, opts []AcquireOption) (acquireOptions, *Lease, error) {
+	k := a.k
 	o, err := buildAcquireOptions(k.name, opts)
 	if err != nil {
 		return o, nil, err
+	}
+	if a.claim && o.hasLease {
+		return o, nil, fmt.Errorf("lock %q: Claim: WithLease does not apply: %w", k.name, ErrInvalid)
 	}
 	if err := ctxErr(ctx, k.name); err != nil {
 		return o, nil, err
@@ -141,11 +143,50 @@ func (c *Client) begin(ctx context.Context, k *keys, opts []AcquireOption) (acqu
 	if c.isClosed() {
 		return o, nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
 	}
+	if a.check != nil {
+		if err := a.check(); err != nil {
+			return o, nil, err
+		}
+	}
+	if a.claim {
+		return o, nil, nil
+	}
 	if l, ok := ctx.Value(leaseKey{c, k.id}).(*Lease); ok {
 		l, err := l.reenter(ctx)
 		return o, l, err
 	}
 	return o, nil, nil
+}
+
+// localWait is the wait of every kind but the fair ones. It tries at once
+// unless goroutines of this Client already wait for the lock (a claim
+// always does); then it queues behind them (wait). If the lock's channel
+// was subscribed before this attempt (it lingers after the last wait), the
+// wait needs no second attempt at subscribing: an unlock after the attempt
+// either wakes the queue, or, if it lands before this goroutine joins it,
+// is counted by the watch, and the goroutine tries again at once.
+func (c *Client) localWait(ctx context.Context, a acquisition, o acquireOptions, lease time.Duration, start time.Time, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
+	k := a.k
+	var (
+		sleep time.Duration
+		lg    lingering
+		retry backoff
+	)
+	if a.claim || !c.hasWaiters(k) {
+		lg = c.watchLingering(k)
+		l, pttl, err := attempt()
+		if unreachable(err) {
+			// A wait rides out a failure to reach the store (a
+			// failover, a restart) while its ctx and wait last.
+			pttl, err = retry.next(c, k, ctx, err)
+		}
+		if l != nil || err != nil {
+			c.endWatch(k.channel, lg)
+			return l, err
+		}
+		sleep = pttl
+	}
+	return c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, retry, attempt)
 }
 
 func (c *Client) endAcquire(k *keys, w waitSpan, start time.Time, l *Lease, err error) (*Lease, error) {
@@ -253,24 +294,16 @@ type transientError struct{ error }
 
 func (e transientError) Unwrap() error { return e.error }
 
-// transient marks err as transient if it is one: a network failure, a
-// server that is loading, read-only (a failover under way), down or busy,
-// or ErrNoAck. Any other error (a script error, a permission) ends a wait.
-func transient(err error) error {
+// transient marks err as transient if the backend says it is one (for
+// Redis: a network failure, a server that is loading, read-only, down or
+// busy), or if it is ErrNoAck. Any other error (a script error, a
+// permission) ends a wait.
+func (c *Client) transient(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ne net.Error
-	switch {
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, ErrNoAck), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
+	if errors.Is(err, ErrNoAck) || c.be.transient(err) {
 		return transientError{err}
-	}
-	for _, p := range []string{"LOADING", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "BUSY", "NOREPLICAS"} {
-		if redis.HasErrorPrefix(err, p) {
-			return transientError{err}
-		}
 	}
 	return err
 }
@@ -305,7 +338,7 @@ type backoff struct {
 // the others at debug level.
 func (b *backoff) next(c *Client, k *keys, ctx context.Context, err error) (time.Duration, error) {
 	var tr transientError
-	if !errors.As(err, &tr) || errors.Is(err, errors.ErrUnsupported) || errors.Is(err, redis.ErrClosed) || ctx.Err() != nil || c.isClosed() {
+	if !errors.As(err, &tr) || errors.Is(err, errors.ErrUnsupported) || ctx.Err() != nil || c.isClosed() {
 		return 0, err
 	}
 	d := min(25*time.Millisecond<<b.n, maxBackoff)

@@ -34,6 +34,29 @@ type backend interface {
 	release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error)
 	// forceUnlock runs forceunlock.lua.
 	forceUnlock(ctx context.Context, k *keys) (int64, error)
+	// subscribe adds a reference to k's unlock channel. The channel it
+	// returns is closed once the subscription is in place, so that an
+	// attempt made after it cannot miss the next unlock.
+	subscribe(k *keys) <-chan struct{}
+	// unsubscribe drops a reference taken by subscribe.
+	unsubscribe(k *keys)
+	// subscribed returns the ready channel of k's subscription if it is in
+	// place and confirmed now (it lingers a while after its last waiter
+	// left), else nil. The channel identifies that subscription.
+	subscribed(k *keys) <-chan struct{}
+	close() error
+	// transient reports whether err, from one of the calls above, is a
+	// failure to reach the store that may pass (a waiter tries again).
+	transient(err error) bool
+	// storeID names the store, as far as the backend can tell; Multi
+	// orders its parts by it.
+	storeID() string
+	// ping checks that the store answers.
+	ping(ctx context.Context) error
+}
+
+// ledgerBackend is the tick ledgers' part of a backend (Ledger).
+type ledgerBackend interface {
 	// claim runs claim.lua with the ledger at key ledger.
 	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error)
 	// finish runs finish.lua. Like release, it does not wake this
@@ -52,24 +75,40 @@ type backend interface {
 	// ledger reads a ledger's fields (empty if there is none; an error
 	// wrapping ErrBadKey if the key is not a hash) and whether k is held.
 	ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error)
-	// subscribe adds a reference to k's unlock channel. The channel it
-	// returns is closed once the subscription is in place, so that an
-	// attempt made after it cannot miss the next unlock.
-	subscribe(k *keys) <-chan struct{}
-	// unsubscribe drops a reference taken by subscribe.
-	unsubscribe(k *keys)
-	// subscribed returns the ready channel of k's subscription if it is in
-	// place and confirmed now (it lingers a while after its last waiter
-	// left), else nil. The channel identifies that subscription.
-	subscribed(k *keys) <-chan struct{}
-	close() error
+}
 
-	fairBackend
-	rwBackend
-	semBackend
-	inspectBackend
-	eventBackend
-	memberBackend
+// capabilities are what a backend offers beyond the reentrant lock, found
+// by type assertion when the Client is made, in the manner of
+// database/sql/driver's optional interfaces: nil where the backend lacks
+// one, and then the kinds and calls that need it fail with an error
+// wrapping errors.ErrUnsupported (unsupported). Both backends of this
+// package have them all.
+type capabilities struct {
+	fair    fairBackend
+	rw      rwBackend
+	sem     semBackend
+	ledger  ledgerBackend
+	events  eventBackend
+	inspect inspectBackend
+	members memberBackend
+}
+
+func capabilitiesOf(be backend) capabilities {
+	var cp capabilities
+	cp.fair, _ = be.(fairBackend)
+	cp.rw, _ = be.(rwBackend)
+	cp.sem, _ = be.(semBackend)
+	cp.ledger, _ = be.(ledgerBackend)
+	cp.events, _ = be.(eventBackend)
+	cp.inspect, _ = be.(inspectBackend)
+	cp.members, _ = be.(memberBackend)
+	return cp
+}
+
+// unsupported is the error of a call that needs a capability the backend
+// lacks.
+func unsupported(name, what string) error {
+	return fmt.Errorf("lock %q: the backend has no %s: %w", name, what, errors.ErrUnsupported)
 }
 
 type acquireReply struct {
@@ -98,6 +137,7 @@ const (
 // usual shape, shared by all its goroutines.
 type Client struct {
 	be    backend
+	cap   capabilities
 	opt   options
 	log   hclog.Logger
 	tel   *telemetry
@@ -141,8 +181,13 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := newClient(o)
 	be := newRedisBackend(rdb, c.wake, c.wakeFair, c.heard, c.owner+":", c.log)
 	be.ack = o.ack
-	c.be = be
+	c.setBackend(be)
 	return c, nil
+}
+
+// setBackend makes be the Client's backend, with its capabilities.
+func (c *Client) setBackend(be backend) {
+	c.be, c.cap = be, capabilitiesOf(be)
 }
 
 func newClient(o options) *Client {
@@ -209,6 +254,13 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if c.isClosed() {
 		return false, fmt.Errorf("lock %q: %w", name, ErrClosed)
 	}
+	var rwForce, semForce func(context.Context, *keys) (int64, error)
+	if c.cap.rw != nil {
+		rwForce = c.cap.rw.rwForceUnlock
+	}
+	if c.cap.sem != nil {
+		semForce = c.cap.sem.semForceUnlock
+	}
 	found := false
 	var errs []error
 	for _, f := range []struct {
@@ -217,9 +269,12 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		force func(context.Context, *keys) (int64, error)
 	}{
 		{"lock", newKeys(c.opt.prefix, name), c.be.forceUnlock},
-		{"read-write lock", rwKeys(c.opt.prefix, name), c.be.rwForceUnlock},
-		{"semaphore", semKeys(c.opt.prefix, name), c.be.semForceUnlock},
+		{"read-write lock", rwKeys(c.opt.prefix, name), rwForce},
+		{"semaphore", semKeys(c.opt.prefix, name), semForce},
 	} {
+		if f.force == nil {
+			continue // the backend has no such kind: there is none to unlock
+		}
 		n, err := f.force(ctx, f.k)
 		switch {
 		case err != nil:

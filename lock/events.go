@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -15,8 +16,6 @@ type eventBackend interface {
 	publish(ctx context.Context, channel, payload string) (int64, error)
 	// listen calls fn with every payload on channel until stop is called.
 	listen(channel string, fn func(payload string)) (stop func())
-	// ping checks that the store answers.
-	ping(ctx context.Context) error
 }
 
 // eventChannel is the Pub/Sub channel of topic: outside every lock's hash
@@ -45,7 +44,10 @@ func (c *Client) Publish(ctx context.Context, topic, payload string) (int64, err
 	if c.isClosed() {
 		return 0, fmt.Errorf("lock: publish %q: %w", topic, ErrClosed)
 	}
-	n, err := c.be.publish(ctx, c.eventChannel(topic), payload)
+	if c.cap.events == nil {
+		return 0, fmt.Errorf("lock: publish %q: the backend has no events: %w", topic, errors.ErrUnsupported)
+	}
+	n, err := c.cap.events.publish(ctx, c.eventChannel(topic), payload)
 	if err != nil {
 		return 0, fmt.Errorf("lock: publish %q: %w", topic, err)
 	}
@@ -72,7 +74,10 @@ func (c *Client) Subscribe(topic string, fn func(payload string)) (stop func(), 
 	if c.isClosed() {
 		return nil, fmt.Errorf("lock: subscribe %q: %w", topic, ErrClosed)
 	}
-	return c.be.listen(c.eventChannel(topic), fn), nil
+	if c.cap.events == nil {
+		return nil, fmt.Errorf("lock: subscribe %q: the backend has no events: %w", topic, errors.ErrUnsupported)
+	}
+	return c.cap.events.listen(c.eventChannel(topic), fn), nil
 }
 
 // handler is one Subscribe; be is its Client's memory backend (nil on

@@ -65,6 +65,9 @@ func (c *Client) FairMutex(name string) Locker {
 	if err := validName(name); err != nil {
 		return invalidLocker{name: name, err: err}
 	}
+	if c.cap.fair == nil {
+		return invalidLocker{name: name, err: unsupported(name, "fair locks")}
+	}
 	return &fairMutex{c: c, k: newKeys(c.opt.prefix, name)}
 }
 
@@ -76,11 +79,17 @@ type fairMutex struct {
 func (f *fairMutex) Name() string { return f.k.name }
 
 func (f *fairMutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return f.acquire(ctx, false, opts)
+	return f.c.acquire(ctx, f.acquisition(), false, opts)
 }
 
 func (f *fairMutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return f.acquire(ctx, true, opts)
+	return f.c.acquire(ctx, f.acquisition(), true, opts)
+}
+
+// acquisition: a TryLock's attempt takes no place in the queue; a
+// waiter's takes one and keeps it.
+func (f *fairMutex) acquisition() acquisition {
+	return acquisition{k: f.k, kind: fairKind{f.c}, fair: true, attempt: f.attempt}
 }
 
 // fairKind: re-entry and renewal as the reentrant lock; the last release
@@ -96,7 +105,7 @@ func (f fairKind) renew(ctx context.Context, k *keys, owner string, lease time.D
 }
 
 func (f fairKind) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	n, head, err := f.c.be.fairRelease(ctx, k, owner, holds, drop)
+	n, head, err := f.c.cap.fair.fairRelease(ctx, k, owner, holds, drop)
 	if err != nil {
 		f.c.wake(k.channel) // it may have released: our own waiters try
 	} else if head != "" {
@@ -105,55 +114,13 @@ func (f fairKind) release(ctx context.Context, k *keys, owner string, holds, dro
 	return n, err
 }
 
-func (f *fairMutex) acquire(ctx context.Context, try bool, opts []AcquireOption) (*Lease, error) {
-	c, k := f.c, f.k
-	o, l, err := c.begin(ctx, k, opts)
-	if l != nil || err != nil {
-		return l, err
-	}
-	if o.hasWait && o.wait == 0 {
-		try = true
-	}
-	start := time.Now()
-	w := c.tel.startWait(ctx, k.name)
-	owner := c.newOwner()
-	lease := c.opt.leaseTime
-	if o.hasLease {
-		lease = o.lease
-	}
-	attempt := func(enqueue bool) (*Lease, time.Duration, error) {
-		return f.attempt(ctx, owner, lease, o.hasLease, enqueue)
-	}
-	errored := false // an attempt failed: its script may have run
-	tryOnce := func(enqueue bool) (*Lease, time.Duration, error) {
-		l, d, err := attempt(enqueue)
-		if lostReply(err) {
-			errored = true
-		}
-		return l, d, err
-	}
-	if try {
-		l, _, err = tryOnce(false)
-		if l == nil && err == nil {
-			err = fmt.Errorf("lock %q: %w", k.name, ErrLocked)
-		}
-	} else {
-		l, err = f.wait(ctx, owner, o, start, tryOnce)
-	}
-	if l == nil && errored {
-		// A lost reply may have left the lock taken under owner, and no
-		// attempt of this call comes after this.
-		c.cleanup(fairKind{c}, k, owner, lease)
-	}
-	return c.endAcquire(k, w, start, l, err)
-}
-
-// wait takes a place in the queue and waits for its turn: it tries again
-// when an unlock is addressed to it, when its subscription is confirmed or
-// re-established, when the holder's TTL or the place ahead of it may have
-// run out, and at least every WithWaiterTTL/3 to keep its place.
-func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, start time.Time, attempt func(bool) (*Lease, time.Duration, error)) (*Lease, error) {
-	c, k := f.c, f.k
+// fairWait is the wait of the fair kinds: it takes a place in the lock's
+// queue and waits for its turn. It tries again when an unlock is addressed
+// to it, when its subscription is confirmed or re-established, when the
+// holder's TTL or the place ahead of it may have run out, and at least
+// every WithWaiterTTL/3 to keep its place. attempt(true) is an attempt
+// that takes or keeps the place.
+func (c *Client) fairWait(ctx context.Context, k *keys, owner string, o acquireOptions, start time.Time, attempt func(queue bool) (*Lease, time.Duration, error)) (*Lease, error) {
 	fw, err := c.addFair(k, owner)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", k.name, err)
@@ -163,7 +130,7 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 	// An unlock addressed to this waiter reaches it only through a
 	// confirmed subscription. If there is one now, the first attempt needs
 	// no second; else subscribe after it, and try again once confirmed.
-	ready := c.be.subscribeIfReady(k)
+	ready := c.cap.fair.subscribeIfReady(k)
 	subscribed := ready != nil
 	ready = nil
 	defer func() {
@@ -180,7 +147,7 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 	}
 	if l != nil || err != nil {
 		if err != nil {
-			f.leave(owner)
+			c.leaveFair(k, owner)
 		}
 		return l, err
 	}
@@ -204,13 +171,13 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 		case <-fw.wake:
 		case <-timer.C:
 		case <-ctx.Done():
-			f.leave(owner)
+			c.leaveFair(k, owner)
 			return nil, ctxErr(ctx, k.name)
 		case <-deadline:
-			f.leave(owner)
+			c.leaveFair(k, owner)
 			return nil, retry.waitErr(k, o.wait)
 		case <-c.done:
-			f.leave(owner)
+			c.leaveFair(k, owner)
 			return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
 		}
 		l, sleep, err := attempt(true)
@@ -219,7 +186,7 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 		}
 		if err != nil {
 			if sleep, err = retry.next(c, k, ctx, err); err != nil {
-				f.leave(owner)
+				c.leaveFair(k, owner)
 				return nil, err
 			}
 		} else {
@@ -235,34 +202,35 @@ func (f *fairMutex) wait(ctx context.Context, owner string, o acquireOptions, st
 	}
 }
 
-// leave takes owner's place out of the queue, on a context of its own: the
-// caller's may have ended.
-func (f *fairMutex) leave(owner string) {
+// leaveFair takes owner's place out of k's queue, on a context of its own:
+// the caller's may have ended.
+func (c *Client) leaveFair(k *keys, owner string) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
-	head, err := f.c.be.fairLeave(ctx, f.k, owner)
+	head, err := c.cap.fair.fairLeave(ctx, k, owner)
 	switch {
 	case err != nil:
-		f.c.log.Warn("leaving a fair lock's queue failed; the place expires within the waiter TTL",
-			"lock", f.k.name, "owner", owner, "error", err)
+		c.log.Warn("leaving a fair lock's queue failed; the place expires within the waiter TTL",
+			"lock", k.name, "owner", owner, "error", err)
 	case head != "":
-		f.c.wakeFair(head)
+		c.wakeFair(head)
 	}
 }
 
 // attempt tries once: a lease, or how long to sleep at most before the
 // next try, or an error.
-func (f *fairMutex) attempt(ctx context.Context, owner string, lease time.Duration, fixed, enqueue bool) (*Lease, time.Duration, error) {
+func (f *fairMutex) attempt(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
 	c, k := f.c, f.k
+	owner, lease := at.owner, at.lease
 	var sent time.Time
-	r, err := c.be.fairAcquire(withSent(ctx, &sent), k, owner, lease, c.opt.waiterTTL, enqueue)
+	r, err := c.cap.fair.fairAcquire(withSent(ctx, &sent), k, owner, lease, c.opt.waiterTTL, at.queue)
 	if err != nil {
-		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
+		return nil, 0, c.transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}
 	switch r.status {
 	case acqAcquired:
 		var fx time.Duration
-		if fixed {
+		if at.fixed {
 			fx = lease
 		}
 		l, err := c.newLease(ctx, fairKind{c}, k, owner, r.value, lease, fx, sent)

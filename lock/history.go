@@ -79,7 +79,7 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 	if g.c.isClosed() {
 		return nil, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	ents, err := g.c.be.history(ctx, g.HistoryKey(), limit, before)
+	ents, err := g.c.cap.ledger.history(ctx, g.HistoryKey(), limit, before)
 	if err != nil {
 		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			return nil, g.historyTypeErr()
@@ -120,7 +120,7 @@ func (g *Ledger) pass(ctx context.Context, upTo int64, entry map[string]string) 
 	if g.c.isClosed() {
 		return false, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	n, err := g.c.be.ledgerPass(ctx, g, upTo, entry)
+	n, err := g.c.cap.ledger.ledgerPass(ctx, g, upTo, entry)
 	switch {
 	case err != nil:
 		return false, g.ledgerErr(err)

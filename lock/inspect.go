@@ -107,7 +107,10 @@ func (c *Client) Locks(ctx context.Context) ([]LockInfo, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("lock: Locks: %w", ErrClosed)
 	}
-	out, err := c.be.locks(ctx, c.opt.prefix)
+	if c.cap.inspect == nil {
+		return nil, fmt.Errorf("lock: Locks: the backend cannot list its locks: %w", errors.ErrUnsupported)
+	}
+	out, err := c.cap.inspect.locks(ctx, c.opt.prefix)
 	if err != nil {
 		return nil, fmt.Errorf("lock: Locks: %w", err)
 	}

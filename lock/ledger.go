@@ -64,6 +64,9 @@ func (c *Client) Ledger(lockName, id string, opts ...LedgerOption) (*Ledger, err
 	if id == "" || strings.ContainsAny(id, "{}") {
 		return nil, fmt.Errorf("lock %q: ledger id %q: empty, or holds { or }: %w", lockName, id, ErrInvalid)
 	}
+	if c.cap.ledger == nil {
+		return nil, unsupported(lockName, "ledgers")
+	}
 	m := newMutex(c, lockName)
 	g := &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id, keep: DefaultHistoryKeep, maxAge: DefaultHistoryMaxAge}
 	for _, o := range opts {
@@ -95,6 +98,9 @@ func (c *Client) FairLedger(lockName, id string, opts ...LedgerOption) (*Ledger,
 	g, err := c.Ledger(lockName, id, opts...)
 	if err != nil {
 		return nil, err
+	}
+	if c.cap.fair == nil {
+		return nil, unsupported(lockName, "fair locks")
 	}
 	g.fair = true
 	return g, nil
@@ -145,76 +151,19 @@ type Claim struct {
 // the wait (then ErrLocked); WithWait(0) makes one attempt. WithLease is
 // refused: a claim is renewed by the watchdog until Finish.
 func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...AcquireOption) (*Claim, error) {
-	m, c := g.m, g.c
-	o, err := buildAcquireOptions(m.k.name, opts)
-	if err != nil {
-		return nil, err
-	}
-	if o.hasLease {
-		return nil, fmt.Errorf("lock %q: Claim: WithLease does not apply: %w", m.k.name, ErrInvalid)
-	}
-	if err := ctxErr(ctx, m.k.name); err != nil {
-		return nil, err
-	}
-	if c.isClosed() {
-		return nil, fmt.Errorf("lock %q: %w", m.k.name, ErrClosed)
-	}
-	if err := g.heardDoneErr(tick); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	w := c.tel.startWait(ctx, m.k.name)
-	owner := c.newOwner()
-	lease := c.opt.leaseTime
 	var cl *Claim
-	attempt := func() (*Lease, time.Duration, error) {
-		l, pttl, got, err := g.attempt(ctx, owner, tick, queue, o.hasWait && o.wait == 0)
-		if got != nil {
-			cl = got
-		}
-		return l, pttl, err
-	}
-	errored := false // an attempt failed: its script may have run
-	inner := attempt
-	attempt = func() (*Lease, time.Duration, error) {
-		l, d, err := inner()
-		if lostReply(err) {
-			errored = true
-		}
-		return l, d, err
-	}
-	var l *Lease
-	switch {
-	case g.fair && !(o.hasWait && o.wait == 0):
-		f := &fairMutex{c: c, k: m.k}
-		l, err = f.wait(ctx, owner, o, start, func(bool) (*Lease, time.Duration, error) { return attempt() })
-	default:
-		once := o.hasWait && o.wait == 0
-		lg := c.watchLingering(m.k)
-		var pttl time.Duration
-		var retry backoff
-		l, pttl, err = attempt()
-		if unreachable(err) && !once {
-			// Ride out a failure to reach the store while ctx and the
-			// wait last.
-			pttl, err = retry.next(c, m.k, ctx, err)
-		}
-		if l == nil && err == nil && !once {
-			l, err = c.wait(ctx, m.k, false, o, lease, pttl, lg, start, retry, attempt) // ends the watch
-		} else {
-			c.endWatch(m.k.channel, lg)
-			if l == nil && err == nil {
-				err = fmt.Errorf("lock %q: %w", m.k.name, ErrLocked)
+	a := acquisition{
+		k: g.m.k, kind: g.kind(), fair: g.fair, claim: true,
+		check: func() error { return g.heardDoneErr(tick) },
+		attempt: func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
+			l, pttl, got, err := g.attempt(ctx, at.owner, tick, queue, at.once)
+			if got != nil {
+				cl = got
 			}
-		}
+			return l, pttl, err
+		},
 	}
-	c.endAcquire(m.k, w, start, l, err)
-	if err != nil {
-		if errored {
-			// A lost reply may have left the lock claimed under owner, and
-			// no attempt of this call comes after this.
-			c.cleanup(g.kind(), m.k, owner, c.opt.leaseTime)
-		}
+	if _, err := g.c.acquire(ctx, a, false, opts); err != nil {
 		return nil, err
 	}
 	return cl, nil
@@ -236,9 +185,9 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		return nil, 0, nil, err // woken by the finish of the tick waited for
 	}
 	var sent time.Time
-	r, err := c.be.claim(withSent(ctx, &sent), m.k, g.key, owner, c.opt.leaseTime, tick, fc)
+	r, err := c.cap.ledger.claim(withSent(ctx, &sent), m.k, g.key, owner, c.opt.leaseTime, tick, fc)
 	if err != nil {
-		return nil, 0, nil, transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
+		return nil, 0, nil, c.transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
 	}
 	switch r.status {
 	case claimAcquired:
@@ -321,7 +270,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	}
 	var ledgerErr error
 	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
-		n, err := l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
+		n, err := l.c.cap.ledger.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
 		// A tick whose outcome is not recorded may run again: retry
 		// failures while ctx lasts (finish.lua answers a repeat with 1).
 		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, maxBackoff) {
@@ -332,7 +281,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 				t.Stop()
 				continue
 			}
-			n, err = l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
+			n, err = l.c.cap.ledger.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
 		}
 		// The ledger recorded the finish (with or without its history
 		// entry): our own listeners hear of it here, and so do the claims
@@ -394,7 +343,7 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	if g.c.isClosed() {
 		return st, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	f, held, err := g.c.be.ledger(ctx, g.m.k, g.key)
+	f, held, err := g.c.cap.ledger.ledger(ctx, g.m.k, g.key)
 	if err != nil {
 		if errors.Is(err, ErrBadKey) {
 			return st, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)
@@ -434,7 +383,7 @@ func (g *Ledger) Pause(ctx context.Context, paused bool) error {
 	if g.c.isClosed() {
 		return fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	if err := g.c.be.ledgerPause(ctx, g.key, paused); err != nil {
+	if err := g.c.cap.ledger.ledgerPause(ctx, g.key, paused); err != nil {
 		return g.ledgerErr(err)
 	}
 	return nil
@@ -448,7 +397,7 @@ func (g *Ledger) Trigger(ctx context.Context) (int64, error) {
 	if g.c.isClosed() {
 		return 0, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	n, err := g.c.be.ledgerTrigger(ctx, g.key)
+	n, err := g.c.cap.ledger.ledgerTrigger(ctx, g.key)
 	if err != nil {
 		return 0, g.ledgerErr(err)
 	}

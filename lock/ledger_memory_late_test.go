@@ -10,6 +10,7 @@ import (
 // comes after its lock expired records a done tick if no one has claimed it
 // since, and nothing if someone has.
 func TestMemoryFinishAfterExpiry(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, reclaimed := range []bool{false, true} {
@@ -46,7 +47,7 @@ func TestMemoryFinishAfterExpiry(t *testing.T) {
 				t.Fatalf("claim by another after the expiry: %v, %v; want try 2", ocl, err)
 			}
 		}
-		n, err := c.be.finish(ctx, cl.Lease.k, g, owner, 1, tick, Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick})
+		n, err := c.cap.ledger.finish(ctx, cl.Lease.k, g, owner, 1, tick, Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,9 +60,11 @@ func (c *Client) members(ctx context.Context, group, member string, ttl time.Dur
 		return nil, fmt.Errorf("lock: group %q: empty member: %w", group, ErrInvalid)
 	case c.isClosed():
 		return nil, fmt.Errorf("lock: group %q: %w", group, ErrClosed)
+	case c.cap.members == nil:
+		return nil, fmt.Errorf("lock: group %q: the backend has no groups: %w", group, errors.ErrUnsupported)
 	}
 	key := c.membersKey(group)
-	m, err := c.be.members(ctx, key, member, ttl)
+	m, err := c.cap.members.members(ctx, key, member, ttl)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			return nil, fmt.Errorf("lock: group %q: key %q holds another type, not a group's sorted set: %w", group, key, ErrBadKey)

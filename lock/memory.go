@@ -108,7 +108,7 @@ func (s *MemoryStore) NewClient(opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("lock: WithReplicaAck and WithAOFAck need Redis replicas; the memory backend has none: %w", ErrInvalid)
 	}
 	c := newClient(o)
-	c.be = &memoryBackend{s: s, wake: c.wake, wakeFair: c.wakeFair, heard: c.heard}
+	c.setBackend(&memoryBackend{s: s, wake: c.wake, wakeFair: c.wakeFair, heard: c.heard})
 	return c, nil
 }
 

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // groupTimeout bounds each Unlock of a part when a composite lock rolls
@@ -58,20 +56,7 @@ func orderKey(l Locker) string {
 
 // storeID names the store a Client keeps its locks in, as far as it can
 // tell: the server addresses, or the MemoryStore.
-func (c *Client) storeID() string {
-	switch be := c.be.(type) {
-	case *redisBackend:
-		switch rdb := be.rdb.(type) {
-		case *redis.Client:
-			return rdb.Options().Addr
-		case *redis.ClusterClient:
-			return strings.Join(rdb.Options().Addrs, ",")
-		}
-	case *memoryBackend:
-		return fmt.Sprintf("memory %p", be.s)
-	}
-	return ""
-}
+func (c *Client) storeID() string { return c.be.storeID() }
 
 // composite is Multi and RedLock.
 type composite struct {

@@ -50,19 +50,19 @@ func (c *Client) hasWaiters(k *keys) bool {
 
 // attempt tries once. It returns a lease, or the holder's remaining TTL, or
 // an error.
-func (m *mutex) attempt(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error) {
+func (m *mutex) attempt(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
 	var sent time.Time
-	r, err := m.c.be.acquire(withSent(ctx, &sent), m.k, owner, lease, 0)
+	r, err := m.c.be.acquire(withSent(ctx, &sent), m.k, at.owner, at.lease, 0)
 	if err != nil {
-		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", m.k.name, err))
+		return nil, 0, m.c.transient(fmt.Errorf("lock %q: acquire: %w", m.k.name, err))
 	}
 	switch r.status {
 	case acqAcquired:
 		var f time.Duration
-		if fixed {
-			f = lease
+		if at.fixed {
+			f = at.lease
 		}
-		l, err := m.c.newLease(ctx, mutexKind{m.c}, m.k, owner, r.value, lease, f, sent)
+		l, err := m.c.newLease(ctx, mutexKind{m.c}, m.k, at.owner, r.value, at.lease, f, sent)
 		return l, 0, err
 	case acqHeld:
 		return nil, time.Duration(r.value) * time.Millisecond, nil

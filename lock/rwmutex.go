@@ -100,7 +100,11 @@ type RWMutex struct {
 // lock promises, and the package docs ("Read-write locks") for its keys.
 func (c *Client) RWMutex(name string) *RWMutex {
 	p := c.opt.prefix
-	return &RWMutex{c: c, k: rwKeys(p, name), rk: rwReadKeys(p, name), wk: rwWriteKeys(p, name), err: validName(name)}
+	err := validName(name)
+	if err == nil && c.cap.rw == nil {
+		err = unsupported(name, "read-write locks")
+	}
+	return &RWMutex{c: c, k: rwKeys(p, name), rk: rwReadKeys(p, name), wk: rwWriteKeys(p, name), err: err}
 }
 
 // Name is the lock's name, as given to the Client.
@@ -166,12 +170,12 @@ func (r rLocker) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, er
 
 func (rw *RWMutex) lockRead(ctx context.Context, try bool, opts []AcquireOption) (*Lease, error) {
 	c := rw.c
-	attempt := func(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error) {
+	attempt := func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
 		writer := ""
 		if w, ok := ctx.Value(leaseKey{c, rw.wk.id}).(*Lease); ok {
 			writer = w.owner
 		}
-		l, sleep, _, err := rw.attempt(ctx, rw.rk, false, owner, lease, fixed, writer, false)
+		l, sleep, _, err := rw.attempt(ctx, rw.rk, false, at.owner, at.lease, at.fixed, writer, false)
 		return l, sleep, err
 	}
 	a := acquisition{k: rw.rk, kind: rwKind{c: c}, shared: true, attempt: attempt}
@@ -207,9 +211,9 @@ func (rw *RWMutex) lockWrite(ctx context.Context, try bool, opts []AcquireOption
 		owner  string
 		marked bool
 	)
-	attempt := func(ctx context.Context, o string, lease time.Duration, fixed bool) (*Lease, time.Duration, error) {
-		l, sleep, m, err := rw.attempt(ctx, rw.wk, true, o, lease, fixed, "", mark)
-		owner, marked = o, marked || m
+	attempt := func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
+		l, sleep, m, err := rw.attempt(ctx, rw.wk, true, at.owner, at.lease, at.fixed, "", mark)
+		owner, marked = at.owner, marked || m
 		return l, sleep, err
 	}
 	l, err := c.acquire(ctx, acquisition{k: rw.wk, kind: rwKind{c: c, write: true}, attempt: attempt}, try, opts)
@@ -230,9 +234,9 @@ func (rw *RWMutex) attempt(ctx context.Context, k *keys, write bool, owner strin
 		markTTL = c.opt.waiterTTL
 	}
 	var sent time.Time
-	r, err := c.be.rwAcquire(withSent(ctx, &sent), k, owner, write, lease, 0, writer, markTTL, rwMaxSleep(c.opt.waiterTTL))
+	r, err := c.cap.rw.rwAcquire(withSent(ctx, &sent), k, owner, write, lease, 0, writer, markTTL, rwMaxSleep(c.opt.waiterTTL))
 	if err != nil {
-		return nil, 0, mark, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
+		return nil, 0, mark, c.transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}
 	switch r.status {
 	case acqAcquired:
@@ -272,7 +276,7 @@ func (rw *RWMutex) leave(owner string) {
 	c := rw.c
 	ctx, cancel := context.WithTimeout(context.Background(), rwLeaveTimeout)
 	defer cancel()
-	woke, err := c.be.rwLeave(ctx, rw.wk, owner)
+	woke, err := c.cap.rw.rwLeave(ctx, rw.wk, owner)
 	switch {
 	case err != nil:
 		c.log.Warn("taking a waiting writer's mark away failed; it lapses within the waiter TTL",
@@ -289,7 +293,7 @@ type rwKind struct {
 }
 
 func (r rwKind) reenter(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
-	rep, err := r.c.be.rwAcquire(ctx, k, owner, r.write, lease, holds, "", 0, rwMaxSleep(r.c.opt.waiterTTL))
+	rep, err := r.c.cap.rw.rwAcquire(ctx, k, owner, r.write, lease, holds, "", 0, rwMaxSleep(r.c.opt.waiterTTL))
 	if err == nil && rep.status == acqRWKeyType {
 		return rep, rwBadReply(k, rep)
 	}
@@ -297,14 +301,14 @@ func (r rwKind) reenter(ctx context.Context, k *keys, owner string, lease time.D
 }
 
 func (r rwKind) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
-	return r.c.be.rwRenew(ctx, k, owner, r.write, lease)
+	return r.c.cap.rw.rwRenew(ctx, k, owner, r.write, lease)
 }
 
 // release drops holds; when that lets a waiter in (or may have), this
 // Client's own waiters try again at once: the backend does not echo this
 // Client's messages back to it.
 func (r rwKind) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	n, published, err := r.c.be.rwRelease(ctx, k, owner, r.write, holds, drop)
+	n, published, err := r.c.cap.rw.rwRelease(ctx, k, owner, r.write, holds, drop)
 	if err != nil || published {
 		r.c.wake(k.channel)
 	}

@@ -80,6 +80,9 @@ func (c *Client) Semaphore(name string, permits int) Locker {
 	if permits < 1 {
 		return invalidLocker{name: name, err: fmt.Errorf("lock %q: Semaphore with %d permits: a semaphore needs at least one permit: %w", name, permits, ErrInvalid)}
 	}
+	if c.cap.sem == nil {
+		return invalidLocker{name: name, err: unsupported(name, "semaphores")}
+	}
 	return &semaphore{c: c, k: semKeys(c.opt.prefix, name), permits: permits}
 }
 
@@ -102,20 +105,20 @@ func (s *semaphore) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease,
 
 // attempt tries once for a new permit. It returns a lease, or how long
 // until the earliest permit's deadline, or an error.
-func (s *semaphore) attempt(ctx context.Context, owner string, lease time.Duration, fixed bool) (*Lease, time.Duration, error) {
+func (s *semaphore) attempt(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
 	c, k := s.c, s.k
 	var sent time.Time
-	r, err := c.be.semAcquire(withSent(ctx, &sent), k, owner, lease, 0, s.permits)
+	r, err := c.cap.sem.semAcquire(withSent(ctx, &sent), k, at.owner, at.lease, 0, s.permits)
 	if err != nil {
-		return nil, 0, transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
+		return nil, 0, c.transient(fmt.Errorf("lock %q: acquire: %w", k.name, err))
 	}
 	switch r.status {
 	case acqAcquired:
 		var f time.Duration
-		if fixed {
-			f = lease
+		if at.fixed {
+			f = at.lease
 		}
-		l, err := c.newLease(ctx, semKind{c}, k, owner, r.value, lease, f, sent)
+		l, err := c.newLease(ctx, semKind{c}, k, at.owner, r.value, at.lease, f, sent)
 		return l, 0, err
 	case acqHeld:
 		return nil, time.Duration(r.value) * time.Millisecond, nil
@@ -139,7 +142,7 @@ func semBadReply(k *keys, r acquireReply) error {
 type semKind struct{ c *Client }
 
 func (s semKind) reenter(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
-	r, err := s.c.be.semAcquire(ctx, k, owner, lease, holds, 1)
+	r, err := s.c.cap.sem.semAcquire(ctx, k, owner, lease, holds, 1)
 	if err == nil && (r.status == acqWrongType || r.status == acqNoTTL) {
 		// The Lease names the key only for replies about k.lock.
 		return r, semBadReply(k, r)
@@ -148,14 +151,14 @@ func (s semKind) reenter(ctx context.Context, k *keys, owner string, lease time.
 }
 
 func (s semKind) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
-	return s.c.be.semRenew(ctx, k, owner, lease)
+	return s.c.cap.sem.semRenew(ctx, k, owner, lease)
 }
 
 // release drops holds of a permit. When it gives the permit back (or may
 // have), it wakes this Client's own waiters: the backend does not echo a
 // Client's own messages back to it.
 func (s semKind) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	n, err := s.c.be.semRelease(ctx, k, owner, holds, drop)
+	n, err := s.c.cap.sem.semRelease(ctx, k, owner, holds, drop)
 	if err != nil || n == relReleased {
 		s.c.wake(k.channel)
 	}
