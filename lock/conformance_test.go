@@ -30,12 +30,12 @@ var kinds = []struct {
 }
 
 // TestConformance runs the conformance suite on every backend, for every
-// exclusive kind, each subtest on a fresh store.
+// exclusive kind, each subtest on a fresh store. It runs alone: the suite
+// times wake-ups and watchdog renewals.
 func TestConformance(t *testing.T) {
 	for _, be := range locktest.Backends {
 		for _, k := range kinds {
 			t.Run(be+"/"+k.name, func(t *testing.T) {
-				t.Parallel()
 				locktest.Run(t, func(t *testing.T) locktest.Backend {
 					return locktest.Backend{Kind: k.kind, NewClient: locktest.NewStore(t, be).NewClient}
 				})
