@@ -8,6 +8,21 @@ import (
 	"github.com/lockcron/lockcron/chaos/internal/oracle"
 )
 
+// eventsOf returns a maker of exec0's events for tick: accepted by the
+// fence, each with the next sequence number and token; an end is a success.
+func eventsOf(tick time.Time) func(id, replica string, attempt int, kind string, m int64) oracle.Event {
+	seq := int64(0)
+	return func(id, replica string, attempt int, kind string, m int64) oracle.Event {
+		seq++
+		e := oracle.Event{Run: oracle.Run{ID: id, Job: "exec0", Tick: tick.Format(time.RFC3339), Replica: replica, Token: seq, Attempt: attempt},
+			Kind: kind, Mono: m, Seq: seq, Accepted: true}
+		if kind == oracle.End {
+			e.Status = oracle.StatusOK
+		}
+		return e
+	}
+}
+
 // The checker's rule for a tick run twice around a SIGKILL: a run that
 // completed as its replica was killed could not be recorded, so its tick
 // runs again (listed apart, at least once); a run that completed well
@@ -20,16 +35,7 @@ func TestCheckTwiceAtKill(t *testing.T) {
 	w := &window{wall0: wall0, mono0: mono0, period: time.Second, lease: 2 * time.Second}
 	at := func(d time.Duration) int64 { return mono0 + int64(d) }
 	tick := wall0.Add(5 * time.Second)
-	seq := int64(0)
-	ev := func(id, replica string, attempt int, kind string, m int64) oracle.Event {
-		seq++
-		e := oracle.Event{Run: oracle.Run{ID: id, Job: "exec0", Tick: tick.Format(time.RFC3339), Replica: replica, Token: seq, Attempt: attempt},
-			Kind: kind, Mono: m, Seq: seq, Accepted: true}
-		if kind == oracle.End {
-			e.Status = oracle.StatusOK
-		}
-		return e
-	}
+	ev := eventsOf(tick)
 	for _, c := range []struct {
 		name      string
 		endBefore time.Duration // the first run's end, before the kill
@@ -87,16 +93,7 @@ func TestCheckTwiceAfterUnreachable(t *testing.T) {
 		{"ended before an outage of 4× the lease", 5050 * time.Millisecond, 4 * lease, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			seq := int64(0)
-			ev := func(id, replica string, attempt int, kind string, m int64) oracle.Event {
-				seq++
-				e := oracle.Event{Run: oracle.Run{ID: id, Job: "exec0", Tick: tick.Format(time.RFC3339), Replica: replica, Token: seq, Attempt: attempt},
-					Kind: kind, Mono: m, Seq: seq, Accepted: true}
-				if kind == oracle.End {
-					e.Status = oracle.StatusOK
-				}
-				return e
-			}
+			ev := eventsOf(tick)
 			from := at(5100 * time.Millisecond)
 			to := from + int64(c.down)
 			w := &window{wall0: wall0, mono0: mono0, period: time.Second, lease: lease,
