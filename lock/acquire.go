@@ -160,7 +160,7 @@ func (c *Client) begin(ctx context.Context, a acquisition, opts []AcquireOption)
 
 // localWait is the wait of every kind but the fair ones. It tries at once
 // unless goroutines of this Client already wait for the lock (a claim
-// always does); then it queues behind them (wait). If the lock's channel
+// tries at once all the same); then it queues behind them (wait). If the lock's channel
 // was subscribed before this attempt (it lingers after the last wait), the
 // wait needs no second attempt at subscribing: an unlock after the attempt
 // either wakes the queue, or, if it lands before this goroutine joins it,
