@@ -152,26 +152,23 @@ func TestHistoryManualRun(t *testing.T) {
 	r := newRedisReplica(t, srv, "r1", nil)
 	r.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(nil)})
 	r.start()
-	// A trigger sent before the replica's subscription is in place is
-	// lost (Trigger says nobody heard it): send until one is heard. The
-	// manual run is numbered by the count of triggers sent.
-	var sent int64
-	eventually(t, 10*time.Second, "a trigger heard by the replica", func() bool {
-		sent++
-		heard, err := r.s.Trigger(ctx, job)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return heard > 0
+	// A trigger sent before the replica's subscription to fleet requests
+	// is in place is lost: wait for it.
+	eventually(t, 10*time.Second, "the replica subscribed to fleet requests", func() bool {
+		n, err := srv.Client().PubSubNumSub(ctx, "lockcron:events:control").Result()
+		return err == nil && n["lockcron:events:control"] > 0
 	})
+	if heard, err := r.s.Trigger(ctx, job); err != nil || heard != 1 {
+		t.Fatalf("Trigger: heard by %d, %v; want 1", heard, err)
+	}
 	var h []scheduler.Run
 	eventually(t, 20*time.Second, "the manual run in the history", func() bool {
 		var err error
 		h, err = r.s.History(ctx, job, 10, "")
 		return err == nil && len(h) == 1
 	})
-	if h[0].Trigger != sent || h[0].Outcome != scheduler.OutcomeRan || h[0].Replica != "r1" {
-		t.Fatalf("manual run in the history: %+v; want trigger %d, ran on r1", h[0], sent)
+	if h[0].Trigger != 1 || h[0].Outcome != scheduler.OutcomeRan || h[0].Replica != "r1" {
+		t.Fatalf("manual run in the history: %+v; want trigger 1, ran on r1", h[0])
 	}
 }
 
