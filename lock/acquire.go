@@ -38,9 +38,10 @@ func (m mutexKind) release(ctx context.Context, k *keys, owner string, holds, dr
 // An acquisition is one kind's part in the path that every Lock, TryLock
 // and Ledger.Claim goes through (Client.acquire): options, re-entry, the
 // first attempt, the wait, the clean-up after a lost reply, the wait span.
-// What differs between the kinds is the attempt, and how a waiter waits:
-// in this Client's queue for the lock (localWait), or in the lock's own
-// queue in the store (fairWait: FairMutex, a fair ledger's claims).
+// What differs between the kinds is the attempt, and the queue a waiter
+// waits in (a waitQueue): this Client's queue for the lock (localQueue), or
+// the lock's own queue in the store (fairQueue: FairMutex, a fair ledger's
+// claims). Both wait in one loop, Client.wait.
 type acquisition struct {
 	k    *keys
 	kind kind // releases what a failed call may have taken
@@ -116,10 +117,12 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 		if l == nil && err == nil {
 			err = fmt.Errorf("lock %q: %w", k.name, ErrLocked)
 		}
-	case a.fair:
-		l, err = c.fairWait(ctx, k, args.owner, o, start, attempt)
 	default:
-		l, err = c.localWait(ctx, a, o, args.lease, start, func() (*Lease, time.Duration, error) { return attempt(false) })
+		var q waitQueue = &localQueue{c: c, k: k, shared: a.shared, claim: a.claim, lease: args.lease}
+		if a.fair {
+			q = &fairQueue{c: c, k: k, owner: args.owner}
+		}
+		l, err = c.wait(ctx, k, o, args.lease, start, q, func() (*Lease, time.Duration, error) { return attempt(a.fair) })
 	}
 	return c.endAcquire(k, w, start, l, err)
 }
@@ -158,37 +161,6 @@ func (c *Client) begin(ctx context.Context, a acquisition, opts []AcquireOption)
 	return o, nil, nil
 }
 
-// localWait is the wait of every kind but the fair ones. It tries at once
-// unless goroutines of this Client already wait for the lock (a claim
-// tries at once all the same); then it queues behind them (wait). If the lock's channel
-// was subscribed before this attempt (it lingers after the last wait), the
-// wait needs no second attempt at subscribing: an unlock after the attempt
-// either wakes the queue, or, if it lands before this goroutine joins it,
-// is counted by the watch, and the goroutine tries again at once.
-func (c *Client) localWait(ctx context.Context, a acquisition, o acquireOptions, lease time.Duration, start time.Time, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
-	k := a.k
-	var (
-		sleep time.Duration
-		lg    lingering
-		retry backoff
-	)
-	if a.claim || !c.hasWaiters(k) {
-		lg = c.watchLingering(k)
-		l, pttl, err := attempt()
-		if unreachable(err) {
-			// A wait rides out a failure to reach the store (a
-			// failover, a restart) while its ctx and wait last.
-			pttl, err = retry.next(c, k, ctx, err)
-		}
-		if l != nil || err != nil {
-			c.endWatch(k.channel, lg)
-			return l, err
-		}
-		sleep = pttl
-	}
-	return c.wait(ctx, k, a.shared, o, lease, sleep, lg, start, retry, attempt)
-}
-
 func (c *Client) endAcquire(k *keys, w waitSpan, start time.Time, l *Lease, err error) (*Lease, error) {
 	c.tel.endWait(w, k.name, time.Since(start), l, err)
 	if l != nil && c.log.IsDebug() {
@@ -197,25 +169,66 @@ func (c *Client) endAcquire(k *keys, w waitSpan, start time.Time, l *Lease, err 
 	return l, err
 }
 
-// testHookBeforeQueue, if set by a test, runs after a failed first attempt
-// and before the goroutine joins the queue.
-var testHookBeforeQueue func(name string)
+// A waitQueue is where a waiter waits for its turn to try again. Client.wait
+// is the one loop of every waiter; the queue says whether the first attempt
+// goes out before the waiter joins it, when its turn comes, what wakes it,
+// and what its leaving does.
+type waitQueue interface {
+	// begin comes before the first attempt: it reports whether that attempt
+	// goes out at once, before the waiter joins the queue, or the waiter
+	// joins at once. After an error the call is over.
+	begin() (first bool, err error)
+	// join adds the waiter to the queue; turn is closed when the waiter's
+	// attempts begin. After an error the call is over, and join has undone
+	// what begin did.
+	join() (turn <-chan struct{}, err error)
+	// onTurn is called once turn is closed: what wakes the waiter for
+	// another attempt (an unlock; the subscription confirmed or
+	// re-established), whether to try at once, and how long to sleep at
+	// most if the first attempt gave no figure (0: the lease).
+	onTurn() (wake, ready <-chan struct{}, now bool, sleep time.Duration)
+	// sawReady: the waiter attempted after ready fired.
+	sawReady()
+	// end is the waiter's last call, after begin, when the first attempt
+	// ended the call or after join: acquired says whether it took the lock.
+	end(acquired bool)
+}
 
-// wait queues behind this Client's other waiters for the lock, then, as the
-// head, tries again whenever the lock's channel says it was unlocked, the
-// subscription is (re)established, or the holder's TTL runs out. attempt
-// returns a lease, or the holder's remaining TTL to wait for, or an error
-// that ends the wait.
-func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOptions, lease, sleep time.Duration, lg lingering, start time.Time, retry backoff, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
-	if testHookBeforeQueue != nil {
-		testHookBeforeQueue(k.name)
+// wait is the wait of every kind: a first attempt if the queue lets it go
+// out at once, then the waiter joins the queue and, from its turn on, tries
+// again whenever an unlock wakes it, the lock's channel is (re)subscribed,
+// or the holder's TTL (or the time to renew its place) runs out. attempt
+// returns a lease, or how long to sleep at most, or an error; an error that
+// is not transient ends the wait, a transient one is retried after a pause
+// (backoff) while ctx and WithWait last.
+func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time.Duration, start time.Time, q waitQueue, attempt func() (*Lease, time.Duration, error)) (*Lease, error) {
+	first, err := q.begin()
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: %w", k.name, err)
 	}
-	w, q, err := c.enqueue(k, shared, lg)
+	var (
+		retry backoff
+		sleep time.Duration
+	)
+	if first {
+		l, pttl, err := attempt()
+		if unreachable(err) {
+			// A wait rides out a failure to reach the store (a failover, a
+			// restart) while its ctx and wait last.
+			pttl, err = retry.next(c, k, ctx, err)
+		}
+		if l != nil || err != nil {
+			q.end(l != nil)
+			return l, err
+		}
+		sleep = pttl
+	}
+	turn, err := q.join()
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", k.name, err)
 	}
 	acquired := false
-	defer func() { c.dequeue(q, w, acquired, lease) }()
+	defer func() { q.end(acquired) }()
 
 	var deadline <-chan time.Time
 	if o.hasWait {
@@ -223,12 +236,9 @@ func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOption
 		defer t.Stop()
 		deadline = t.C
 	}
-	// Until its turn the waiter only watches turn; as the head it tries
-	// again at each wake-up. A head that never attempted and inherits the
-	// turn from one that acquired sleeps for the lock's TTL or until an
-	// unlock.
+	// Until its turn the waiter only watches turn; from then on it tries
+	// again at each wake-up.
 	var (
-		turn   = w.turn
 		ready  <-chan struct{}
 		wake   <-chan struct{}
 		timerC <-chan time.Time
@@ -241,12 +251,11 @@ func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOption
 		if !now {
 			select {
 			case <-turn:
-				turn, wake, now = nil, w.wake, w.attemptNow
-				if ready = c.takeReady(q); ready == lg.ready {
-					ready = nil // confirmed before our first attempt
-				}
+				var turnSleep time.Duration
+				turn = nil
+				wake, ready, now, turnSleep = q.onTurn()
 				if sleep == 0 {
-					sleep = w.sleep
+					sleep = turnSleep
 				}
 				if sleep <= 0 {
 					sleep = lease
@@ -256,7 +265,7 @@ func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOption
 				continue
 			case <-ready:
 				ready = nil
-				c.sawReady(q)
+				q.sawReady()
 			case <-wake:
 			case <-timerC:
 			case <-ctx.Done():
@@ -285,6 +294,71 @@ func (c *Client) wait(ctx context.Context, k *keys, shared bool, o acquireOption
 		}
 		timer.Reset(pttl)
 	}
+}
+
+// testHookBeforeQueue, if set by a test, runs after a failed first attempt
+// and before the goroutine joins this Client's queue for the lock.
+var testHookBeforeQueue func(name string)
+
+// A localQueue is the wait of every kind but the fair ones: this Client's
+// queue for the lock (queue), of which only the head attempts. The first
+// attempt goes out at once unless goroutines of this Client already wait
+// for the lock (a claim's goes out all the same: its answer may be that the
+// tick is done, which no wait changes); then the goroutine queues behind
+// them. If the lock's channel was subscribed before that attempt (it
+// lingers after the last wait), the wait needs no second attempt at
+// subscribing: an unlock after the attempt either wakes the queue, or, if
+// it lands before the goroutine joins it, is counted by the watch, and the
+// goroutine tries again at once. A head that never attempted and inherits
+// the turn from one that acquired sleeps for the lock's TTL or until an
+// unlock.
+type localQueue struct {
+	c      *Client
+	k      *keys
+	shared bool // several may hold it: when the head acquires, the next tries at once
+	claim  bool
+	lease  time.Duration
+
+	lg lingering
+	w  *waiter
+	q  *queue
+}
+
+func (l *localQueue) begin() (bool, error) {
+	if !l.claim && l.c.hasWaiters(l.k) {
+		return false, nil
+	}
+	l.lg = l.c.watchLingering(l.k)
+	return true, nil
+}
+
+func (l *localQueue) join() (<-chan struct{}, error) {
+	if testHookBeforeQueue != nil {
+		testHookBeforeQueue(l.k.name)
+	}
+	w, q, err := l.c.enqueue(l.k, l.shared, l.lg)
+	if err != nil {
+		return nil, err
+	}
+	l.w, l.q = w, q
+	return w.turn, nil
+}
+
+func (l *localQueue) onTurn() (wake, ready <-chan struct{}, now bool, sleep time.Duration) {
+	if ready = l.c.takeReady(l.q); ready == l.lg.ready {
+		ready = nil // confirmed before the first attempt
+	}
+	return l.w.wake, ready, l.w.attemptNow, l.w.sleep
+}
+
+func (l *localQueue) sawReady() { l.c.sawReady(l.q) }
+
+func (l *localQueue) end(acquired bool) {
+	if l.w == nil {
+		l.c.endWatch(l.k.channel, l.lg)
+		return
+	}
+	l.c.dequeue(l.q, l.w, acquired, l.lease)
 }
 
 // A transientError is an attempt's failure to reach the store, or to have

@@ -114,91 +114,64 @@ func (f fairKind) release(ctx context.Context, k *keys, owner string, holds, dro
 	return n, err
 }
 
-// fairWait is the wait of the fair kinds: it takes a place in the lock's
-// queue and waits for its turn. It tries again when an unlock is addressed
-// to it, when its subscription is confirmed or re-established, when the
-// holder's TTL or the place ahead of it may have run out, and at least
-// every WithWaiterTTL/3 to keep its place. attempt(true) is an attempt
-// that takes or keeps the place.
-func (c *Client) fairWait(ctx context.Context, k *keys, owner string, o acquireOptions, start time.Time, attempt func(queue bool) (*Lease, time.Duration, error)) (*Lease, error) {
-	fw, err := c.addFair(k, owner)
+// A fairQueue is the wait of the fair kinds: a place in the lock's queue in
+// the store, which every waiter of every Client keeps by attempting (the
+// store answers each in order), so the turn comes at once. The first
+// attempt takes the place; the waiter tries again when an unlock is
+// addressed to it (by owner id), when its subscription is confirmed or
+// re-established, when the holder's TTL or the place ahead of it may have
+// run out, and at least every WithWaiterTTL/3 to keep its place (the
+// attempt's sleep). A waiter that gives up leaves the queue at once.
+type fairQueue struct {
+	c     *Client
+	k     *keys
+	owner string
+
+	fw         *fairWaiter
+	subscribed bool
+	ready      <-chan struct{}
+}
+
+// begin registers the waiter so that unlocks addressed to it reach it. An
+// unlock addressed to it reaches it only through a confirmed subscription:
+// if there is one now, the first attempt needs no second; else join
+// subscribes, and the waiter tries again once it is confirmed.
+func (f *fairQueue) begin() (bool, error) {
+	fw, err := f.c.addFair(f.k, f.owner)
 	if err != nil {
-		return nil, fmt.Errorf("lock %q: %w", k.name, err)
+		return false, err
 	}
-	defer c.removeFair(owner)
+	f.fw = fw
+	f.subscribed = f.c.cap.fair.subscribeIfReady(f.k) != nil
+	return true, nil
+}
 
-	// An unlock addressed to this waiter reaches it only through a
-	// confirmed subscription. If there is one now, the first attempt needs
-	// no second; else subscribe after it, and try again once confirmed.
-	ready := c.cap.fair.subscribeIfReady(k)
-	subscribed := ready != nil
-	ready = nil
-	defer func() {
-		if subscribed {
-			c.be.unsubscribe(k)
-		}
-	}()
-	var retry backoff
-	l, sleep, err := attempt(true)
-	if unreachable(err) {
-		// Ride out a failure to reach the store while ctx and the wait
-		// last; the attempt may have taken a place, which the next keeps.
-		sleep, err = retry.next(c, k, ctx, err)
-	}
-	if l != nil || err != nil {
-		if err != nil {
-			c.leaveFair(k, owner)
-		}
-		return l, err
-	}
-	c.setQueued(fw)
-	if !subscribed {
-		ready, subscribed = c.be.subscribe(k), true
-	}
+var closedTurn = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
-	var deadline <-chan time.Time
-	if o.hasWait {
-		t := time.NewTimer(o.wait - time.Since(start))
-		defer t.Stop()
-		deadline = t.C
+func (f *fairQueue) join() (<-chan struct{}, error) {
+	f.c.setQueued(f.fw)
+	if !f.subscribed {
+		f.ready, f.subscribed = f.c.be.subscribe(f.k), true
 	}
-	timer := time.NewTimer(sleep)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ready:
-			ready = nil
-		case <-fw.wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			c.leaveFair(k, owner)
-			return nil, ctxErr(ctx, k.name)
-		case <-deadline:
-			c.leaveFair(k, owner)
-			return nil, retry.waitErr(k, o.wait)
-		case <-c.done:
-			c.leaveFair(k, owner)
-			return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
-		}
-		l, sleep, err := attempt(true)
-		if l != nil {
-			return l, nil
-		}
-		if err != nil {
-			if sleep, err = retry.next(c, k, ctx, err); err != nil {
-				c.leaveFair(k, owner)
-				return nil, err
-			}
-		} else {
-			retry.ok()
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(sleep)
+	return closedTurn, nil
+}
+
+func (f *fairQueue) onTurn() (wake, ready <-chan struct{}, now bool, sleep time.Duration) {
+	return f.fw.wake, f.ready, false, 0
+}
+
+func (f *fairQueue) sawReady() {}
+
+// end leaves the queue unless the waiter acquired (the script took it out
+// then); the place of a first attempt that failed to reach the store may
+// have been taken too.
+func (f *fairQueue) end(acquired bool) {
+	if !acquired {
+		f.c.leaveFair(f.k, f.owner)
+	}
+	f.c.removeFair(f.owner)
+	if f.subscribed {
+		f.c.be.unsubscribe(f.k)
 	}
 }
 
