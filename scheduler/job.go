@@ -72,6 +72,12 @@ type Job struct {
 	// HistoryMaxAge is how long an entry of the run history is kept.
 	// Default the Scheduler's (WithHistory, 30 days).
 	HistoryMaxAge time.Duration
+	// Revision names the version of what Run does, which the Scheduler
+	// cannot see (a func): the daemon sets it to a digest of the job's
+	// config block. It is part of the job's definition digest (Digest),
+	// which each claim records in the job's ledger so that replicas that
+	// run another definition of the job are noticed. Default "".
+	Revision string
 }
 
 // LockKind is the kind of lock a job's runs take.
