@@ -58,7 +58,7 @@ type backend interface {
 // ledgerBackend is the tick ledgers' part of a backend (Ledger).
 type ledgerBackend interface {
 	// claim runs claim.lua with the ledger at key ledger.
-	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error)
+	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error)
 	// finish runs finish.lua. Like release, it does not wake this
 	// Client's own waiters.
 	// It appends rec.Entry to the ledger's history.

@@ -708,9 +708,9 @@ func (d *diffRun) claimOp() diffOp {
 		tick = max(st.seen-int64(d.rng.IntN(2)), 1)
 		d.known["a claim by the holder names a tick seen has reached"]++
 	}
-	var fc fairClaim
+	var fc claimArgs
 	if d.rng.IntN(5) < 2 {
-		fc = fairClaim{on: true, place: d.place(), wait: d.rng.IntN(3)}
+		fc = claimArgs{fair: true, place: d.place(), wait: d.rng.IntN(3)}
 		if d.hasPlace(k, owner) {
 			// Known divergence: a fair claim that does not wait and
 			// takes the free lock leaves the caller's place, live or
@@ -723,8 +723,10 @@ func (d *diffRun) claimOp() diffOp {
 			d.known["a fair claim by an owner with a place waits"]++
 		}
 	}
+	// The definition the claim records: none, or one of two versions.
+	fc.def = [...]string{"", "v1", "v2"}[d.rng.IntN(3)]
 	return diffOp{
-		desc:  fmt.Sprintf("claim(%s, ledger %s, %s, lease %v, tick %d, fair %+v)", k.name, g.id, owner, lease, tick, fc),
+		desc:  fmt.Sprintf("claim(%s, ledger %s, %s, lease %v, tick %d, args %+v)", k.name, g.id, owner, lease, tick, fc),
 		short: lease == diffShort || fc.place == diffShort,
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			r, err := be.claim(ctx, k, g.key, owner, lease, tick, fc)
@@ -737,6 +739,7 @@ func (d *diffRun) claimOp() diffOp {
 			a.exact("try", r.try)
 			a.exact("extra", r.extra)
 			a.exact("from", r.from)
+			a.exact("definition", r.def)
 			return a
 		},
 	}

@@ -55,6 +55,14 @@ func WithSharedHistory(id string) LedgerOption {
 	return func(g *Ledger) { g.histID = id }
 }
 
+// WithDefinition makes each claim of the ledger record def in it (the
+// field definition), a digest of what the claimant will run: the next
+// claim's Claim.Definition tells it, so that claimants that run different
+// versions of the task notice each other. It costs no round trip.
+func WithDefinition(def string) LedgerOption {
+	return func(g *Ledger) { g.def = def }
+}
+
 var entryID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
 // ValidEntryID reports whether id has the form of an Entry's ID.

@@ -37,7 +37,8 @@ type Ledger struct {
 	m    *mutex
 	id   string
 	key  string
-	fair bool // claims wait in the FairMutex's queue
+	fair bool   // claims wait in the FairMutex's queue
+	def  string // the definition each claim records (WithDefinition)
 
 	keep   int           // history entries kept
 	maxAge time.Duration // history entries' lifetime
@@ -45,12 +46,14 @@ type Ledger struct {
 	hist   string        // the history's key
 }
 
-// fairClaim is how a claim takes part in a fair lock's queue (claim.lua's
-// ARGV[6..9]); the zero value is a claim of the reentrant lock.
-type fairClaim struct {
-	on    bool
+// claimArgs are a claim's arguments besides the tick: how it takes part in
+// a fair lock's queue (claim.lua's ARGV[6..9]; the zero value is a claim
+// of the reentrant lock), and the definition it records (ARGV[10]).
+type claimArgs struct {
+	fair  bool
 	place time.Duration // a place's lifetime without a heartbeat
 	wait  int           // 0 no wait (one attempt); 1 for the same tick; 2 for any tick (queue)
+	def   string        // "": record none
 }
 
 // Ledger returns the ledger named id beside the lock named lockName, with
@@ -127,6 +130,13 @@ type Claim struct {
 	// An owner id is the claiming Client's ID (WithClientID), a colon and
 	// a number.
 	From string
+	// Definition is the definition the ledger held when the claim was
+	// made: the one that the claim before it recorded (WithDefinition), or
+	// "" if none did. Each claim records its ledger's own, if it has one;
+	// one that differs from it tells of a claimant that runs another
+	// version of the task (a change half rolled out). A repeat of a claim
+	// after a lost reply answers with its own.
+	Definition string
 
 	g *Ledger
 }
@@ -174,7 +184,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 // earlier tick, and queue is false), or a failure.
 func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, once bool) (*Lease, time.Duration, *Claim, error) {
 	m, c := g.m, g.c
-	fc := fairClaim{on: g.fair, place: c.opt.waiterTTL, wait: 1}
+	fc := claimArgs{fair: g.fair, place: c.opt.waiterTTL, wait: 1, def: g.def}
 	switch {
 	case once:
 		fc.wait = 0
@@ -199,7 +209,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if claimed == 0 {
 			claimed = tick
 		}
-		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, g: g}, nil
+		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, g: g}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -417,6 +427,7 @@ type claimReply struct {
 	try    int64
 	extra  int64 // the tick claimed when acquired; the holder's tick when held
 	from   string
+	def    string // the ledger's definition before the claim, when acquired
 }
 
 // finishRetry is the first pause before Finish tries again.

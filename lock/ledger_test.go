@@ -338,3 +338,38 @@ func TestLedgerKeyAndTTL(t *testing.T) {
 		t.Fatalf("ledger PTTL = %dms, want (0, %v]", ttl, lock.LedgerTTL)
 	}
 }
+
+// Each claim records its ledger's definition; the next claim is told the
+// one recorded before it, whichever replica made it, and a claimant
+// without one leaves it as it is.
+func TestLedgerDefinition(t *testing.T) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
+		ctx := testCtx(t)
+		c1, c2 := store.NewClient(t), store.NewClient(t)
+		v1, err := c1.Ledger("job", "job", lock.WithDefinition("v1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2, err := c2.Ledger("job", "job", lock.WithDefinition("v2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		none := ledger(t, c2, "job")
+		for i, step := range []struct {
+			g    *lock.Ledger
+			want string // the definition the claim is told
+		}{
+			{v1, ""}, {v1, "v1"}, {v2, "v1"}, {v2, "v2"}, {none, "v2"}, {v1, "v2"}, {none, "v1"},
+		} {
+			tick := int64(100 + i)
+			cl := mustClaim(t, ctx, step.g, tick)
+			if cl.Definition != step.want {
+				t.Errorf("claim %d of tick %d: Definition = %q, want %q", i, tick, cl.Definition, step.want)
+			}
+			if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

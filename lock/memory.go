@@ -39,6 +39,7 @@ type memLedger struct {
 	owner, outcome, finished   string
 	from                       string           // the owner before owner, when tries > 1
 	since                      int64            // ms of the claim of running
+	definition                 string           // recorded by the latest claim that had one
 	last                       map[string]int64 // at:<outcome>: ms of its last finish
 	expires                    time.Time
 }
@@ -284,7 +285,7 @@ func (s *MemoryStore) ledgerAt(key string, now time.Time, create bool) *memLedge
 	return g
 }
 
-func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error) {
+func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error) {
 	if err := ctx.Err(); err != nil {
 		return claimReply{}, err
 	}
@@ -299,7 +300,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	}
 	g.seen = max(g.seen, tick)
 	var q *memQueue
-	if fair.on {
+	if ca.fair {
 		q = s.queueAt(k, now, false)
 	}
 	leave := func() {
@@ -318,20 +319,20 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		leave()
 		return claimReply{status: claimDone, value: running}, nil
 	}
-	waits := fair.on && (fair.wait == 1 && running == tick || fair.wait == 2)
+	waits := ca.fair && (ca.wait == 1 && running == tick || ca.wait == 2)
 	if l := s.live(k.lock, now); l != nil {
 		if l.owner == owner {
-			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from}, nil
+			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		if waits {
-			pttl, _ = s.keepPlace(k, owner, fair.place, now, pttl)
+			pttl, _ = s.keepPlace(k, owner, ca.place, now, pttl)
 		}
 		return claimReply{status: claimHeld, value: pttl, extra: running}, nil
 	}
 	if head := q.head(); waits && head != "" && head != owner {
 		// Free, but others came first.
-		sleep, _ := s.keepPlace(k, owner, fair.place, now, 0)
+		sleep, _ := s.keepPlace(k, owner, ca.place, now, 0)
 		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
 	}
 	leave()
@@ -348,6 +349,10 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	}
 	g.running, g.owner, r.try, r.from = r.extra, owner, g.tries, g.from
 	g.since = now.UnixMilli()
+	r.def = g.definition
+	if ca.def != "" {
+		g.definition = ca.def
+	}
 	return r, nil
 }
 

@@ -197,12 +197,14 @@ func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) 
 	return forceUnlockScript.Run(ctx, b.rdb, []string{k.lock, k.channel}).Int64()
 }
 
-func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, fair fairClaim) (claimReply, error) {
+func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error) {
 	keys := []string{k.lock, k.token, ledger}
 	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()}
-	if fair.on {
+	if ca.fair {
 		keys = append(keys, k.queue, k.timeout)
-		args = append(args, 1, fair.place.Milliseconds(), max((fair.place/3).Milliseconds(), 1), fair.wait)
+		args = append(args, 1, ca.place.Milliseconds(), max((ca.place/3).Milliseconds(), 1), ca.wait, ca.def)
+	} else {
+		args = append(args, 0, 0, 0, 0, ca.def)
 	}
 	v, err := b.runBatched(ctx, claimScript, keys, args...).Slice()
 	if err != nil {
@@ -217,7 +219,7 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 		case int64:
 			n[i] = x
 		case string:
-			if i != 4 {
+			if i != 4 && i != 5 {
 				return claimReply{}, fmt.Errorf("claim: value %d of the reply is %q, not an integer", i, x)
 			}
 		default:
@@ -226,9 +228,10 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	}
 	r := claimReply{status: n[0], value: n[1]}
 	switch {
-	case r.status == claimAcquired && len(v) == 5:
+	case r.status == claimAcquired && len(v) == 6:
 		r.try, r.extra = n[2], n[3]
 		r.from, _ = v[4].(string)
+		r.def, _ = v[5].(string)
 	case r.status == claimHeld && len(v) == 3:
 		r.extra = n[2]
 	case r.status == claimAcquired, r.status == claimHeld:

@@ -7,7 +7,8 @@
 --         claimed), owner (its claimant), tries (tries of running so far),
 --         outcome and finished (written by finish.lua), from (the owner
 --         of the claim before running's, when tries > 1), since (when
---         running was claimed, Redis time in ms)
+--         running was claimed, Redis time in ms), definition (recorded
+--         by the latest claim that took the lock with one, ARGV[10])
 -- ARGV[1] owner id, unique to this claim
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
@@ -20,6 +21,8 @@
 -- ARGV[9] fair: how the caller waits: 0 it does not (one attempt); 1 only
 --         while the tick it claims is under way; 2 whatever tick holds the
 --         lock (overlap queue)
+-- ARGV[10] the definition the claim records when it takes the lock (a
+--         digest of what the claimant runs); "" records none
 -- A fair claim that would wait takes a free lock only when the queue is
 -- empty or the caller is its head, and otherwise takes or keeps its place:
 -- the sleep in {0, sleep, running} is then the time to its next heartbeat.
@@ -30,10 +33,11 @@
 -- lost the lock, or gave it back) is never overtaken: a claim that takes
 -- the lock claims that tick instead, with its tries counting on, and the
 -- caller claims its own again once it has finished it.
--- Returns {1, token, try, claimed, from} acquired: claimed is the tick
--- claimed (ARGV[4], or the earlier unfinished one), try the number of this
--- claim's first try at it (1 + the tries before it), from the owner of the
--- claim before it when try > 1, else "";
+-- Returns {1, token, try, claimed, from, definition} acquired: claimed is
+-- the tick claimed (ARGV[4], or the earlier unfinished one), try the number
+-- of this claim's first try at it (1 + the tries before it), from the owner
+-- of the claim before it when try > 1, else "", definition the ledger's
+-- before this claim recorded its own ("" if none);
 -- {2, tick} the tick, or the later one returned, is done or under way;
 -- {3, 0} the ledger is paused (its field paused is 1): nothing is taken;
 -- {0, pttl, running} held by another owner, who claimed the tick running
@@ -46,7 +50,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'from')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'from', 'definition')
 if f.err then
   return {-6, 0}
 end
@@ -122,7 +126,7 @@ if pttl ~= -2 then
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick, f[7] or ''}
+    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick, f[7] or '', f[8] or ''}
   end
   return wait(pttl)
 end
@@ -160,5 +164,9 @@ else
     redis.call('HDEL', KEYS[3], 'from')
   end
 end
+local def = ARGV[10] or ''
+if def ~= '' and def ~= f[8] then
+  redis.call('HSET', KEYS[3], 'definition', def)
+end
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
-return {1, token, tries, claimed, from}
+return {1, token, tries, claimed, from, f[8] or ''}
