@@ -171,7 +171,7 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 		for {
 			e.mu.Lock()
 			n, at := e.pending, e.pendingAt
-			if n <= done || s.stopCtx.Err() != nil {
+			if n <= done || e.cancelled() {
 				e.manuals--
 				e.mu.Unlock()
 				return

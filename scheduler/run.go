@@ -44,7 +44,7 @@ const maxEarlier = 3
 // runs that one first, then claims its own again.
 func (s *Scheduler) handleClaim(e *entry, tick time.Time, c claimSpec) {
 	for range maxEarlier + 1 {
-		if !s.claimOnce(e, tick, c) || s.stopCtx.Err() != nil {
+		if !s.claimOnce(e, tick, c) || e.cancelled() {
 			return
 		}
 	}
@@ -57,7 +57,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if c.manual {
 		log = log.With("trigger", c.tick)
 	}
-	ctx, span := s.tel.startTick(s.stopCtx, e.job.Name, e.job.Lock, tick)
+	ctx, span := s.tel.startTick(e.ctx, e.job.Name, e.job.Lock, tick)
 	fired := time.Now()
 	cl, err := c.ledger.Claim(ctx, c.tick, c.queue)
 	if err != nil {
@@ -69,9 +69,9 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			outcome = OutcomeSkippedBusy
 		case errors.Is(err, lock.ErrPaused):
 			outcome = OutcomePaused
-		case s.stopCtx.Err() != nil:
-			// Stopped while waiting for another replica's run: nothing
-			// happened here.
+		case e.cancelled():
+			// Stopped (or removed) while waiting for another replica's
+			// run: nothing happened here.
 			s.tel.waited(e.job.Name, "stopped", time.Since(fired))
 			endSpan(span, "stopped", nil)
 			return false
@@ -87,6 +87,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		return false
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
+	s.checkDefinition(e, cl, log)
 	span.SetAttributes(attrToken.Int64(cl.Lease.Token()), attrAttempt.Int(cl.Try))
 	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now()}
 	if sc := span.SpanContext(); sc.HasTraceID() {
@@ -134,8 +135,9 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	e, cl := r.e, r.cl
 	start := time.Now()
-	// The lease's context ends when the lock is lost (cause ErrLockLost)
-	// and when the stop begins (cause ErrClosed, from stopCtx).
+	// The lease's context ends when the lock is lost (cause ErrLockLost),
+	// when the stop begins (cause ErrClosed, from stopCtx), and when Remove
+	// cancels the job's runs (cause ErrRemoved, from e.ctx).
 	runCtx := cl.Lease.Context()
 	var err error
 	defer func() {
@@ -221,7 +223,8 @@ func (s *Scheduler) complete(r *run, err error, log hclog.Logger) string {
 	case lost:
 		s.tel.lostLock(e.job.Name)
 		return s.finish(r, OutcomeLostLock, true, err, log)
-	case s.stopCtx.Err() != nil:
+	case e.cancelled():
+		// The stop, or Remove's CancelRuns.
 		if e.job.OnShutdown == ShutdownAbandon {
 			return s.finish(r, OutcomeInterrupted, true, err, log)
 		}
@@ -287,6 +290,8 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 		log.Error("run finished, not recorded in the ledger", append(line, "error", err)...)
 	case outcome == OutcomeFailed:
 		log.Error("run finished: job failed", append(line, "error", runErr)...)
+	case outcome == OutcomeHandedOff && errors.Is(context.Cause(r.e.ctx), ErrRemoved):
+		log.Info("run finished: cancelled as its job was removed; tick handed off", line...)
 	case outcome == OutcomeHandedOff:
 		log.Info("run finished: interrupted by the stop; tick handed off", line...)
 	case outcome == OutcomeInterrupted:

@@ -37,6 +37,8 @@ type Scheduler struct {
 	stopped  chan struct{} // closed when the stop is complete: Run returns
 	closed   chan struct{} // closed by Close: a Shutdown waiting for its runs returns
 
+	changeMu sync.Mutex // serialises Update and Remove
+
 	mu      sync.Mutex
 	entries map[string]*entry
 	order   []*entry
@@ -50,13 +52,29 @@ type Scheduler struct {
 	stoppedOnce sync.Once
 }
 
-// entry is one added job.
+// entry is one added job, one definition of it: Update replaces the entry,
+// whose runs under way keep it.
 type entry struct {
 	job    Job
 	sched  schedule
 	ledger *lock.Ledger
 	manual *lock.Ledger // manual runs (Trigger), numbered by the ledger's trigger count
 	runner jobs.Runner  // job.Run with Recover and Timeout
+	digest string       // of the definition (Job.digest), recorded by each claim
+
+	// ctx is the parent of the entry's claims and runs: a child of the
+	// Scheduler's stopCtx that Remove's CancelRuns cancels (ErrRemoved).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// The trigger loop: started (under s.mu) once, quit closed by Update
+	// or Remove to end it, done closed when it has returned.
+	started bool
+	quit    chan struct{}
+	done    chan struct{}
+	// replaces: the entry took over from another definition's loop (Update),
+	// whose first tick not fired was resume.
+	replaces bool
+	resume   time.Time
 
 	mu          sync.Mutex
 	inflight    int       // ticks of this replica being claimed or run
@@ -66,7 +84,9 @@ type entry struct {
 	next        time.Time
 	lastTick    time.Time
 	lastOutcome string
-	heard       heard // finish messages of the fleet (shouldClaim)
+	heard       heard     // finish messages of the fleet (shouldClaim)
+	otherDigest string    // another definition's digest, found by a claim of this replica (checkDefinition)
+	otherAt     time.Time // when a claim last found it
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -126,9 +146,34 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 // job and the field at fault, for a bad job or a name already taken, and
 // ErrClosed once the Scheduler is stopping.
 func (s *Scheduler) Add(j Job) error {
-	sched, err := j.validate(s.opt.location)
+	e, err := s.newEntry(j)
 	if err != nil {
 		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return fmt.Errorf("scheduler: add job %q: %w", j.Name, ErrClosed)
+	case s.entries[j.Name] != nil:
+		return fmt.Errorf("scheduler: job %q: name: already taken: %w", j.Name, ErrInvalid)
+	}
+	if err := s.kindConflict(e.job, nil); err != nil {
+		return err
+	}
+	s.entries[j.Name] = e
+	s.order = append(s.order, e)
+	if s.started {
+		s.startLoop(e)
+	}
+	return nil
+}
+
+// newEntry validates j, fills in its defaults, and makes its entry.
+func (s *Scheduler) newEntry(j Job) (*entry, error) {
+	sched, err := j.validate(s.opt.location)
+	if err != nil {
+		return nil, err
 	}
 	ledger := s.locks.Ledger
 	if j.LockKind == LockFair {
@@ -141,40 +186,41 @@ func (s *Scheduler) Add(j Job) error {
 	if age == 0 {
 		age = s.opt.historyMaxAge
 	}
-	g, err := ledger(j.Lock, j.Name, lock.WithHistory(keep, age))
+	digest := j.digest()
+	g, err := ledger(j.Lock, j.Name, lock.WithHistory(keep, age), lock.WithDefinition(digest))
 	if err != nil {
-		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
+		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := ledger(j.Lock, j.Name+ManualSuffix, lock.WithHistory(keep, age), lock.WithSharedHistory(j.Name))
+	manual, err := ledger(j.Lock, j.Name+ManualSuffix, lock.WithHistory(keep, age), lock.WithSharedHistory(j.Name), lock.WithDefinition(digest))
 	if err != nil {
-		return fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
+		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	e := &entry{job: j, sched: sched, ledger: g, manual: manual,
-		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout))}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.closing:
-		return fmt.Errorf("scheduler: add job %q: %w", j.Name, ErrClosed)
-	case s.entries[j.Name] != nil:
-		return fmt.Errorf("scheduler: job %q: name: already taken: %w", j.Name, ErrInvalid)
-	}
+	e := &entry{job: j, sched: sched, ledger: g, manual: manual, digest: digest,
+		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout)),
+		quit:   make(chan struct{}), done: make(chan struct{})}
+	e.ctx, e.cancel = context.WithCancelCause(s.stopCtx)
+	return e, nil
+}
+
+// kindConflict is ErrInvalid if j shares its lock with another job (but
+// skip) that takes it as another kind. s.mu is held.
+func (s *Scheduler) kindConflict(j Job, skip *entry) error {
 	for _, o := range s.order {
-		if o.job.Lock == j.Lock && o.job.LockKind != j.LockKind {
+		if o != skip && o.job.Lock == j.Lock && o.job.LockKind != j.LockKind {
 			return fmt.Errorf("scheduler: job %q: lock_kind: %q, but job %q takes lock %q as %q: jobs that share a lock must use one kind: %w",
 				j.Name, j.LockKind, o.job.Name, j.Lock, o.job.LockKind, ErrInvalid)
 		}
 	}
-	s.entries[j.Name] = e
-	s.order = append(s.order, e)
-	if s.started {
-		s.startLoop(e)
-	}
 	return nil
 }
 
-// startLoop starts e's trigger loop. s.mu is held and s.closing is false.
+// startLoop starts e's trigger loop, once. s.mu is held and s.closing is
+// false.
 func (s *Scheduler) startLoop(e *entry) {
+	if e.started {
+		return
+	}
+	e.started = true
 	s.wg.Add(1)
 	go s.loop(e)
 }
@@ -329,6 +375,14 @@ type Status struct {
 	LastTick    time.Time // the last tick this replica handled
 	LastOutcome string    // its outcome here
 	Running     bool      // a tick of the job is being claimed or run here
+	// Digest is a digest of the job's definition on this replica (every
+	// Job field but Run, with Revision), which each claim records in the
+	// job's ledger.
+	Digest string
+	// OtherDigest is the digest of another definition of the job that a
+	// claim of this replica found in the ledger in the last ten minutes (a
+	// replica that claimed before it runs another version), else "".
+	OtherDigest string
 }
 
 // Status returns the status of every job, in the order they were added.
@@ -340,6 +394,7 @@ func (s *Scheduler) Status() []Status {
 		out = append(out, Status{
 			Job: e.job.Name, Schedule: e.job.Schedule, Zone: e.job.zone(), Lock: e.job.Lock,
 			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight+e.manuals > 0,
+			Digest: e.digest, OtherDigest: e.otherDigest,
 		})
 		e.mu.Unlock()
 	}
@@ -352,9 +407,11 @@ func (s *Scheduler) Status() []Status {
 // can refuse a late writer.
 func RunInfo(ctx context.Context) (jobs.Info, bool) { return jobs.InfoFrom(ctx) }
 
-// loop fires e's ticks until the Scheduler stops.
+// loop fires e's ticks until the Scheduler stops, or Update or Remove ends
+// it (e.quit); then e.next is the first tick it did not fire.
 func (s *Scheduler) loop(e *entry) {
 	defer s.wg.Done()
+	defer close(e.done)
 	if s.members != nil {
 		// The job's channel stays subscribed while the job is scheduled:
 		// its finish messages tell this replica which ticks are done.
@@ -364,10 +421,18 @@ func (s *Scheduler) loop(e *entry) {
 			defer stop()
 		}
 	}
-	next := s.catchUp(e)
+	var next time.Time
+	if e.replaces {
+		next = s.takeOver(e)
+	} else {
+		next = s.catchUp(e)
+	}
 	for {
 		if next.IsZero() {
 			s.log.Warn("schedule has no further tick", "job", e.job.Name, "schedule", e.job.Schedule)
+			e.mu.Lock()
+			e.next = time.Time{}
+			e.mu.Unlock()
 			return
 		}
 		e.mu.Lock()
@@ -376,6 +441,9 @@ func (s *Scheduler) loop(e *entry) {
 		t := s.opt.clock.NewTimer(next.Sub(s.opt.clock.Now()))
 		select {
 		case <-s.stopping:
+			t.Stop()
+			return
+		case <-e.quit:
 			t.Stop()
 			return
 		case <-t.C():
@@ -494,6 +562,7 @@ type gauge struct {
 	ok          bool          // the ledger was read
 	lastSuccess time.Time
 	paused      bool
+	mismatch    bool // a claim here found another definition lately
 }
 
 // gauges reads every job's ledger for the gauges (one round trip each).
@@ -502,7 +571,7 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 	out := make([]gauge, 0, len(order))
 	for _, e := range order {
 		e.mu.Lock()
-		g := gauge{job: e.job.Name, next: e.next}
+		g := gauge{job: e.job.Name, next: e.next, mismatch: e.otherDigest != ""}
 		e.mu.Unlock()
 		if !g.next.IsZero() {
 			g.period = e.sched.Next(g.next).Sub(g.next)

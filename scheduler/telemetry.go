@@ -47,6 +47,7 @@ const (
 	metricNextTick    = "lockcron.job.next_tick_timestamp"    // lockcron_job_next_tick_timestamp_seconds
 	metricPaused      = "lockcron.job.paused"                 // lockcron_job_paused
 	metricPeriod      = "lockcron.job.period"                 // lockcron_job_period_seconds
+	metricMismatch    = "lockcron.job.definition_mismatch"    // lockcron_job_definition_mismatch
 )
 
 // gaugeTimeout bounds the ledger reads of one collection of the gauges.
@@ -144,7 +145,9 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 		metric.WithDescription("1 while the job is paused fleet-wide, else 0."))
 	period, err4 := t.meter.Float64ObservableGauge(metricPeriod, metric.WithUnit("s"),
 		metric.WithDescription("The time between the job's next two ticks, in seconds: with the last success, says how many periods a job has gone without one."))
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	mismatch, err5 := t.meter.Int64ObservableGauge(metricMismatch,
+		metric.WithDescription("1 while a claim of the job by this replica found another definition of it in the ledger in the last ten minutes (another replica runs another version: a change half rolled out), else 0."))
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return nil, err
 	}
 	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -158,6 +161,11 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 			if g.period > 0 {
 				o.ObserveFloat64(period, g.period.Seconds(), job)
 			}
+			var mm int64
+			if g.mismatch {
+				mm = 1
+			}
+			o.ObserveInt64(mismatch, mm, job)
 			if !g.ok {
 				continue // the ledger could not be read: no figure rather than a wrong one
 			}
@@ -171,7 +179,7 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 			o.ObserveInt64(paused, p, job)
 		}
 		return nil
-	}, last, next, paused, period)
+	}, last, next, paused, period, mismatch)
 }
 
 func (t *telemetry) startTick(ctx context.Context, job, lock string, tick time.Time) (context.Context, trace.Span) {
