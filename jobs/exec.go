@@ -194,7 +194,7 @@ func (e *Exec) Run(ctx context.Context) error {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	log = log.With("job", info.Job, "tick", info.Tick.UTC().Format(time.RFC3339))
+	log = log.With("job", info.Job, "tick", info.Tick.UTC().Format(time.RFC3339Nano))
 	grace := e.Grace
 	if grace == 0 {
 		grace = DefaultGrace

@@ -20,7 +20,7 @@ import (
 const (
 	HeaderPrefix  = "Lockcron-"
 	HeaderJob     = "Lockcron-Job"     // Info.Job
-	HeaderTick    = "Lockcron-Tick"    // Info.Tick, RFC 3339 in UTC
+	HeaderTick    = "Lockcron-Tick"    // Info.Tick, RFC 3339 in UTC (a fraction for a jittered tick)
 	HeaderToken   = "Lockcron-Token"   // Info.Token, the fencing token, in decimal
 	HeaderReplica = "Lockcron-Replica" // Info.Replica
 	HeaderAttempt = "Lockcron-Attempt" // Info.Attempt, in decimal
@@ -173,7 +173,7 @@ func (h *HTTP) Run(ctx context.Context) error {
 	}
 	info, _ := InfoFrom(ctx)
 	req.Header.Set(HeaderJob, info.Job)
-	req.Header.Set(HeaderTick, info.Tick.UTC().Format(time.RFC3339))
+	req.Header.Set(HeaderTick, info.Tick.UTC().Format(time.RFC3339Nano))
 	req.Header.Set(HeaderToken, strconv.FormatInt(info.Token, 10))
 	req.Header.Set(HeaderReplica, info.Replica)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))

@@ -42,15 +42,16 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 }
 
 // Env returns i as environment variables, "KEY=value" strings in this
-// order: LOCKCRON_JOB, LOCKCRON_TICK (RFC 3339 in UTC, whole seconds),
-// LOCKCRON_TOKEN, LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the
-// manual run's number, empty for a scheduled run). Lock is not included.
+// order: LOCKCRON_JOB, LOCKCRON_TICK (RFC 3339 in UTC, with a fraction of
+// a second only when the tick has one: a jittered tick), LOCKCRON_TOKEN,
+// LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the manual run's
+// number, empty for a scheduled run). Lock is not included.
 // Values are not quoted or escaped. Append the result to os.Environ() for
 // exec.Cmd.Env.
 func (i Info) Env() []string {
 	return []string{
 		"LOCKCRON_JOB=" + i.Job,
-		"LOCKCRON_TICK=" + i.Tick.UTC().Format(time.RFC3339),
+		"LOCKCRON_TICK=" + i.Tick.UTC().Format(time.RFC3339Nano),
 		"LOCKCRON_TOKEN=" + strconv.FormatInt(i.Token, 10),
 		"LOCKCRON_REPLICA=" + i.Replica,
 		"LOCKCRON_ATTEMPT=" + strconv.Itoa(i.Attempt),

@@ -154,7 +154,7 @@ func (j *Job) digest() string {
 		loc = j.Location.String()
 	}
 	fields := []string{
-		j.Name, j.Schedule, loc, j.Lock, string(j.LockKind), j.Timeout.String(),
+		j.Name, j.Schedule, j.Jitter.String(), loc, j.Lock, string(j.LockKind), j.Timeout.String(),
 		string(j.Overlap), string(j.Misfire), j.MisfireGrace.String(),
 		strconv.Itoa(j.Retries), j.Backoff.String(), string(j.OnShutdown),
 		strconv.Itoa(j.MaxConcurrency), j.ConcurrencyGroup,

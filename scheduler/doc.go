@@ -83,6 +83,38 @@
 // between are let go, as Quartz coalesces misfired triggers. Only a tick
 // that was claimed and not finished is never let go (below).
 //
+// # Spreading the load: jitter and H
+//
+// Jobs that share a schedule (every "0 * * * *" of a fleet) would all fire
+// in the same millisecond. Two ways spread them, both derived from a hash
+// of the job's Name (SHA-256, never a per-process seed), so that every
+// replica, and every restart, computes the same ticks:
+//
+//   - Job.Jitter moves each tick of the schedule later by the job's offset:
+//     a fraction of the name's hash, fixed per job, of the smaller of Jitter
+//     and the time to the next tick, truncated to whole milliseconds. So an
+//     offset is in [0, Jitter), a moved tick stays before the next tick of
+//     the schedule, and the moved ticks are the job's ticks everywhere: the
+//     ledger, misfires, Status.Next, the gauges and Jobs' NextTicks. With
+//     "@every 1m" and Jitter 30s, a job fires at, say, 17.342s past every
+//     minute, another at 4.018s.
+//   - H, as in Jenkins, in a cron field (seconds too) stands for values
+//     picked by a hash h of the name and the field (so minute and hour pick
+//     apart): H is one value of the field's range; H/n every n-th value of
+//     the range, from its start plus h mod n; H(a-b) and H(a-b)/n the same
+//     within a-b. For day of month, H and H/n pick from 1-28, which every
+//     month has. "H H * * *" runs once a day at a time of the job's own;
+//     "H/15 * * * *" every quarter of an hour from a minute of its own;
+//     "H(0-29)/10 H(1-5) * * *" three times, ten minutes apart, in an hour
+//     of its own from 1 to 5 am. A step must be from 1 (every value) to the
+//     size of its range, and a range within the field's. The spec is
+//     rewritten to numbers before it is parsed; ParseJobSchedule reads a
+//     spec as a job would, and ParseSchedule, which has no name to hash,
+//     refuses H.
+//
+// Both change the ticks of a job whose name or spec changes: rename a job,
+// and it moves.
+//
 // # Stopping and dying
 //
 // Shutdown (the scheduler command calls it on SIGTERM and SIGINT) stops the
@@ -147,6 +179,38 @@
 // them. A trigger published while no replica is connected is lost. Each
 // replica logs at INFO the pause, resume and trigger requests it hears.
 //
+// # Changing jobs while running
+//
+// Add, Update and Remove work while the Scheduler runs; a change on one
+// replica is a change of that replica only (the daemon reloads its config
+// file on SIGHUP and applies the difference with them). Update stops the
+// trigger loop of the old definition and then starts the new one: a tick
+// that the old loop had not fired and that is due by then runs once, at
+// once, under the new definition, and the new schedule's ticks follow from
+// now, with no misfire catch-up (the job did not stop). A run under way
+// finishes under its lock with the definition it started with. Remove
+// stops the job's loop; by default a run under way finishes under its lock,
+// as Quartz's deleteJob leaves running jobs alone (a removal is a change of
+// plan, and a run cut short may leave its work half done); CancelRuns
+// cancels it instead (ctx cause ErrRemoved; it finishes under OnShutdown,
+// so handoff gives the tick to a replica that still has the job). The
+// ledger and history of a removed job stay in the store, and adding the job
+// again goes on from its ledger. Across the fleet each tick runs once
+// whatever definitions the replicas have, since the ledger is the job's,
+// keyed by its Lock and Name: a change of Lock moves the job to another
+// ledger, so change it on every replica at once (or remove the job
+// everywhere, then add it).
+//
+// While a change rolls out, replicas disagree. Each claim records a digest
+// of the job's definition (every Job field but Run, which Job.Revision
+// stands for; Status.Digest) in the job's ledger (lock.WithDefinition),
+// and learns the one recorded by the claim before it. A replica whose claim
+// finds another digest logs a warning once per digest found, shows it in
+// Status.OtherDigest, and sets the gauge lockcron.job.definition_mismatch
+// to 1 until no claim has found another for ten minutes (a claim that finds
+// its own digest only says that the claim before it was made by a replica
+// with the same definition). The tick still runs once.
+//
 // # Run history
 //
 // Every finished run is appended to its job's history (Scheduler.History)
@@ -201,8 +265,9 @@
 // lockcron_job_last_success_timestamp_seconds in Prometheus),
 // lockcron.job.next_tick_timestamp (this replica's next tick),
 // lockcron.job.period (from the next tick to the one after it: an alert
-// compares the time since the last success with it) and
-// lockcron.job.paused. A paused tick is not an error of the lock wait.
+// compares the time since the last success with it),
+// lockcron.job.paused and lockcron.job.definition_mismatch (see "Changing
+// jobs while running"). A paused tick is not an error of the lock wait.
 // Logs go to the "scheduler" sub-logger with job and tick fields: one INFO
 // line per finished run (replica, attempt, duration, outcome; ERROR when it
 // failed or lost its lock), a WARN when a replica takes over a tick (from

@@ -20,8 +20,17 @@ type Job struct {
 	// Schedule is a cron expression: five fields, or six with seconds
 	// first; a descriptor (@hourly, @daily, @every 30s); with an optional
 	// CRON_TZ=Zone/Name prefix. @every d fires at the multiples of d since
-	// the Unix epoch, so that every replica computes the same ticks.
+	// the Unix epoch, so that every replica computes the same ticks. A field
+	// may hold Jenkins' H, a value picked by a hash of Name: H, H/n, H(a-b),
+	// H(a-b)/n (see the package doc, "Spreading the load").
 	Schedule string
+	// Jitter, if above 0, moves every tick of Schedule later by an offset
+	// in [0, Jitter) derived from a hash of Name, the same on every replica
+	// and across restarts, and never as far as the next tick; the ticks so
+	// moved (whole milliseconds) are the job's ticks everywhere: ledger,
+	// catch-up, Status.Next. At most MaxJitter. Default 0: the ticks of
+	// Schedule.
+	Jitter time.Duration
 	// Run is the work. It gets a ctx that ends on timeout, on lock loss
 	// (cause lock.ErrLockLost) and on shutdown (cause ErrClosed), and that
 	// carries RunInfo. A panic in it is recovered into an error wrapping
@@ -156,6 +165,9 @@ type Schedule interface {
 // ParseSchedule reads spec as Job.Schedule does, in loc where spec has no
 // CRON_TZ= prefix (UTC if loc is nil). The error says what is wrong with
 // spec; it does not wrap ErrInvalid.
+//
+// H in spec needs a job's name to hash: ParseSchedule refuses it; use
+// ParseJobSchedule.
 func ParseSchedule(spec string, loc *time.Location) (Schedule, error) {
 	if loc == nil {
 		loc = time.UTC
@@ -196,17 +208,32 @@ func (j *Job) zone() string {
 	return j.Location.String()
 }
 
-// parseSchedule reads a Job's Schedule.
+// parseSchedule reads a schedule without a job: no H, no jitter.
 func parseSchedule(spec string, loc *time.Location) (schedule, error) {
+	return parseJobSchedule(spec, "", 0, loc)
+}
+
+// parseJobSchedule reads the Schedule of a job named name (H fields are
+// hashed from it; "" refuses them) with the given Jitter (not negative).
+func parseJobSchedule(spec, name string, jitter time.Duration, loc *time.Location) (schedule, error) {
+	s, err := parseBase(spec, name, loc)
+	if err != nil || jitter <= 0 {
+		return s, err
+	}
+	return jittered{base: s, max: jitter, frac: jitterHash(name)}, nil
+}
+
+// parseBase reads a schedule without its jitter.
+func parseBase(spec, name string, loc *time.Location) (schedule, error) {
 	s := strings.TrimSpace(spec)
-	rest := s
+	prefix, rest := "", s
 	if strings.HasPrefix(rest, "CRON_TZ=") || strings.HasPrefix(rest, "TZ=") {
 		if zone, after, ok := strings.Cut(rest, " "); ok {
-			_, name, _ := strings.Cut(zone, "=")
-			if _, err := time.LoadLocation(name); err != nil {
-				return nil, fmt.Errorf("time zone %q: %w", name, err)
+			_, tz, _ := strings.Cut(zone, "=")
+			if _, err := time.LoadLocation(tz); err != nil {
+				return nil, fmt.Errorf("time zone %q: %w", tz, err)
 			}
-			rest = strings.TrimSpace(after)
+			prefix, rest = zone+" ", strings.TrimSpace(after)
 		}
 	}
 	if d, ok := strings.CutPrefix(rest, "@every "); ok {
@@ -218,6 +245,13 @@ func parseSchedule(spec string, loc *time.Location) (schedule, error) {
 			return nil, fmt.Errorf("@every %v: the period must be whole seconds, at least 1s", dur)
 		}
 		return every(dur), nil
+	}
+	fields, err := expandH(rest, name)
+	if err != nil {
+		return nil, err
+	}
+	if fields != rest {
+		s = prefix + fields // the parser reads the numbers H stands for
 	}
 	cs, err := parser.Parse(s)
 	if err != nil {
@@ -242,6 +276,10 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		return nil, bad("run", "no Runner")
 	case strings.ContainsAny(j.Lock, "{}"):
 		return nil, bad("lock", "%q must not hold { or }", j.Lock)
+	case j.Jitter < 0:
+		return nil, bad("jitter", "%v is negative", j.Jitter)
+	case j.Jitter > MaxJitter:
+		return nil, bad("jitter", "%v is above MaxJitter (%v)", j.Jitter, MaxJitter)
 	case j.Timeout < 0:
 		return nil, bad("timeout", "%v is negative", j.Timeout)
 	case j.Retries < 0:
@@ -306,7 +344,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	if j.Location == nil {
 		j.Location = defaultLoc
 	}
-	s, err := parseSchedule(j.Schedule, j.Location)
+	s, err := parseJobSchedule(j.Schedule, j.Name, j.Jitter, j.Location)
 	if err != nil {
 		return nil, bad("schedule", "%q: %v", j.Schedule, err)
 	}
