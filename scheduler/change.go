@@ -121,8 +121,11 @@ func (s *Scheduler) Update(j Job) error {
 	if started {
 		<-old.done
 		old.mu.Lock()
-		resume := old.next
+		resume, lastTick, lastOutcome := old.next, old.lastTick, old.lastOutcome
 		old.mu.Unlock()
+		e.mu.Lock()
+		e.lastTick, e.lastOutcome = lastTick, lastOutcome // Status goes on from them
+		e.mu.Unlock()
 		s.mu.Lock()
 		e.replaces, e.resume = true, resume
 		if !s.closing {
