@@ -121,10 +121,11 @@ func (s *Scheduler) Update(j Job) error {
 	if started {
 		<-old.done
 		old.mu.Lock()
-		resume, lastTick, lastOutcome := old.next, old.lastTick, old.lastOutcome
+		resume, lastTick, lastOutcome, recorded := old.next, old.lastTick, old.lastOutcome, old.recorded
 		old.mu.Unlock()
 		e.mu.Lock()
 		e.lastTick, e.lastOutcome = lastTick, lastOutcome // Status goes on from them
+		e.recorded = recorded
 		e.mu.Unlock()
 		s.mu.Lock()
 		e.replaces, e.resume = true, resume
@@ -179,17 +180,23 @@ const mismatchHold = 10 * time.Minute
 
 // checkDefinition compares the definition that cl found in the ledger with
 // e's: another one means that the replica that claimed before this one
-// runs another version of the job (a change half rolled out). It warns
+// runs another version of the job (a change half rolled out), unless this
+// is the first claim since Update and it finds what this replica's latest
+// claim recorded before. It warns
 // once per other definition found, and Status.OtherDigest and the job's
 // mismatch gauge say it until none has been found for mismatchHold.
 func (s *Scheduler) checkDefinition(e *entry, cl *lock.Claim, log hclog.Logger) {
 	other := cl.Definition
-	if other == e.digest {
-		other = ""
-	}
 	now := time.Now()
 	var warn, cleared bool
 	e.mu.Lock()
+	if other == e.digest || other == e.recorded {
+		// The first claim after an Update may find the digest that this
+		// replica's own latest claim recorded before the change: only a
+		// later claim that finds it tells of another replica.
+		other = ""
+	}
+	e.recorded = e.digest
 	switch {
 	case other != "" && other != e.otherDigest:
 		warn = true

@@ -124,12 +124,15 @@ func TestChangesDuringFleetRun(t *testing.T) {
 }
 
 // Updates at a high rate while a job ticks: every tick that falls at the
-// instant of an update runs once, under one definition, and none is lost.
+// instant of an update runs once, under one definition, and none is lost;
+// and the replica, alone, never takes its own earlier definition for
+// another replica's.
 func TestUpdateAtTheInstantOfTicks(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
-	r := newRedisReplica(t, srv, "r1", nil)
+	lg := &lineLog{}
+	r := newRedisReplica(t, srv, "r1", nil, scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: lg, Level: hclog.Info})))
 	job := scheduler.Job{Name: "busy", Schedule: "@every 1s", Run: j.fn(nil)}
 	r.add(t, job)
 	r.start()
@@ -153,6 +156,10 @@ func TestUpdateAtTheInstantOfTicks(t *testing.T) {
 		t.Fatalf("%d ticks ran during %d updates in 4s, want at least 4", len(xs), updates)
 	}
 	checkOncePerTick(t, map[string][]execution{"busy": xs}, time.Second)
+	// A replica alone finds only the definitions it recorded itself.
+	if n := lg.count("another definition"); n != 0 {
+		t.Errorf("a replica alone warned %d times of another definition, want none", n)
+	}
 }
 
 // Remove lets a run under way finish under its lock; with CancelRuns it
