@@ -31,6 +31,13 @@
 # anyway. It must be longer than every exec job's grace.
 shutdown_timeout = "30s"
 
+# Reload this file when it changes, as on SIGHUP, `scheduler reload` or
+# POST /api/reload: jobs added, removed or changed are applied without a
+# restart; a file that is not valid is logged and changes nothing. Every
+# other setting is read once at start (a change is logged as needing a
+# restart). A burst of writes makes one reload.
+# watch = false
+
 # Who claims each tick. Replicas keep a membership record in Redis and rank
 # each other per job and tick (rendezvous hashing): the first in rank claims
 # at once; the others claim only if the tick is not done after

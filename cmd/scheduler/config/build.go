@@ -217,7 +217,9 @@ func (c *Config) secretEnv() []string {
 
 // SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *jobs.Exec
 // logging to log.Named(job name), http jobs as *jobs.HTTP, func jobs looked
-// up in reg (nil means jobs.DefaultRegistry), with every policy. It returns
+// up in reg (nil means jobs.DefaultRegistry), with every policy, and
+// Revision the job's Digest (so that each run records which definition of
+// the job it ran). It returns
 // Errors (with places) for funcs reg does not hold: Load checked them
 // against its own registry, which may differ. A nil log discards the
 // jobs' output.
@@ -233,7 +235,9 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 	for _, j := range c.Jobs {
 		sj := scheduler.Job{
 			Name:             j.Name,
+			Revision:         j.Digest,
 			Schedule:         j.Schedule,
+			Jitter:           j.Jitter,
 			Lock:             j.LockName,
 			LockKind:         j.Lock,
 			Timeout:          j.Timeout,

@@ -315,7 +315,8 @@ func TestDefaults(t *testing.T) {
 	}
 	j := cfg.Jobs[0]
 	if j.Lock != scheduler.LockReentrant || j.LockName != "x" || j.Overlap != scheduler.OverlapSkip || j.Misfire != scheduler.MisfireSkip ||
-		j.MisfireGrace != time.Hour || j.Backoff != time.Second || j.OnShutdown != scheduler.ShutdownHandoff || j.Exec.Grace != jobs.DefaultGrace {
+		j.MisfireGrace != time.Hour || j.Backoff != time.Second || j.OnShutdown != scheduler.ShutdownHandoff || j.Exec.Grace != jobs.DefaultGrace ||
+		j.Jitter != 0 {
 		t.Errorf("job defaults: %+v", j)
 	}
 }
@@ -326,6 +327,7 @@ func TestSchedulerJobs(t *testing.T) {
 job "backup" {
   schedule = "0 3 * * *"
   time_zone = "Europe/Berlin"
+  jitter = "5m"
   lock = "fair"
   lock_name = "db"
   timeout = "30m"
@@ -345,7 +347,7 @@ job "backup" {
   }
 }
 job "ping" {
-  schedule = "*/10 * * * * *"
+  schedule = "H/10 * * * * *"
   http {
     url = "https://example.com/hook"
     method = "POST"
@@ -375,7 +377,7 @@ job "report" {
 	if b.Name != "backup" || b.Schedule != "0 3 * * *" || b.Location.String() != berlin.String() || b.LockKind != scheduler.LockFair ||
 		b.Lock != "db" || b.Timeout != 30*time.Minute || b.Overlap != scheduler.OverlapQueue || b.Misfire != scheduler.MisfireRunOnce ||
 		b.MisfireGrace != 2*time.Hour || b.Retries != 2 || b.Backoff != 5*time.Second || b.OnShutdown != scheduler.ShutdownAbandon ||
-		b.MaxConcurrency != 2 || b.ConcurrencyGroup != "heavy" {
+		b.MaxConcurrency != 2 || b.ConcurrencyGroup != "heavy" || b.Jitter != 5*time.Minute {
 		t.Errorf("backup = %+v", b)
 	}
 	x, ok := b.Run.(*jobs.Exec)
@@ -385,7 +387,8 @@ job "report" {
 	}
 	h, ok := js[1].Run.(*jobs.HTTP)
 	if !ok || h.URL != "https://example.com/hook" || h.Method != "POST" || h.Headers["Content-Type"] != "application/json" || h.Body != "{}" ||
-		!slices.Equal(h.ExpectStatus, []int{200, 204}) || js[1].Lock != "ping" || js[1].LockKind != scheduler.LockReentrant {
+		!slices.Equal(h.ExpectStatus, []int{200, 204}) || js[1].Lock != "ping" || js[1].LockKind != scheduler.LockReentrant ||
+		js[1].Schedule != "H/10 * * * * *" || js[1].Jitter != 0 {
 		t.Errorf("http = %+v", js[1])
 	}
 	if _, ok := js[2].Run.(jobs.Func); !ok {

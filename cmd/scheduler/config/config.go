@@ -57,6 +57,9 @@ const (
 type Config struct {
 	// Path is the file it was loaded from.
 	Path string
+	// Digest is the SHA-256 of the file's bytes, in hex: what sha256sum
+	// prints for it. It tells which version of the file a daemon loaded.
+	Digest string
 	// ReplicaID names this replica in lock owners, logs and spans. Default
 	// host name and process id ("host-1234").
 	ReplicaID string
@@ -76,6 +79,9 @@ type Config struct {
 	History History
 	// ShutdownTimeout bounds the graceful stop (scheduler.WithShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// Watch makes the daemon reload the file when it changes, as on
+	// SIGHUP. Default false.
+	Watch bool
 	// Fleet is who claims each tick: the fleet block.
 	Fleet Fleet
 	// Jobs are the file's jobs, in the file's order.
@@ -211,10 +217,17 @@ func (l Log) HCLogLevel() hclog.Level { return hclog.LevelFromString(l.Level) }
 type Job struct {
 	Name string
 	// Pos is where the job's block starts.
-	Pos              Pos
+	Pos Pos
+	// Digest is a digest of the job's block as written (16 hex digits):
+	// the same block gives the same digest wherever it is in the file;
+	// a variable the block names is there by its name, never its value.
+	// The daemon sets it as the scheduler.Job's Revision, and compares it
+	// to tell a changed job at a reload.
+	Digest           string
 	Schedule         string
 	TimeZone         string         // "" for the scheduler's zone (UTC)
 	Location         *time.Location `json:"-"` // TimeZone loaded; nil if TimeZone is ""
+	Jitter           time.Duration  // 0: none (scheduler.Job.Jitter)
 	Lock             scheduler.LockKind
 	LockName         string // default Name
 	Timeout          time.Duration

@@ -36,6 +36,9 @@ func (d *decoder) decode(root map[string]any) *Config {
 	if v, ok := top.dur("shutdown_timeout"); ok {
 		cfg.ShutdownTimeout = v
 	}
+	if v, ok := top.bool("watch"); ok {
+		cfg.Watch = v
+	}
 	if f, ok := top.block("fleet"); ok {
 		if v, ok := f.bool("ranking"); ok {
 			cfg.Fleet.Ranking = v

@@ -23,9 +23,15 @@
 //
 // # The file
 //
-// Top-level settings: replica_id, shutdown_timeout; blocks fleet, redis,
-// lock, admin, telemetry, log, history; one job "name" { ... } block per job;
-// and one notify "name" { ... } block per webhook.
+// Top-level settings: replica_id, shutdown_timeout, watch; blocks fleet,
+// redis, lock, admin, telemetry, log, history; one job "name" { ... } block
+// per job; and one notify "name" { ... } block per webhook.
+//
+// watch (a bool, default false; Config.Watch) makes the daemon reload the
+// file when it changes, as it does on SIGHUP (see the daemon package,
+// "Reloading"): only the jobs change at a reload; every other setting is
+// read once at start, and Config.RestartNeeded names those that differ
+// from the running config's.
 //
 // A notify block (Notify) has url or url_env (one of them: an http or
 // https URL, kept as a Secret), format "json" (default) or "slack", on
@@ -38,7 +44,7 @@
 // [...], maps (exec.env, http.headers) are { NAME = "value" }.
 //
 // Defaults: replica_id host name and process id ("host-1234");
-// shutdown_timeout 30s; fleet.ranking true, fleet.claim_fallback 250ms,
+// shutdown_timeout 30s; watch false; fleet.ranking true, fleet.claim_fallback 250ms,
 // fleet.member_ttl 3s (at least 30ms); no redis block, the in-memory backend
 // (Config.Redis == nil, UsesRedis false); redis.key_prefix "lockcron",
 // redis.timeout 3s, redis.connect_timeout 30s, redis.db 0; lock.lease
@@ -53,7 +59,17 @@
 // scheduler's: lock "reentrant", lock_name the job's name, no timeout,
 // overlap "skip", misfire "skip", misfire_grace 1h, retries 0, backoff 1s,
 // on_shutdown "handoff", no max_concurrency (and concurrency_group the lock
-// name when there is one), time_zone UTC; exec.grace 10s (jobs.DefaultGrace).
+// name when there is one), time_zone UTC, no jitter; exec.grace 10s
+// (jobs.DefaultGrace).
+//
+// A job's jitter ("5m"; at most a year) moves each tick of its schedule
+// later by an offset in [0, jitter), fixed by a hash of the job's name:
+// every replica and every restart computes the same one, and a tick never
+// moves as far as the next (scheduler.Job.Jitter). A schedule's fields may
+// hold Jenkins' H, values picked by a hash of the job's name: H, H/n,
+// H(a-b), H(a-b)/n, as in "H H(1-5) * * *" (day of month picks from 1-28).
+// Both spread jobs with the same schedule over time; see the scheduler
+// package doc, "Spreading the load".
 //
 // Redis: url (redis://, rediss://, unix://), or addrs: one address is one
 // server, several with master_name are Sentinels, several without are
@@ -103,12 +119,13 @@
 // \"scheduel\" in job \"x\"; did you mean \"schedule\"?"); a key set twice,
 // a block given twice, a name on a block that takes none; a value of the
 // wrong type; a missing, duplicate or empty job name, or one with braces or
-// control characters; a missing schedule, or one scheduler.ParseSchedule
-// refuses; an unknown time_zone (and "Local", which could differ between
-// replicas); a job with no kind or with two; a func that the registry
-// (WithRegistry, default jobs.DefaultRegistry) does not hold, with the
-// names it suggests; whatever jobs.Exec.Validate and jobs.HTTP.Validate
-// refuse, under the file's field names; an empty exec command; a policy
+// control characters; a missing schedule, or one
+// scheduler.ParseJobSchedule refuses (a bad H form among them); an unknown
+// time_zone (and "Local", which could differ between replicas); a job with
+// no kind or with two; a func that the registry (WithRegistry, default
+// jobs.DefaultRegistry) does not hold, with the names it suggests;
+// whatever jobs.Exec.Validate and jobs.HTTP.Validate refuse, under the
+// file's field names; an empty exec command; a policy
 // (lock, overlap, misfire, on_shutdown) not among its values; negative
 // retries; max_concurrency below 1, concurrency_group without
 // max_concurrency, and jobs of one group that disagree on max_concurrency;
@@ -186,6 +203,18 @@
 //
 // ForReading loads a config for a command that only reads: a token_env
 // whose variable is not set is a warning there, not an error.
+//
+// # Digests
+//
+// Config.Digest is the SHA-256 of the file's bytes, in hex (what sha256sum
+// prints): it tells which version of the file a daemon loaded. Each
+// Job.Digest is a digest of the job's block as written, 16 hex digits: of
+// its name and its values as HCL decodes them, so comments, spacing, the
+// order of its keys and its place in the file do not change it, and a
+// value read from the environment is not in it (jobs cannot be set from
+// the environment; secrets are named by their variables). SchedulerJobs
+// gives it as each scheduler.Job's Revision, and the daemon compares it to
+// tell which jobs a reload changes.
 //
 // # Concurrency
 //

@@ -107,6 +107,7 @@ func (d *decoder) decodeJobs(raw any, cfg *Config) {
 			first[item.name] = item.pos
 		}
 		j := d.decodeJob(o, item, cfg)
+		j.Digest = jobDigest(item.name, m)
 		if nameOK {
 			cfg.Jobs = append(cfg.Jobs, j)
 		}
@@ -140,13 +141,20 @@ func (d *decoder) decodeJob(o obj, item jobItem, cfg *Config) Job {
 	if !o.has("schedule") {
 		o.missing("schedule", "every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\"")
 	} else if v, ok := o.str("schedule"); ok {
-		if _, err := scheduler.ParseSchedule(v, j.Location); err != nil {
+		if _, err := scheduler.ParseJobSchedule(item.name, v, 0, j.Location); err != nil {
 			o.errf("schedule", "%q: %v", v, err)
 		} else {
 			j.Schedule = v
 			if j.TimeZone != "" && hasZonePrefix(v) {
 				o.warnf("time_zone", "the schedule names its own zone (CRON_TZ=), which wins over time_zone")
 			}
+		}
+	}
+	if v, ok := o.dur("jitter"); ok {
+		if v > scheduler.MaxJitter {
+			o.errf("jitter", "%v is longer than a year (scheduler.MaxJitter, %v)", v, scheduler.MaxJitter)
+		} else {
+			j.Jitter = v
 		}
 	}
 	if v, ok := o.oneOf("lock", string(scheduler.LockReentrant), string(scheduler.LockFair)); ok {
@@ -215,7 +223,7 @@ func (d *decoder) decodeJob(o obj, item jobItem, cfg *Config) Job {
 	}
 	d.decodeKind(o, &j, cfg)
 	if j.Timeout > 0 && j.Schedule != "" {
-		if gap := shortestGap(j.Schedule, j.Location); gap > 0 && j.Timeout > gap {
+		if gap := shortestGap(j.Name, j.Schedule, j.Jitter, j.Location); gap > 0 && j.Timeout > gap {
 			o.warnf("timeout", "%v is longer than the %v between ticks: while a run goes on, later ticks are %s", j.Timeout, gap, overlapEffect(j.Overlap))
 		}
 	}
@@ -235,10 +243,10 @@ func hasZonePrefix(spec string) bool {
 	return strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ=")
 }
 
-// shortestGap is the shortest time between a schedule's next few ticks,
-// or 0 if it cannot tell.
-func shortestGap(spec string, loc *time.Location) time.Duration {
-	s, err := scheduler.ParseSchedule(spec, loc)
+// shortestGap is the shortest time between the next few ticks of a job's
+// schedule, or 0 if it cannot tell.
+func shortestGap(name, spec string, jitter time.Duration, loc *time.Location) time.Duration {
+	s, err := scheduler.ParseJobSchedule(name, spec, jitter, loc)
 	if err != nil {
 		return 0
 	}

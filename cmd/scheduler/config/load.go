@@ -121,6 +121,7 @@ func load(path string, data []byte, mode fs.FileMode, o loadOptions) (cfg *Confi
 	root, _ := normalize(k.Raw()).(map[string]any)
 	cfg = d.decode(root)
 	cfg.Path = path
+	cfg.Digest = fileDigest(data)
 	return d.finish(cfg)
 }
 

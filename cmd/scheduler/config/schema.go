@@ -41,6 +41,7 @@ func (s *spec) names() []string { return slices.Sorted(maps.Keys(s.keys)) }
 var schema = block(map[string]*spec{
 	"replica_id":       leaf(),
 	"shutdown_timeout": leaf(),
+	"watch":            leaf(),
 	"fleet": block(map[string]*spec{
 		"ranking":        leaf(),
 		"claim_fallback": leaf(),
@@ -104,6 +105,7 @@ var schema = block(map[string]*spec{
 	"job": labeled(map[string]*spec{
 		"schedule":          leaf(),
 		"time_zone":         leaf(),
+		"jitter":            leaf(),
 		"lock":              leaf(),
 		"lock_name":         leaf(),
 		"timeout":           leaf(),

@@ -81,6 +81,21 @@ func TestValidationErrors(t *testing.T) {
 }`,
 		want: []want{{mark: 1, job: "backup", field: "schedule", msg: "whole seconds"}},
 	}, {
+		name: "bad H",
+		src: `job "backup" {
+  @@schedule = "H/61 * * * *"
+  func = "cleanup"
+}`,
+		want: []want{{mark: 1, job: "backup", field: "schedule", msg: `minute field "H/61": step 61 is not from 1 to 60`}},
+	}, {
+		name: "jitter too long",
+		src: `job "backup" {
+  schedule = "@yearly"
+  @@jitter = "9000h"
+  func = "cleanup"
+}`,
+		want: []want{{mark: 1, job: "backup", field: "jitter", msg: "longer than a year"}},
+	}, {
 		name: "missing schedule",
 		src: `@@job "backup" {
   func = "cleanup"
@@ -672,6 +687,9 @@ func TestEveryDurationMustBePositive(t *testing.T) {
 		}},
 		{"timeout", "j", func(v string) string {
 			return "job \"j\" {\n  schedule = \"@every 1m\"\n  @@timeout = " + v + "\n  func = \"cleanup\"\n}\n"
+		}},
+		{"jitter", "j", func(v string) string {
+			return "job \"j\" {\n  schedule = \"@every 1m\"\n  @@jitter = " + v + "\n  func = \"cleanup\"\n}\n"
 		}},
 		{"misfire_grace", "j", func(v string) string {
 			return "job \"j\" {\n  schedule = \"@every 1m\"\n  misfire = \"run_once\"\n  @@misfire_grace = " + v + "\n  func = \"cleanup\"\n}\n"

@@ -42,6 +42,7 @@ type admin struct {
 	token   string // bearer token of the mutating calls; "" for none
 	metrics http.Handler
 	log     hclog.Logger
+	reload  *reloader // reloads the config file; nil: none (no config_digest either)
 	// connected is set once the store has answered at start-up (at once
 	// for the in-memory backend). Until then probes and calls that need the
 	// store or the scheduler answer 503, "connecting to redis".
@@ -60,6 +61,7 @@ type admin struct {
 //	POST /api/jobs/{name}/trigger   run the job once now, on one replica of the fleet
 //	POST /api/jobs/{name}/pause     pause the job on every replica
 //	POST /api/jobs/{name}/resume    resume it
+//	POST /api/reload                read the config file again and apply its jobs (ReloadJSON)
 //	GET  /                          status page: the jobs, their holders and their last outcomes
 //	GET  /jobs/{name}               status page: the job's run history, paged with ?before=ID
 //	GET  /locks                     status page: the locks in the store
@@ -84,6 +86,7 @@ func (a *admin) handler() http.Handler {
 	mux.HandleFunc("GET /api/jobs/{name}/runs", a.needStore(a.runs))
 	mux.HandleFunc("GET /api/locks", a.needStore(a.lockList))
 	mux.HandleFunc("POST /api/jobs/{name}/{action}", a.needStore(a.act))
+	mux.HandleFunc("POST /api/reload", a.reloadConfig)
 	a.pageRoutes(mux)
 	return mux
 }
@@ -136,6 +139,22 @@ type JobJSON struct {
 	RunningHere bool        `json:"running_here"`
 	Fleet       FleetJSON   `json:"fleet"`
 	Error       string      `json:"error,omitempty"` // the ledger could not be read
+	// Digest is the digest of the job's definition on this replica, which
+	// its claims record in the ledger; OtherDigest is another definition's,
+	// found lately by a claim of this replica: another replica runs another
+	// version of the job (a change half rolled out; the gauge
+	// lockcron_job_definition_mismatch says the same).
+	Digest      string `json:"digest"`
+	OtherDigest string `json:"other_digest,omitempty"`
+
+	// From the daemon's admin API only (not `scheduler jobs -json`):
+	// Revision is the digest of the job's config block that this replica
+	// runs (config.Job.Digest); ConfigDigest and ConfigLoadedAt are the
+	// SHA-256 of the config file this replica loaded last (at start or at
+	// its last reload that was valid), and when it loaded it.
+	Revision       string     `json:"revision,omitempty"`
+	ConfigDigest   string     `json:"config_digest,omitempty"`
+	ConfigLoadedAt *time.Time `json:"config_loaded_at,omitempty"`
 }
 
 // FleetJSON is what a job's ledger says for the whole fleet.
@@ -165,6 +184,7 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 		j := JobJSON{
 			Name: v.Job, Schedule: v.Schedule, Zone: v.Zone, Lock: v.Lock, Next: v.NextTicks,
 			Paused: v.Ledger.Paused, LastOutcome: v.LastOutcome, RunningHere: v.Running,
+			Digest: v.Digest, OtherDigest: v.OtherDigest,
 			Fleet: FleetJSON{
 				DoneTick: ms(v.Ledger.Done), Outcome: v.Ledger.Outcome, FinishedBy: v.Ledger.Finished,
 				RunningTick: ms(v.Ledger.Running), Owner: v.Ledger.Owner, Held: v.Ledger.Held,
@@ -188,7 +208,22 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 }
 
 func (a *admin) jobs(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, JobsJSON(a.s.Jobs(r.Context())))
+	writeJSON(w, http.StatusOK, a.withConfig(JobsJSON(a.s.Jobs(r.Context()))))
+}
+
+// withConfig fills in the config each job comes from: its revision, and
+// the config file's digest and load time.
+func (a *admin) withConfig(js []JobJSON) []JobJSON {
+	if a.reload == nil {
+		return js
+	}
+	st := a.reload.current()
+	at := st.LoadedAt.UTC()
+	for i := range js {
+		js[i].Revision = st.Revisions[js[i].Name]
+		js[i].ConfigDigest, js[i].ConfigLoadedAt = st.Digest, &at
+	}
+	return js
 }
 
 // JobDetailJSON is one job in GET /api/jobs/{name}: the job as in
@@ -204,7 +239,7 @@ func (a *admin) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, ok := a.view(r.Context(), name)
-	if !ok { // removed meanwhile: a Scheduler's jobs do not change
+	if !ok { // removed meanwhile, by a reload
 		a.known(w, name)
 		return
 	}
@@ -213,7 +248,7 @@ func (a *admin) job(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, JobDetailJSON{JobJSON: JobsJSON([]scheduler.JobView{v})[0], Runs: runs})
+	writeJSON(w, http.StatusOK, JobDetailJSON{JobJSON: a.withConfig(JobsJSON([]scheduler.JobView{v}))[0], Runs: runs})
 }
 
 func (a *admin) runs(w http.ResponseWriter, r *http.Request) {
@@ -343,13 +378,23 @@ func LocksJSON(ls []lock.LockInfo) []LockJSON {
 	return out
 }
 
+// allow checks a mutating call (authorized): if it is refused, it answers
+// and logs why, with logArgs, and returns false.
+func (a *admin) allow(w http.ResponseWriter, r *http.Request, logArgs ...any) bool {
+	status, reason := a.authorized(r)
+	if status == http.StatusOK {
+		return true
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="lockcron"`)
+	}
+	a.log.Warn("admin request refused", append(logArgs, "remote", r.RemoteAddr, "reason", reason)...)
+	writeJSON(w, status, map[string]string{"error": reason})
+	return false
+}
+
 func (a *admin) act(w http.ResponseWriter, r *http.Request) {
-	if status, reason := a.authorized(r); status != http.StatusOK {
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="lockcron"`)
-		}
-		a.log.Warn("admin request refused", "action", r.PathValue("action"), "job", r.PathValue("name"), "remote", r.RemoteAddr, "reason", reason)
-		writeJSON(w, status, map[string]string{"error": reason})
+	if !a.allow(w, r, "action", r.PathValue("action"), "job", r.PathValue("name")) {
 		return
 	}
 	name, action := r.PathValue("name"), r.PathValue("action")
@@ -381,6 +426,33 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// reloadConfig is POST /api/reload: it reloads the config file, as SIGHUP
+// does, and answers with the ReloadJSON: 200 when the file was valid
+// (status "applied", or "partial" with the job changes that were refused
+// in errors), 422 when it was not (status "invalid", every problem with
+// its place; the running jobs are kept), 503 once the daemon stops. It is
+// guarded as trigger, pause and resume are (authorized), and answers
+// while the daemon connects to Redis too.
+func (a *admin) reloadConfig(w http.ResponseWriter, r *http.Request) {
+	if !a.allow(w, r, "action", "reload") {
+		return
+	}
+	if a.reload == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "this daemon does not reload its config"})
+		return
+	}
+	a.log.Info("admin request", "action", "reload", "remote", r.RemoteAddr)
+	res, err := a.reload.reload(r.Context(), triggerAPI)
+	switch {
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+	case res.Status == ReloadInvalid:
+		writeJSON(w, http.StatusUnprocessableEntity, res)
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
 // crossOrigin refuses the POST calls that a browser sends from a page of
 // another origin (CSRF), by their Sec-Fetch-Site or Origin header.
 var crossOrigin http.CrossOriginProtection
@@ -406,10 +478,10 @@ func (a *admin) authorized(r *http.Request) (int, string) {
 		return http.StatusOK, ""
 	}
 	if !loopbackAddr(r.RemoteAddr) {
-		return http.StatusForbidden, "refused: admin.token is not set, so trigger, pause and resume are taken only from loopback, and this call came from " + r.RemoteAddr + "; set admin.token (or admin.token_env) to allow them from elsewhere"
+		return http.StatusForbidden, "refused: admin.token is not set, so trigger, pause, resume and reload are taken only from loopback, and this call came from " + r.RemoteAddr + "; set admin.token (or admin.token_env) to allow them from elsewhere"
 	}
 	if !loopbackHost(r.Host) {
-		return http.StatusForbidden, fmt.Sprintf("refused: admin.token is not set, so trigger, pause and resume are taken only when addressed to an IP address or localhost, not to host %q; set admin.token (or admin.token_env)", r.Host)
+		return http.StatusForbidden, fmt.Sprintf("refused: admin.token is not set, so trigger, pause, resume and reload are taken only when addressed to an IP address or localhost, not to host %q; set admin.token (or admin.token_env)", r.Host)
 	}
 	return http.StatusOK, ""
 }

@@ -48,7 +48,7 @@ type usageError struct{ error }
 //	func main() { os.Exit(daemon.Main(os.Args[1:], daemon.Options{Registry: reg})) }
 //
 // run stops gracefully on the first SIGTERM or SIGINT, and at once on a
-// second one.
+// second one; SIGHUP makes it reload its config file.
 func Main(args []string, o Options) int {
 	o.defaults()
 	root := Command(o)
@@ -112,15 +112,20 @@ running jobs are cancelled, their ticks handed to another replica, their locks
 released; it waits for them up to shutdown_timeout. A second signal stops it at
 once. With no redis block and no REDIS_URL it runs on the in-memory backend.
 
+SIGHUP makes it read the config file again (so do POST /api/reload, scheduler
+reload, and a change of the file with watch = true): jobs added, removed or
+changed in the file are applied; a file that is not valid is logged and changes
+nothing; other settings need a restart.
+
 At start-up it serves /healthz at once, then waits for Redis, retrying, for up
 to redis.connect_timeout (default 30s): /readyz is 503 meanwhile, and if Redis
 does not answer in time it exits 1.`,
 			Args: noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				ctx, force, stop := signals(cmd.Context())
+				ctx, force, reload, stop := signals(cmd.Context())
 				defer stop()
 				o := o
-				o.Force = force
+				o.Force, o.Reload = force, reload
 				return Run(ctx, cfgPath, o)
 			},
 		},
@@ -189,6 +194,7 @@ start later see it too. A run under way goes on to its end. A paused job can
 still be triggered.`, &cfgPath, o),
 		controlCommand("resume", "Resume a paused job on every replica", `resume lets JOB's scheduled ticks run again on every replica after a pause.
 Ticks that fell due while it was paused are not made up.`, &cfgPath, o),
+		reloadCommand(&cfgPath, o),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version of scheduler",
@@ -258,26 +264,36 @@ func longFlags(root *cobra.Command, args []string) []string {
 }
 
 // signals returns a ctx that ends at the first SIGTERM or SIGINT, a
-// channel closed at the second, and a func that stops listening (and waits
-// for the listener to return).
-func signals(parent context.Context) (context.Context, <-chan struct{}, func()) {
+// channel closed at the second, a channel that receives after each SIGHUP
+// (SIGHUPs that come while one waits to be taken count once), and a func
+// that stops listening (and waits for the listener to return).
+func signals(parent context.Context) (context.Context, <-chan struct{}, <-chan struct{}, func()) {
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
 	force := make(chan struct{})
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	reload := make(chan struct{}, 1)
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for n := 1; ; n++ {
+		for n := 0; ; {
+			var sig os.Signal
 			select {
-			case <-ch:
+			case sig = <-ch:
 			case <-stop:
 				return
 			}
-			if n == 1 {
+			if sig == syscall.SIGHUP {
+				select {
+				case reload <- struct{}{}:
+				default: // one is waiting already
+				}
+				continue
+			}
+			if n++; n == 1 {
 				cancel()
 				continue
 			}
@@ -285,7 +301,7 @@ func signals(parent context.Context) (context.Context, <-chan struct{}, func()) 
 			return
 		}
 	})
-	return ctx, force, func() {
+	return ctx, force, reload, func() {
 		signal.Stop(ch)
 		close(stop)
 		wg.Wait()
@@ -445,13 +461,9 @@ func unknownJob(cfg *config.Config, job string) error {
 
 // viaAdmin sends a control request to the daemon's admin API.
 func viaAdmin(ctx context.Context, cfg *config.Config, job, action string) error {
-	url := "http://" + cfg.Admin.Listen + "/api/jobs/" + neturl.PathEscape(job) + "/" + action
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	req, err := adminRequest(ctx, cfg, http.MethodPost, "/api/jobs/"+neturl.PathEscape(job)+"/"+action)
 	if err != nil {
 		return err
-	}
-	if tok := cfg.Admin.Token.Value(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -493,7 +505,7 @@ func printSummary(out, errOut io.Writer, cfg *config.Config) error {
 	now := time.Now()
 	for _, j := range cfg.Jobs {
 		next := "-"
-		if sch, err := scheduler.ParseSchedule(j.Schedule, j.Location); err == nil {
+		if sch, err := scheduler.ParseJobSchedule(j.Name, j.Schedule, j.Jitter, j.Location); err == nil {
 			t := sch.Next(now)
 			next = fmtTime(&t)
 		}

@@ -37,6 +37,10 @@ type Options struct {
 	// Force, when it fires, stops the daemon at once (a second signal),
 	// without waiting for running jobs any longer.
 	Force <-chan struct{}
+	// Reload, each time it receives, makes the daemon read its config
+	// file again and apply its jobs, as SIGHUP does for `scheduler run`.
+	// Default none.
+	Reload <-chan struct{}
 	// SchedulerOptions are added after those the config gives, for
 	// example scheduler.WithClock in a program that tests clock skew.
 	// Default none.
@@ -136,12 +140,19 @@ func newScheduler(cfg *config.Config, locks *lock.Client, reg *jobs.Registry, lo
 // With no redis block and no REDIS_URL, it runs on the in-memory lock
 // backend, with no wait, and logs once that locks are local to this
 // process.
+//
+// From the start of the admin listener to the start of the stop, it
+// reloads the config file (see reloader.reload) on each receive from
+// o.Reload, on POST /api/reload, and, with watch = true, when the file
+// changes; one reload at a time. A file that is not valid is logged and
+// changes nothing: the daemon never stops on a reload.
 func Run(ctx context.Context, path string, o Options) error {
 	o.defaults()
 	cfg, err := load(path, o)
 	if err != nil {
 		return err
 	}
+	loadedAt := time.Now()
 	log := newLogger(cfg, o.Stderr)
 	logRedisTo(log, cfg.Redact)
 	for _, w := range cfg.Warnings {
@@ -194,7 +205,16 @@ func Run(ctx context.Context, path string, o Options) error {
 		_ = s.Close()
 		return fmt.Errorf("admin: listen on %q: %w", cfg.Admin.Listen, err)
 	}
-	a := &admin{s: s, locks: locks, token: cfg.Admin.Token.Value(), metrics: tel.metrics, log: log.Named("admin")}
+	// Reloads go on until the stop begins: stopReloads ends those under
+	// way and refuses later ones, before the scheduler stops.
+	rl := newReloader(cfg, s, o, log, loadedAt)
+	bg := startReloads(rl, o.Reload, cfg.Watch, log)
+	stopReloads := func() {
+		bg.stop()
+		rl.close()
+	}
+	defer stopReloads()
+	a := &admin{s: s, locks: locks, token: cfg.Admin.Token.Value(), metrics: tel.metrics, log: log.Named("admin"), reload: rl}
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	// serveErr is set before serveDone closes.
 	serveDone := make(chan struct{})
@@ -217,6 +237,7 @@ func Run(ctx context.Context, path string, o Options) error {
 
 	if cfg.UsesRedis() {
 		if err := connect(ctx, serveDone, locks, cfg.Redis, log); err != nil {
+			stopReloads()
 			_ = s.Close()
 			if errors.Is(err, errStopped) {
 				select {
@@ -239,6 +260,7 @@ func Run(ctx context.Context, path string, o Options) error {
 
 	var stopErr error
 	forceStop := func() {
+		stopReloads()
 		// Kill the exec jobs first: Close hands their ticks off, and a
 		// survivor must not start one while the old process still runs.
 		if n := jobs.KillRunning(); n > 0 {
@@ -250,6 +272,7 @@ func Run(ctx context.Context, path string, o Options) error {
 	case <-ran:
 	case <-ctx.Done():
 		log.Info("stop requested: graceful stop", "timeout", cfg.ShutdownTimeout)
+		stopReloads()
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		shut := make(chan error, 1)
 		go func() { shut <- s.Shutdown(sctx) }()

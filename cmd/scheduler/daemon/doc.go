@@ -7,7 +7,8 @@
 //
 // # Commands
 //
-//	scheduler run      -config FILE   the daemon; SIGTERM/SIGINT stop it gracefully, a second signal at once
+//	scheduler run      -config FILE   the daemon; SIGTERM/SIGINT stop it gracefully, a second signal at once;
+//	                                  SIGHUP reloads its config (see Reloading)
 //	scheduler validate -config FILE   every error with its place (exit 1), or a summary of the jobs
 //	scheduler jobs     -config FILE   next three fire times, last outcome, holder, paused (-json)
 //	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
@@ -15,6 +16,8 @@
 //	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
 //	scheduler pause    JOB -config FILE   pause a job on every replica
 //	scheduler resume   JOB -config FILE   resume it
+//	scheduler reload   -config FILE   the running daemon (admin.listen) reads its config again, and
+//	                                  prints what it did (-json: its answer); exit 1 if the file is invalid
 //	scheduler version                    the version (also --version)
 //
 // validate, jobs, locks and history only read: they load the config with
@@ -52,6 +55,8 @@
 //
 // trigger, pause and resume go through Redis to every replica. Without
 // Redis (the in-memory backend) they go to the running daemon's admin API.
+// reload always goes to the daemon's admin API (admin.listen, with
+// admin.token), so to one replica.
 //
 // # Admin endpoint
 //
@@ -64,7 +69,9 @@
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
 //	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks, this replica's last tick
 //	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
-//	                                since when, paused)
+//	                                since when, paused); "revision", the digest of the job's config block
+//	                                this replica runs; "config_digest" and "config_loaded_at", the SHA-256
+//	                                of the config file in effect and when it was loaded
 //	GET  /api/jobs/{name}           JSON: that job as in /api/jobs, and "runs": its latest 20 runs, newest
 //	                                first (scheduler.Run: tick, trigger, replica, attempt, start, end,
 //	                                duration, outcome, token, trace id, error tail)
@@ -73,6 +80,8 @@
 //	GET  /api/locks                 JSON: the locks in the store (lock.Client.Locks)
 //	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it);
 //	                                pause and resume likewise
+//	POST /api/reload                read the config file again (see Reloading): 200 with what was done
+//	                                (ReloadJSON), 422 with the errors of an invalid file
 //	GET  /                          status page: the jobs, who holds each, the last 20 outcomes
 //	GET  /jobs/{name}               status page: the job's run history, paged (?before=ID)
 //	GET  /locks                     status page: the locks in the store
@@ -81,7 +90,7 @@
 // in "jobs"); a bad limit or before is a 400 whose error names the
 // parameter.
 //
-// With admin.token set, the POST calls need "Authorization: Bearer TOKEN"
+// With admin.token set, the POST calls (reload too) need "Authorization: Bearer TOKEN"
 // (401 "wrong token" for another); the GET calls do not (keep the
 // listener on loopback, or behind a proxy). Without admin.token, the POST
 // calls are taken only from loopback, addressed to an IP address or
@@ -99,7 +108,58 @@
 // daemon connects to Redis, the pages answer 503 and say "connecting to
 // redis", with the jobs of the config; they fill in once Redis answers.
 // Narrow screens get one card per job, and dark mode follows
-// prefers-color-scheme.
+// prefers-color-scheme. The page shows the config file's digest and when
+// it was loaded, and each job's row carries its revision (data-revision).
+//
+// # Reloading
+//
+// The jobs change without a restart. The daemon reads its config file
+// again on SIGHUP (Options.Reload for a program that calls Run), on POST
+// /api/reload (and so `scheduler reload`), and, when the file says
+// watch = true, when the file changes: koanf's file provider watches its
+// directory, so a file rewritten, renamed over it or swapped by a symlink
+// (a Kubernetes ConfigMap) is seen; a burst of events makes one reload,
+// 250ms after the last; a watch that breaks (the file removed) is set up
+// again every second, with a reload once the file is back. One reload runs
+// at a time; the others wait for it. A reload:
+//
+//   - loads the file with the loader and validation of the start-up (the
+//     same registry, so func jobs still resolve, and the same environment).
+//     If it is not valid, each error is logged ("config error") with its
+//     place, as `scheduler validate` prints it, then a refusal ("config not
+//     reloaded: the file is not valid; the running jobs are kept"), and
+//     nothing changes. The daemon never stops over a reload.
+//   - compares the jobs by name, and by the digest of each job's block as
+//     written (config.Job.Digest: its values, so comments, spacing, key
+//     order and the job's place in the file do not count; a variable the
+//     block names is there by its name, never its value): a job not
+//     running is added (scheduler.Scheduler.Add), a running job no longer
+//     in the file removed (Remove: a run in progress finishes under its
+//     lock), a job whose digest changed updated (Update: a run in progress
+//     finishes with the old definition), the others left alone. Removals
+//     go first, then changes, then additions. Each change is logged ("job
+//     reloaded", with job, change and revision).
+//   - goes on past a change the scheduler refuses (ErrInvalid: a job whose
+//     lock kind differs from that of a running job sharing its lock, say):
+//     each is logged ("job change not applied: the job stays as it ran")
+//     and reported; one refused as invalid is tried again while other
+//     changes succeed. The job stays as it ran, and the next reload tries
+//     again.
+//   - reports the settings other than the jobs that changed
+//     (config.Config.RestartNeeded: replica_id, shutdown_timeout, watch,
+//     fleet, redis, lock, admin.listen, admin.token, telemetry, log,
+//     history, notify) in a warning ("config settings changed that need a
+//     restart: their running values are kept"). They are wired once at
+//     start, and keep their running values.
+//   - ends with "config reloaded" (or, with refused changes, a warning that
+//     says so), with the lists and the new config_digest.
+//
+// Each job's Revision (scheduler.Job.Revision) is its digest, so each run
+// records which definition ran it. A valid reload sets config_digest and
+// config_loaded_at, even when some changes were refused (the refused jobs
+// keep their old revision in /api/jobs). Reloads stop when the stop
+// begins: one under way finishes first, and POST /api/reload answers 503
+// from then on.
 //
 // # Notifications
 //

@@ -74,6 +74,12 @@ type pageData struct {
 	Now     time.Time // when the page was rendered
 	Refresh int64     // milliseconds between refreshes of the live part
 
+	// ConfigDigest is the SHA-256 of the config file in effect, and
+	// ConfigLoadedAt when it was loaded (at start, or by the last valid
+	// reload); "" and the zero time if unknown.
+	ConfigDigest   string
+	ConfigLoadedAt time.Time
+
 	// Connecting: the daemon waits for Redis; the page shows the jobs of
 	// its config without their ledgers.
 	Connecting bool
@@ -118,6 +124,10 @@ func (a *admin) page(w http.ResponseWriter, r *http.Request, status int, name st
 	d.Refresh = refreshEvery.Milliseconds()
 	d.Replica = a.locks.ID()
 	d.NeedToken = a.token != ""
+	if a.reload != nil {
+		st := a.reload.current()
+		d.ConfigDigest, d.ConfigLoadedAt = st.Digest, st.LoadedAt
+	}
 	if a.token == "" && !loopbackAddr(r.RemoteAddr) {
 		d.ActRefused = "The buttons work only from this machine: admin.token is not set, so the daemon takes trigger, pause and resume only from loopback. Set admin.token (or admin.token_env) to use them from elsewhere."
 	}
@@ -167,7 +177,7 @@ func (a *admin) jobsPage(w http.ResponseWriter, r *http.Request) {
 
 // jobRows reads the latest runs of each job.
 func (a *admin) jobRows(ctx context.Context, views []scheduler.JobView) []jobRow {
-	js := JobsJSON(views)
+	js := a.withConfig(JobsJSON(views))
 	rows := make([]jobRow, len(views))
 	for i, v := range views {
 		row := jobRow{JobJSON: js[i], Loc: zoneLoc(v.Zone)}
@@ -421,6 +431,13 @@ var pageFuncs = template.FuncMap{
 		return strings.Join(parts, ", ")
 	},
 	"ms": func(ms int64) string { return roundDur(time.Duration(ms) * time.Millisecond) },
+	// short is the start of a digest, for reading.
+	"short": func(digest string) string {
+		if len(digest) > 12 {
+			return digest[:12]
+		}
+		return digest
+	},
 }
 
 // roundDur rounds d for reading: to the second above a minute, else to

@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
+)
+
+// maxReloadAnswer bounds the answer of POST /api/reload that the command
+// reads.
+const maxReloadAnswer = 1 << 20
+
+// reloadCommand is `scheduler reload`: the running daemon reads its config
+// file again, through its admin API.
+func reloadCommand(cfgPath *string, o Options) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "reload",
+		Short: "Make the running daemon read its config file again",
+		Long: `reload asks the daemon that serves admin.listen (with admin.token if set) to
+read its config file again, as SIGHUP does, and prints what it did: the jobs
+added, removed, changed and left alone, the settings that need a restart (they
+keep their running values), and the changes it refused.
+
+The file is checked here first: if it is not valid, reload prints every problem
+with its place, does not ask the daemon, and exits 1; the daemon keeps its jobs.
+It exits 1 too if the daemon found the file invalid or refused a change.
+
+Each replica reloads on its own: run reload (or send SIGHUP) on every replica.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load(*cfgPath, o)
+			var cerrs config.Errors
+			if errors.As(err, &cerrs) {
+				fmt.Fprintln(cmd.ErrOrStderr(), cerrs.Error())
+				return fmt.Errorf("%d problem(s) in the config: the daemon was not asked to reload, and keeps its jobs", len(cerrs))
+			}
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+			defer cancel()
+			res, err := reloadViaAdmin(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				printReload(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
+			}
+			switch res.Status {
+			case ReloadInvalid:
+				return fmt.Errorf("the daemon found %s not valid (%d problem(s)): it keeps its jobs", res.Path, len(res.Errors))
+			case ReloadPartial:
+				return fmt.Errorf("the daemon reloaded %s, but refused %d change(s): those jobs stay as they ran", res.Path, len(res.Errors))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the daemon's answer as JSON")
+	return c
+}
+
+// adminRequest is a request to the admin API of the daemon that cfg
+// configures, with its token if it has one.
+func adminRequest(ctx context.Context, cfg *config.Config, method, path string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+cfg.Admin.Listen+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if tok := cfg.Admin.Token.Value(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return req, nil
+}
+
+// reloadViaAdmin asks the daemon to reload its config: its answer, or an
+// error if it does not answer or refuses the request.
+func reloadViaAdmin(ctx context.Context, cfg *config.Config) (ReloadJSON, error) {
+	req, err := adminRequest(ctx, cfg, http.MethodPost, "/api/reload")
+	if err != nil {
+		return ReloadJSON{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ReloadJSON{}, fmt.Errorf("the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReloadAnswer))
+	if err != nil {
+		return ReloadJSON{}, fmt.Errorf("admin API at %s: %w", cfg.Admin.Listen, err)
+	}
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnprocessableEntity {
+		var res ReloadJSON
+		if err := json.Unmarshal(body, &res); err == nil && res.Status != "" {
+			return res, nil
+		}
+	}
+	var e struct{ Error string }
+	_ = json.Unmarshal(body, &e)
+	if e.Error == "" {
+		e.Error = strings.TrimSpace(string(body))
+	}
+	return ReloadJSON{}, fmt.Errorf("admin API at %s: %s: %s", cfg.Admin.Listen, resp.Status, e.Error)
+}
+
+// printReload prints a reload's result: what changed on out, the problems
+// on errOut.
+func printReload(out, errOut io.Writer, res ReloadJSON) {
+	if res.Status == ReloadInvalid {
+		for _, e := range res.Errors {
+			fmt.Fprintln(errOut, e.Error)
+		}
+		return
+	}
+	digest := res.ConfigDigest
+	if len(digest) > 12 {
+		digest = digest[:12]
+	}
+	fmt.Fprintf(out, "%s: reloaded (sha256 %s): %d added, %d removed, %d changed, %d unchanged\n",
+		res.Path, digest, len(res.Added), len(res.Removed), len(res.Changed), len(res.Unchanged))
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"added", res.Added}, {"removed", res.Removed}, {"changed", res.Changed}} {
+		if len(l.names) > 0 {
+			fmt.Fprintf(out, "  %-8s %s\n", l.what+":", strings.Join(l.names, ", "))
+		}
+	}
+	if len(res.RestartNeeded) > 0 {
+		fmt.Fprintf(out, "needs a restart (the running values are kept): %s\n", strings.Join(res.RestartNeeded, ", "))
+	}
+	for _, e := range res.Errors {
+		fmt.Fprintf(errOut, "job %q (%s) not changed: %s\n", e.Job, e.Change, e.Error)
+	}
+}
