@@ -740,6 +740,7 @@ func (d *diffRun) claimOp() diffOp {
 			a.exact("extra", r.extra)
 			a.exact("from", r.from)
 			a.exact("definition", r.def)
+			a.exact("definition by", r.defOwner)
 			return a
 		},
 	}

@@ -127,16 +127,18 @@ type Claim struct {
 	Try int
 	// From is the owner id of the claim of Tick before this one, when Try
 	// is above 1 (it died, lost the lock or gave the tick back), else "".
-	// An owner id is the claiming Client's ID (WithClientID), a colon and
-	// a number.
+	// An owner id is the claiming Client's ID (WithClientID), its
+	// instance (random, per Client value) and a number, joined by colons.
 	From string
 	// Definition is the definition the ledger held when the claim was
-	// made: the one that the claim before it recorded (WithDefinition), or
-	// "" if none did. Each claim records its ledger's own, if it has one;
-	// one that differs from it tells of a claimant that runs another
-	// version of the task (a change half rolled out). A repeat of a claim
-	// after a lost reply answers with its own.
-	Definition string
+	// made: the one that the latest claim with one recorded
+	// (WithDefinition), or "" if none did; DefinitionBy is that claim's
+	// owner id. Each claim records its ledger's own, if it has one; one
+	// that differs from it, recorded by another Client, tells of a
+	// claimant that runs another version of the task (a change half rolled
+	// out). A repeat of a claim after a lost reply answers with its own.
+	Definition   string
+	DefinitionBy string
 
 	g *Ledger
 }
@@ -209,7 +211,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if claimed == 0 {
 			claimed = tick
 		}
-		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, g: g}, nil
+		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner, g: g}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -422,12 +424,13 @@ func (g *Ledger) ledgerErr(err error) error {
 }
 
 type claimReply struct {
-	status int64
-	value  int64 // token, done tick or pttl, by status
-	try    int64
-	extra  int64 // the tick claimed when acquired; the holder's tick when held
-	from   string
-	def    string // the ledger's definition before the claim, when acquired
+	status   int64
+	value    int64 // token, done tick or pttl, by status
+	try      int64
+	extra    int64 // the tick claimed when acquired; the holder's tick when held
+	from     string
+	def      string // the ledger's definition before the claim, when acquired
+	defOwner string // the owner of the claim that recorded def
 }
 
 // finishRetry is the first pause before Finish tries again.

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -340,8 +341,8 @@ func TestLedgerKeyAndTTL(t *testing.T) {
 }
 
 // Each claim records its ledger's definition; the next claim is told the
-// one recorded before it, whichever replica made it, and a claimant
-// without one leaves it as it is.
+// one recorded before it and by whom, whichever replica made it, and a
+// claimant without one leaves them as they are.
 func TestLedgerDefinition(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
@@ -357,15 +358,18 @@ func TestLedgerDefinition(t *testing.T) {
 		}
 		none := ledger(t, c2, "job")
 		for i, step := range []struct {
-			g    *lock.Ledger
-			want string // the definition the claim is told
+			g      *lock.Ledger
+			want   string // the definition the claim is told
+			wantBy string // the Client whose claim recorded it
 		}{
-			{v1, ""}, {v1, "v1"}, {v2, "v1"}, {v2, "v2"}, {none, "v2"}, {v1, "v2"}, {none, "v1"},
+			{v1, "", ""}, {v1, "v1", c1.ID()}, {v2, "v1", c1.ID()}, {v2, "v2", c2.ID()},
+			{none, "v2", c2.ID()}, {v1, "v2", c2.ID()}, {none, "v1", c1.ID()},
 		} {
 			tick := int64(100 + i)
 			cl := mustClaim(t, ctx, step.g, tick)
-			if cl.Definition != step.want {
-				t.Errorf("claim %d of tick %d: Definition = %q, want %q", i, tick, cl.Definition, step.want)
+			by, _, _ := strings.Cut(cl.DefinitionBy, ":")
+			if cl.Definition != step.want || by != step.wantBy {
+				t.Errorf("claim %d of tick %d: Definition = %q by %q, want %q by Client %q", i, tick, cl.Definition, cl.DefinitionBy, step.want, step.wantBy)
 			}
 			if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 				t.Fatal(err)

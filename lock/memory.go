@@ -39,7 +39,7 @@ type memLedger struct {
 	owner, outcome, finished   string
 	from                       string           // the owner before owner, when tries > 1
 	since                      int64            // ms of the claim of running
-	definition                 string           // recorded by the latest claim that had one
+	definition, defOwner       string           // recorded by the latest claim that had one, and its owner
 	last                       map[string]int64 // at:<outcome>: ms of its last finish
 	expires                    time.Time
 }
@@ -322,7 +322,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	waits := ca.fair && (ca.wait == 1 && running == tick || ca.wait == 2)
 	if l := s.live(k.lock, now); l != nil {
 		if l.owner == owner {
-			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition}, nil
+			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		if waits {
@@ -349,9 +349,9 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	}
 	g.running, g.owner, r.try, r.from = r.extra, owner, g.tries, g.from
 	g.since = now.UnixMilli()
-	r.def = g.definition
+	r.def, r.defOwner = g.definition, g.defOwner
 	if ca.def != "" {
-		g.definition = ca.def
+		g.definition, g.defOwner = ca.def, owner
 	}
 	return r, nil
 }

@@ -69,6 +69,7 @@ func (s *Scheduler) Remove(name string, opts ...RemoveOption) error {
 	}
 	if started {
 		<-e.done
+		e.retireIfIdle()
 	}
 	s.log.Info("job removed", "job", name, "runs_cancelled", o.cancel)
 	return nil
@@ -120,12 +121,12 @@ func (s *Scheduler) Update(j Job) error {
 	s.mu.Unlock()
 	if started {
 		<-old.done
+		old.retireIfIdle()
 		old.mu.Lock()
-		resume, lastTick, lastOutcome, recorded := old.next, old.lastTick, old.lastOutcome, old.recorded
+		resume, lastTick, lastOutcome := old.next, old.lastTick, old.lastOutcome
 		old.mu.Unlock()
 		e.mu.Lock()
 		e.lastTick, e.lastOutcome = lastTick, lastOutcome // Status goes on from them
-		e.recorded = recorded
 		e.mu.Unlock()
 		s.mu.Lock()
 		e.replaces, e.resume = true, resume
@@ -181,22 +182,19 @@ const mismatchHold = 10 * time.Minute
 // checkDefinition compares the definition that cl found in the ledger with
 // e's: another one means that the replica that claimed before this one
 // runs another version of the job (a change half rolled out), unless this
-// is the first claim since Update and it finds what this replica's latest
-// claim recorded before. It warns
+// replica recorded it itself (before an Update or a restart). It warns
 // once per other definition found, and Status.OtherDigest and the job's
 // mismatch gauge say it until none has been found for mismatchHold.
 func (s *Scheduler) checkDefinition(e *entry, cl *lock.Claim, log hclog.Logger) {
 	other := cl.Definition
+	if other == e.digest || ownerClientID(cl.DefinitionBy) == s.locks.ID() {
+		// Recorded by this replica: before an Update, or before a
+		// restart with the same id.
+		other = ""
+	}
 	now := time.Now()
 	var warn, cleared bool
 	e.mu.Lock()
-	if other == e.digest || other == e.recorded {
-		// The first claim after an Update may find the digest that this
-		// replica's own latest claim recorded before the change: only a
-		// later claim that finds it tells of another replica.
-		other = ""
-	}
-	e.recorded = e.digest
 	switch {
 	case other != "" && other != e.otherDigest:
 		warn = true
@@ -217,6 +215,47 @@ func (s *Scheduler) checkDefinition(e *entry, cl *lock.Claim, log hclog.Logger) 
 	}
 }
 
+// errRetired ends the ctx of an entry that Update replaced or Remove
+// took out, once nothing of it runs here any more.
+var errRetired = errors.New("scheduler: job definition retired")
+
+// retireIfIdle ends e's ctx if its loop has returned after Update or
+// Remove and no claim or run of it is left on this replica, so that the
+// ctx of a definition replaced does not live on until the stop. Nothing
+// starts on e afterwards: its loop is over, and it is no longer among the
+// Scheduler's jobs for a manual run.
+func (e *entry) retireIfIdle() {
+	select {
+	case <-e.quit:
+	default:
+		return // still the job's definition
+	}
+	select {
+	case <-e.done:
+	default:
+		return // the loop may still fire a tick: Update or Remove calls this again once it has returned
+	}
+	e.mu.Lock()
+	idle := e.inflight+e.manuals == 0
+	e.mu.Unlock()
+	if idle {
+		e.cancel(errRetired)
+	}
+}
+
 // cancelled reports whether e's ctx has ended: the Scheduler
 // stops, or Remove cancelled its runs.
 func (e *entry) cancelled() bool { return e.ctx.Err() != nil }
+
+// ownerClientID is the lock Client's ID in an owner id: what is before its
+// last two colons (the Client's instance and a number).
+func ownerClientID(owner string) string {
+	i := strings.LastIndexByte(owner, ':')
+	if i <= 0 {
+		return owner
+	}
+	if j := strings.LastIndexByte(owner[:i], ':'); j > 0 {
+		return owner[:j]
+	}
+	return owner[:i]
+}

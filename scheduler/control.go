@@ -174,6 +174,7 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 			if n <= done || e.cancelled() {
 				e.manuals--
 				e.mu.Unlock()
+				e.retireIfIdle()
 				return
 			}
 			e.mu.Unlock()

@@ -87,7 +87,6 @@ type entry struct {
 	heard       heard     // finish messages of the fleet (shouldClaim)
 	otherDigest string    // another definition's digest, found by a claim of this replica (checkDefinition)
 	otherAt     time.Time // when a claim last found it
-	recorded    string    // the digest this replica's latest claim of the job recorded (carried over by Update)
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -613,6 +612,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 			e.mu.Lock()
 			e.inflight--
 			e.mu.Unlock()
+			e.retireIfIdle()
 		}()
 		s.handle(e, tick)
 	}()

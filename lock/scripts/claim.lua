@@ -7,8 +7,9 @@
 --         claimed), owner (its claimant), tries (tries of running so far),
 --         outcome and finished (written by finish.lua), from (the owner
 --         of the claim before running's, when tries > 1), since (when
---         running was claimed, Redis time in ms), definition (recorded
---         by the latest claim that took the lock with one, ARGV[10])
+--         running was claimed, Redis time in ms), definition and defowner
+--         (recorded by the latest claim that took the lock with one,
+--         ARGV[10], and its owner)
 -- ARGV[1] owner id, unique to this claim
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
@@ -33,11 +34,12 @@
 -- lost the lock, or gave it back) is never overtaken: a claim that takes
 -- the lock claims that tick instead, with its tries counting on, and the
 -- caller claims its own again once it has finished it.
--- Returns {1, token, try, claimed, from, definition} acquired: claimed is
--- the tick claimed (ARGV[4], or the earlier unfinished one), try the number
--- of this claim's first try at it (1 + the tries before it), from the owner
--- of the claim before it when try > 1, else "", definition the ledger's
--- before this claim recorded its own ("" if none);
+-- Returns {1, token, try, claimed, from, definition, defowner} acquired:
+-- claimed is the tick claimed (ARGV[4], or the earlier unfinished one), try
+-- the number of this claim's first try at it (1 + the tries before it),
+-- from the owner of the claim before it when try > 1, else "", definition
+-- and defowner the ledger's before this claim recorded its own ("" if
+-- none);
 -- {2, tick} the tick, or the later one returned, is done or under way;
 -- {3, 0} the ledger is paused (its field paused is 1): nothing is taken;
 -- {0, pttl, running} held by another owner, who claimed the tick running
@@ -50,7 +52,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'from', 'definition')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'from', 'definition', 'defowner')
 if f.err then
   return {-6, 0}
 end
@@ -126,7 +128,7 @@ if pttl ~= -2 then
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick, f[7] or '', f[8] or ''}
+    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick, f[7] or '', f[8] or '', f[9] or ''}
   end
   return wait(pttl)
 end
@@ -165,8 +167,8 @@ else
   end
 end
 local def = ARGV[10] or ''
-if def ~= '' and def ~= f[8] then
-  redis.call('HSET', KEYS[3], 'definition', def)
+if def ~= '' then
+  redis.call('HSET', KEYS[3], 'definition', def, 'defowner', owner)
 end
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
-return {1, token, tries, claimed, from, f[8] or ''}
+return {1, token, tries, claimed, from, f[8] or '', f[9] or ''}
