@@ -302,6 +302,12 @@ func (l *lineLog) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func (l *lineLog) count(s string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()

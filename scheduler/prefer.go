@@ -186,6 +186,9 @@ func (s *Scheduler) shouldClaim(e *entry, tick time.Time) bool {
 		return true
 	case rank == 0:
 		s.tel.claimed(e.job.Name, claimPreferred)
+		if s.log.IsDebug() {
+			s.log.Debug("tick claimed: first in rank", "job", e.job.Name, "tick", fmtTick(tick))
+		}
 		return true
 	}
 	e.mu.Lock()

@@ -210,6 +210,9 @@ func TestBrowserJobsTable(t *testing.T) {
 		{"buttons", row("backup") + `.querySelector('button[data-action="trigger"]') && ` + row("backup") + `.querySelector('button[data-action="pause"]')`},
 		{"no token input without admin.token", `document.getElementById('token') === null`},
 		{"the replica serving the page", `document.getElementById('replica').textContent === 'r1'`},
+		{"the config's digest and when it was loaded", `document.getElementById('config').dataset.digest === '` + fileSHA256(t, cfg) + `' && /loaded/.test(document.getElementById('config').innerText)`},
+		{"each job's revision", `Array.from(document.querySelectorAll('#jobs tbody tr')).every(r => /^[0-9a-f]{16}$/.test(r.dataset.revision))`},
+		{"no other version in the fleet", `document.querySelector('[data-other-digest]') === null`},
 	} {
 		if !eval[bool](t, ctx, "!!("+c.js+")") {
 			t.Errorf("jobs page: %s: not so; the page says:\n%s", c.what, mainText(ctx))
