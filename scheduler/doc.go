@@ -66,7 +66,15 @@
 // Redis together, in pipelines, none waiting for another on its way (see
 // the lock package). The counter
 // lockcron.job.claims says, per job, why this replica claimed (preferred,
-// fallback, given_back, unknown) or did not (spared). WithClaimFallback(0)
+// fallback, given_back, before_later, unknown) or did not (spared). A
+// replica never claims a tick of a job while it still decides on an
+// earlier one (waits for its fallback, or has its claim on the way): it
+// claims the earlier one at once (before_later) and the later one after
+// its answer, since a later claim that reached the ledger first would
+// have the earlier tick answered done, and lost (a fallback that ends
+// after the next tick falls due: rank × fallback above the period, or the
+// replicas first in rank for the earlier tick running late clocks).
+// WithClaimFallback(0)
 // turns the ranking off. On the memory backend, a lone Scheduler is always
 // first.
 //

@@ -33,11 +33,12 @@ const leaveTimeout = time.Second
 // Why a replica claimed a tick, or did not (the lockcron.claim attribute
 // of the lockcron.job.claims metric).
 const (
-	claimPreferred = "preferred"  // first in rank for the tick: claimed at once
-	claimFallback  = "fallback"   // not first: the tick was not done within the fallback delay
-	claimGivenBack = "given_back" // not first: the tick's claimant gave it back
-	claimUnknown   = "unknown"    // the membership is unknown: claimed at once
-	claimSpared    = "spared"     // not first: the tick was heard done, and not claimed
+	claimPreferred = "preferred"    // first in rank for the tick: claimed at once
+	claimFallback  = "fallback"     // not first: the tick was not done within the fallback delay
+	claimGivenBack = "given_back"   // not first: the tick's claimant gave it back
+	claimUnknown   = "unknown"      // the membership is unknown: claimed at once
+	claimSpared    = "spared"       // not first: the tick was heard done, and not claimed
+	claimBefore    = "before_later" // not first: a later tick of the job was to be claimed here, so this one first
 )
 
 // membership is this replica's view of the fleet: the live members of the
@@ -150,6 +151,7 @@ func rendezvous(member, job string, tick int64) uint64 {
 type heard struct {
 	done  int64         // the latest tick heard done, in ms
 	backs uint64        // give-backs heard
+	later int64         // the latest tick (ms) this replica is about to claim (awaitEarlier)
 	ch    chan struct{} // closed at the next event
 }
 
@@ -163,9 +165,67 @@ func (e *entry) listen(ev lock.TickEvent) {
 	} else {
 		e.heard.backs++
 	}
+	e.wakeHeard()
+}
+
+// wakeHeard wakes the ticks that wait in shouldClaim. e.mu is held.
+func (e *entry) wakeHeard() {
 	if e.heard.ch != nil {
 		close(e.heard.ch)
 		e.heard.ch = nil
+	}
+}
+
+// A claim of a later tick overtakes an earlier tick that no one claimed:
+// the ledger then answers the earlier one done. So a replica never claims
+// a tick of a job while it still decides on an earlier one (its wait in
+// shouldClaim, or its claim on the way): that one is claimed at once
+// (claimBefore), and the later claim goes out after its answer. This
+// matters when a replica's fallback for a tick ends as its next tick falls
+// due (rank × fallback reaches the period), and the replicas first in rank
+// for the earlier tick run late clocks: the later claim would otherwise
+// reach the ledger first, and the earlier tick would be lost.
+
+// deciding registers tick as one this replica decides on. e.mu is held.
+func (e *entry) deciding(ms int64) {
+	if e.undecided == nil {
+		e.undecided = make(map[int64]chan struct{})
+	}
+	e.undecided[ms] = make(chan struct{})
+}
+
+// decided says that the tick's decision is made: skipped, or its claim
+// answered. It may be called more than once.
+func (e *entry) decided(ms int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ch, ok := e.undecided[ms]; ok {
+		close(ch)
+		delete(e.undecided, ms)
+	}
+}
+
+// awaitEarlier hurries the earlier ticks of e this replica still decides
+// on, and waits until each is decided, or the Scheduler stops.
+func (s *Scheduler) awaitEarlier(e *entry, ms int64) {
+	e.mu.Lock()
+	var waits []chan struct{}
+	for t, ch := range e.undecided {
+		if t < ms {
+			waits = append(waits, ch)
+		}
+	}
+	if len(waits) > 0 && ms > e.heard.later {
+		e.heard.later = ms
+		e.wakeHeard()
+	}
+	e.mu.Unlock()
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-s.stopping:
+			return
+		}
 	}
 }
 
@@ -198,7 +258,7 @@ func (s *Scheduler) shouldClaim(e *entry, tick time.Time) bool {
 	defer t.Stop()
 	for {
 		e.mu.Lock()
-		done, back := e.heard.done >= ms, e.heard.backs != backs
+		done, back, before := e.heard.done >= ms, e.heard.backs != backs, e.heard.later > ms
 		if e.heard.ch == nil {
 			e.heard.ch = make(chan struct{})
 		}
@@ -214,6 +274,12 @@ func (s *Scheduler) shouldClaim(e *entry, tick time.Time) bool {
 			return false
 		case back:
 			s.tel.claimed(e.job.Name, claimGivenBack)
+			return true
+		case before:
+			s.tel.claimed(e.job.Name, claimBefore)
+			if s.log.IsDebug() {
+				s.log.Debug("tick claimed before a later one of this replica", "job", e.job.Name, "tick", fmtTick(tick), "rank", rank)
+			}
 			return true
 		}
 		select {

@@ -261,3 +261,43 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 }
 
 func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
+// A replica whose fallback for a tick ends after its next tick falls due
+// (rank × fallback above the period: here one ghost member and a fallback
+// of 1.2 s for a 1 s period) claims that tick first when it is to claim
+// the next one: otherwise the later claim would reach the ledger first and
+// the earlier tick be answered done, and lost. No tick is left out.
+func TestLaterTickDoesNotOvertake(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	gcli := srv.Client()
+	defer gcli.Close()
+	gc, err := lock.New(gcli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if _, err := gc.Heartbeat(testCtx(t), "scheduler", "ghost#dead", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	j := newJournal()
+	logs := &lineLog{}
+	r := newRedisReplica(t, srv, "r1", nil, scheduler.WithClaimFallback(1200*time.Millisecond),
+		scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})))
+	r.add(t, scheduler.Job{Name: "every", Schedule: "@every 1s", Overlap: scheduler.OverlapQueue, Run: j.fn(nil)})
+	r.start()
+	// The ghost is first for half the ticks; a tick after one of those
+	// that is this replica's own comes to claim it first: wait for three.
+	eventually(t, 60*time.Second, "three ticks claimed before a later one", func() bool {
+		return logs.count("tick claimed before a later one") >= 3
+	})
+	r.stop(t)
+	xs := j.byJob()["every"]
+	if len(xs) < 5 {
+		t.Fatalf("%d ticks ran, want at least 5", len(xs))
+	}
+	checkOncePerTick(t, map[string][]execution{"every": xs}, time.Second)
+	if n := logs.count("outcome=skipped_done"); n != 0 {
+		t.Errorf("%d ticks answered done without running (overtaken by a later one)", n)
+	}
+}

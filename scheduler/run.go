@@ -17,10 +17,13 @@ import (
 // rank for it and does it in time, claim it through the ledger (which waits
 // while another replica runs it), run it, finish it.
 func (s *Scheduler) handle(e *entry, tick time.Time) {
+	ms := tick.UnixMilli()
+	defer e.decided(ms)
 	if !s.shouldClaim(e, tick) {
 		return
 	}
-	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: tick.UnixMilli(), queue: e.job.Overlap == OverlapQueue})
+	s.awaitEarlier(e, ms)
+	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: ms, queue: e.job.Overlap == OverlapQueue})
 }
 
 // claimSpec says what handleClaim claims: a tick of the job's ledger, or a
@@ -60,6 +63,9 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	ctx, span := s.tel.startTick(e.ctx, e.job.Name, e.job.Lock, tick)
 	fired := time.Now()
 	cl, err := c.ledger.Claim(ctx, c.tick, c.queue)
+	if !c.manual {
+		e.decided(c.tick) // a later tick's claim may go out now
+	}
 	if err != nil {
 		outcome := OutcomeError
 		switch {

@@ -84,9 +84,10 @@ type entry struct {
 	next        time.Time
 	lastTick    time.Time
 	lastOutcome string
-	heard       heard     // finish messages of the fleet (shouldClaim)
-	otherDigest string    // another definition's digest, found by a claim of this replica (checkDefinition)
-	otherAt     time.Time // when a claim last found it
+	heard       heard                   // finish messages of the fleet (shouldClaim)
+	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
+	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
+	otherAt     time.Time               // when a claim last found it
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -604,6 +605,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		return
 	}
 	e.inflight++
+	e.deciding(tick.UnixMilli())
 	e.mu.Unlock()
 	s.wg.Add(1) // the loop calling fire holds a count: no race with Wait
 	go func() {

@@ -125,7 +125,7 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 		metric.WithDescription("Runs whose lock was lost while the job ran, by job."))
 	errs = append(errs, err)
 	t.claims, err = m.Int64Counter(metricClaims, metric.WithUnit("{tick}"),
-		metric.WithDescription("Ticks this replica claimed or spared, by job and why (lockcron.claim: preferred, fallback, given_back, unknown, spared)."))
+		metric.WithDescription("Ticks this replica claimed or spared, by job and why (lockcron.claim: preferred, fallback, given_back, before_later, unknown, spared)."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		log.Warn("scheduler metrics unavailable", "error", err)
