@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockcron/lockcron/chaos/internal/oracle"
 	"github.com/lockcron/lockcron/internal/redistest"
 )
@@ -427,7 +429,10 @@ func failover(f *Faults, lagging bool) {
 	primary.Restart()
 	host, port, _ := net.SplitHostPort(replica.Addr())
 	primary.Do("REPLICAOF", host, port)
-	if err := acked(replica, 30*time.Second); err != nil {
+	// The sentinels may fail over once more while the former primary
+	// comes back (it was a primary, with an older epoch): the writes are
+	// acknowledged again on whichever node they name then.
+	if err := acked(f.c.sent.Primary, 30*time.Second); err != nil {
 		f.t.Fatal(err)
 	}
 	f.c.fault(Window{What: "Sentinel failover", From: at, To: oracle.Mono(), RedisDown: true})
@@ -438,13 +443,19 @@ func failover(f *Faults, lagging bool) {
 	f.note("%s; failover took %v, writes acknowledged by a replica again after %v", what, took.Round(time.Millisecond), time.Duration(oracle.Mono()-at).Round(time.Millisecond))
 }
 
-// acked waits until writes on primary are acknowledged by a replica, three
-// times in a row.
-func acked(primary *redistest.Server, within time.Duration) error {
-	c := primary.Client()
+// acked waits until writes on the primary are acknowledged by a replica,
+// three times in a row; primaryNow names the primary at each try.
+func acked(primaryNow func() *redistest.Server, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	ok := 0
+	var (
+		primary *redistest.Server
+		c       *redis.Client
+	)
 	for ok < 3 {
+		if p := primaryNow(); p != primary {
+			primary, c, ok = p, p.Client(), 0 // closed when the test ends
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := c.Do(ctx, "SET", "chaos:probe", "1", "PX", "1000").Err()
 		if err == nil {
