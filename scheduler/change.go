@@ -129,7 +129,7 @@ func (s *Scheduler) Update(j Job) error {
 		e.lastTick, e.lastOutcome = lastTick, lastOutcome // Status goes on from them
 		e.mu.Unlock()
 		s.mu.Lock()
-		e.replaces, e.resume = true, resume
+		e.replaces, e.prev, e.resume = true, old, resume
 		if !s.closing {
 			s.startLoop(e)
 		}
@@ -140,8 +140,9 @@ func (s *Scheduler) Update(j Job) error {
 }
 
 // takeOver is the start of the loop of a definition that replaced another
-// (Update): the tick that the old loop did not fire, if it is due, runs
-// now; then the new schedule's next tick.
+// (Update), once the ticks the old one still decided on are claimed or
+// let go: the tick that the old loop did not fire, if it is due, runs now;
+// then the new schedule's next tick.
 func (s *Scheduler) takeOver(e *entry) time.Time {
 	now := s.opt.clock.Now()
 	if !e.resume.IsZero() && !e.resume.After(now) {

@@ -299,3 +299,43 @@ func TestLaterTickDoesNotOvertake(t *testing.T) {
 		t.Errorf("%d ticks answered done without running (overtaken by a later one)", n)
 	}
 }
+
+// The same across updates of the job: a tick the old definition still
+// waits to claim (its fallback) goes before the new definition's first
+// claim, so no tick is lost at the instant of an update either.
+func TestLaterTickDoesNotOvertakeAcrossUpdates(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	gcli := srv.Client()
+	defer gcli.Close()
+	gc, err := lock.New(gcli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if _, err := gc.Heartbeat(testCtx(t), "scheduler", "ghost#dead", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	j := newJournal()
+	logs := &lineLog{}
+	r := newRedisReplica(t, srv, "r1", nil, scheduler.WithClaimFallback(1200*time.Millisecond),
+		scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})))
+	job := scheduler.Job{Name: "every", Schedule: "@every 1s", Overlap: scheduler.OverlapQueue, Run: j.fn(nil)}
+	r.add(t, job)
+	r.start()
+	for i := 0; len(j.byJob()["every"]) < 10; i++ {
+		job.Revision = strconv.Itoa(i)
+		if err := r.s.Update(job); err != nil {
+			t.Fatal(err)
+		}
+		if i > 200 {
+			t.Fatalf("%d ticks ran in %d updates", len(j.byJob()["every"]), i)
+		}
+		time.Sleep(150 * time.Millisecond) // the rate of updates; no synchronisation
+	}
+	r.stop(t)
+	checkOncePerTick(t, j.byJob(), time.Second)
+	if n := logs.count("outcome=skipped_done"); n != 0 {
+		t.Errorf("%d ticks answered done without running (overtaken by a later one)", n)
+	}
+}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -72,8 +73,9 @@ type entry struct {
 	quit    chan struct{}
 	done    chan struct{}
 	// replaces: the entry took over from another definition's loop (Update),
-	// whose first tick not fired was resume.
+	// prev, whose first tick not fired was resume.
 	replaces bool
+	prev     *entry
 	resume   time.Time
 
 	mu          sync.Mutex
@@ -424,6 +426,10 @@ func (s *Scheduler) loop(e *entry) {
 	}
 	var next time.Time
 	if e.replaces {
+		// The ticks the old definition still decides on go first: a
+		// claim of a later one would have them answered done.
+		s.awaitEarlier(e.prev, math.MaxInt64)
+		e.prev = nil
 		next = s.takeOver(e)
 	} else {
 		next = s.catchUp(e)
