@@ -192,10 +192,11 @@
 // Add, Update and Remove work while the Scheduler runs; a change on one
 // replica is a change of that replica only (the daemon reloads its config
 // file on SIGHUP and applies the difference with them). Update stops the
-// trigger loop of the old definition and then starts the new one: a tick
-// that the old loop had not fired and that is due by then runs once, at
-// once, under the new definition, and the new schedule's ticks follow from
-// now, with no misfire catch-up (the job did not stop). A run under way
+// trigger loop of the old definition and then starts the new one, once the
+// ticks the old one still decided on (a fallback wait) are claimed or let
+// go: a tick that the old loop had not fired and that is due by then runs
+// once, at once, under the new definition, and the new schedule's ticks
+// follow from now, with no misfire catch-up (the job did not stop). A run under way
 // finishes under its lock with the definition it started with. Remove
 // stops the job's loop; by default a run under way finishes under its lock,
 // as Quartz's deleteJob leaves running jobs alone (a removal is a change of
