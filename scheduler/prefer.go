@@ -206,8 +206,9 @@ func (e *entry) decided(ms int64) {
 }
 
 // awaitEarlier hurries the earlier ticks of e this replica still decides
-// on, and waits until each is decided, or the Scheduler stops.
-func (s *Scheduler) awaitEarlier(e *entry, ms int64) {
+// on, and waits until each is decided, or the Scheduler stops, or quit is
+// closed.
+func (s *Scheduler) awaitEarlier(e *entry, ms int64, quit <-chan struct{}) {
 	e.mu.Lock()
 	var waits []chan struct{}
 	for t, ch := range e.undecided {
@@ -224,6 +225,8 @@ func (s *Scheduler) awaitEarlier(e *entry, ms int64) {
 		select {
 		case <-ch:
 		case <-s.stopping:
+			return
+		case <-quit:
 			return
 		}
 	}

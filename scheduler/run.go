@@ -22,7 +22,7 @@ func (s *Scheduler) handle(e *entry, tick time.Time) {
 	if !s.shouldClaim(e, tick) {
 		return
 	}
-	s.awaitEarlier(e, ms)
+	s.awaitEarlier(e, ms, nil)
 	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: ms, queue: e.job.Overlap == OverlapQueue})
 }
 

@@ -428,8 +428,20 @@ func (s *Scheduler) loop(e *entry) {
 	if e.replaces {
 		// The ticks the old definition still decides on go first: a
 		// claim of a later one would have them answered done.
-		s.awaitEarlier(e.prev, math.MaxInt64)
+		s.awaitEarlier(e.prev, math.MaxInt64, e.quit)
 		e.prev = nil
+		select {
+		case <-s.stopping:
+			return
+		case <-e.quit:
+			// Replaced or removed in turn before its first tick: the
+			// old one's first tick not fired is still the first.
+			e.mu.Lock()
+			e.next = e.resume
+			e.mu.Unlock()
+			return
+		default:
+		}
 		next = s.takeOver(e)
 	} else {
 		next = s.catchUp(e)
