@@ -73,7 +73,9 @@ type entry struct {
 	quit    chan struct{}
 	done    chan struct{}
 	// replaces: the entry took over from another definition's loop (Update),
-	// prev, whose first tick not fired was resume.
+	// prev, whose first tick not fired was resume. prev (and its prev, if
+	// it was replaced before it started) is dropped once its undecided
+	// ticks are decided; the loop reads it, and Update sets it before.
 	replaces bool
 	prev     *entry
 	resume   time.Time
@@ -426,22 +428,25 @@ func (s *Scheduler) loop(e *entry) {
 	}
 	var next time.Time
 	if e.replaces {
-		// The ticks the old definition still decides on go first: a
+		// The ticks the old definitions still decide on go first: a
 		// claim of a later one would have them answered done.
-		s.awaitEarlier(e.prev, math.MaxInt64, e.quit)
-		e.prev = nil
+		for p := e.prev; p != nil; p = p.prev {
+			s.awaitEarlier(p, math.MaxInt64, e.quit)
+		}
 		select {
 		case <-s.stopping:
 			return
 		case <-e.quit:
 			// Replaced or removed in turn before its first tick: the
-			// old one's first tick not fired is still the first.
+			// old one's first tick not fired is still the first, and
+			// the next definition waits for the old ones (e.prev).
 			e.mu.Lock()
 			e.next = e.resume
 			e.mu.Unlock()
 			return
 		default:
 		}
+		e.prev = nil
 		next = s.takeOver(e)
 	} else {
 		next = s.catchUp(e)
