@@ -191,7 +191,9 @@ func (e *entry) deciding(ms int64) {
 	if e.undecided == nil {
 		e.undecided = make(map[int64]chan struct{})
 	}
-	e.undecided[ms] = make(chan struct{})
+	if _, ok := e.undecided[ms]; !ok {
+		e.undecided[ms] = make(chan struct{})
+	}
 }
 
 // decided says that the tick's decision is made: skipped, or its claim
