@@ -129,7 +129,7 @@ func (s *Scheduler) Update(j Job) error {
 		e.lastTick, e.lastOutcome = lastTick, lastOutcome // Status goes on from them
 		e.mu.Unlock()
 		s.mu.Lock()
-		e.replaces, e.prev, e.resume = true, old, resume
+		e.prev, e.resume = old, resume
 		if !s.closing {
 			s.startLoop(e)
 		}

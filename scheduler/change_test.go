@@ -3,7 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,7 +130,7 @@ func TestUpdateAtTheInstantOfTicks(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
-	lg := &lineLog{}
+	lg := newLockedWriter()
 	r := newRedisReplica(t, srv, "r1", nil, scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: lg, Level: hclog.Info})))
 	job := scheduler.Job{Name: "busy", Schedule: "@every 1s", Run: j.fn(nil)}
 	r.add(t, job)
@@ -257,9 +256,9 @@ func TestDefinitionMismatch(t *testing.T) {
 	srv := redistest.Start(t)
 	j := newJournal()
 	var fleet []*replica
-	var logs []*lineLog
+	var logs []*lockedWriter
 	for i, rev := range []string{"v1", "v2"} {
-		lg := &lineLog{}
+		lg := newLockedWriter()
 		logs = append(logs, lg)
 		r := newRedisReplica(t, srv, "r"+rev, nil, scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: lg, Level: hclog.Info})))
 		r.add(t, scheduler.Job{Name: "mixed", Schedule: "@every 1s", Revision: rev, Run: j.fn(nil)})
@@ -288,28 +287,4 @@ func TestDefinitionMismatch(t *testing.T) {
 		}
 	}
 	checkOncePerTick(t, j.byJob(), 0)
-}
-
-// lineLog collects log output.
-type lineLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *lineLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
 }

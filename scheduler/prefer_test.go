@@ -203,7 +203,7 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 	j := newJournal()
 	const nJobs, fallback, ttl = 6, 300 * time.Millisecond, 600 * time.Millisecond
 	var fleet []*replica
-	logs := &lineLog{}
+	logs := newLockedWriter()
 	debug := scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}))
 	for i := range 2 {
 		r := newRedisReplica(t, srv, "r"+strconv.Itoa(i+1), nil, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl), debug)
@@ -305,7 +305,7 @@ func TestLaterTickDoesNotOvertakeAcrossUpdates(t *testing.T) {
 // 1.2 s, beside a ghost member that runs nothing: the replica is second
 // in rank for about half the ticks, and its fallback for them ends after
 // the next tick is due. Its debug log goes to logs.
-func ghostAndOne(t *testing.T) (*replica, *journal, *lineLog) {
+func ghostAndOne(t *testing.T) (*replica, *journal, *lockedWriter) {
 	t.Helper()
 	srv := redistest.Start(t)
 	gc, err := lock.New(srv.Client())
@@ -316,7 +316,7 @@ func ghostAndOne(t *testing.T) (*replica, *journal, *lineLog) {
 	if _, err := gc.Heartbeat(testCtx(t), "scheduler", "ghost#dead", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	j, logs := newJournal(), &lineLog{}
+	j, logs := newJournal(), newLockedWriter()
 	r := newRedisReplica(t, srv, "r1", nil, scheduler.WithClaimFallback(1200*time.Millisecond),
 		scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})))
 	r.add(t, everyJob(j))
@@ -330,7 +330,7 @@ func everyJob(j *journal) scheduler.Job {
 
 // checkNoneOvertaken checks that every tick between the first and the
 // last ran once, and that none was answered done without running.
-func checkNoneOvertaken(t *testing.T, j *journal, logs *lineLog) {
+func checkNoneOvertaken(t *testing.T, j *journal, logs *lockedWriter) {
 	t.Helper()
 	checkOncePerTick(t, j.byJob(), time.Second)
 	if n := logs.count("outcome=skipped_done"); n != 0 {

@@ -188,6 +188,13 @@ func (l *lockedWriter) String() string {
 	return l.w.String()
 }
 
+// newLockedWriter returns an empty lockedWriter: a log's output, for
+// tests to read while replicas write it.
+func newLockedWriter() *lockedWriter { return &lockedWriter{w: &strings.Builder{}} }
+
+// count is how many times s occurs in what was written.
+func (l *lockedWriter) count(s string) int { return strings.Count(l.String(), s) }
+
 // eventLog is the events of several replicas, merged in the order they
 // arrive. Two processes' lines may arrive in either order (the survivor's
 // "start" before the victim's "return"), so a wait for one kind keeps the

@@ -72,13 +72,12 @@ type entry struct {
 	started bool
 	quit    chan struct{}
 	done    chan struct{}
-	// replaces: the entry took over from another definition's loop (Update),
-	// prev, whose first tick not fired was resume. prev (and its prev, if
-	// it was replaced before it started) is dropped once its undecided
+	// prev is the definition whose loop this entry's took over from
+	// (Update), whose first tick not fired was resume. prev (and its prev,
+	// if it was replaced before it started) is dropped once its undecided
 	// ticks are decided; the loop reads it, and Update sets it before.
-	replaces bool
-	prev     *entry
-	resume   time.Time
+	prev   *entry
+	resume time.Time
 
 	mu          sync.Mutex
 	inflight    int       // ticks of this replica being claimed or run
@@ -427,7 +426,7 @@ func (s *Scheduler) loop(e *entry) {
 		}
 	}
 	var next time.Time
-	if e.replaces {
+	if e.prev != nil {
 		// The ticks the old definitions still decide on go first: a
 		// claim of a later one would have them answered done.
 		for p := e.prev; p != nil; p = p.prev {
