@@ -488,3 +488,43 @@ func TestJitterFleet(t *testing.T) {
 	}
 	t.Logf("offsets %v; runs by replica %v; latest start %v after its tick", want, byReplica, late)
 }
+
+// Jobs' NextTicks (what `scheduler jobs` and the status page show) are
+// the effective ticks: H and Jitter applied, as ParseJobSchedule gives them.
+func TestJobsShowEffectiveTicks(t *testing.T) {
+	t.Parallel()
+	c, err := lock.NewMemory(lock.WithClientID("solo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	job := Job{Name: "spread", Schedule: "H H * * *", Jitter: 10 * time.Minute, Run: jobs.Func(func(context.Context) error { return nil })}
+	if err := s.Add(job); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := ParseJobSchedule(job.Name, job.Schedule, job.Jitter, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := s.Jobs(context.Background())
+	if len(views) != 1 || len(views[0].NextTicks) != 3 {
+		t.Fatalf("Jobs = %+v, want one job with three next ticks", views)
+	}
+	prev := views[0].NextTicks[0].Add(-time.Nanosecond)
+	for i, tick := range views[0].NextTicks {
+		if want := sched.Next(prev); !tick.Equal(want) {
+			t.Errorf("next tick %d = %v, want %v (the effective schedule's)", i, tick, want)
+		}
+		prev = tick
+	}
+	// The name's offset moves the ticks off the whole minutes H picks
+	// (fixed for this name): a view of the unjittered schedule would not.
+	if first := views[0].NextTicks[0]; first.Second() == 0 && first.Nanosecond() == 0 {
+		t.Errorf("first tick %v is on a whole minute: the jitter is not applied", first)
+	}
+}
