@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
@@ -357,7 +358,7 @@ func TestFairLedgerOrder(t *testing.T) {
 		t.Run(be, func(t *testing.T) {
 			cs := locktest.NewStore(t, be).NewClients(t, 3)
 			ctx := testCtx(t)
-			first, err := cs[0].FairLedger("shared", "job-0")
+			first, err := fleet.New(cs[0]).FairLedger("shared", "job-0")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -372,7 +373,7 @@ func TestFairLedgerOrder(t *testing.T) {
 			order := make(chan result, 6)
 			for i := range 6 {
 				c := cs[i%3]
-				g, err := c.FairLedger("shared", fmt.Sprintf("job-%d", i%2+1)) // two jobs share the lock
+				g, err := fleet.New(c).FairLedger("shared", fmt.Sprintf("job-%d", i%2+1)) // two jobs share the lock
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -381,7 +382,7 @@ func TestFairLedgerOrder(t *testing.T) {
 					cl, err := g.Claim(ctx, int64(10+i), true)
 					if err == nil {
 						order <- result{i: i}
-						err = cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1})
+						err = cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1})
 					}
 					if err != nil {
 						order <- result{i: i, err: err}
@@ -389,7 +390,7 @@ func TestFairLedgerOrder(t *testing.T) {
 				}()
 				waitQueued(t, c, "shared", before+1)
 			}
-			if err := held.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+			if err := held.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 				t.Fatal(err)
 			}
 			// job-1 claims 10, 12, 14 and job-2 11, 13, 15, in queue order;
@@ -420,8 +421,8 @@ func TestFairLedgerNoWaitClaims(t *testing.T) {
 		t.Run(be, func(t *testing.T) {
 			cs := locktest.NewStore(t, be).NewClients(t, 3, lock.WithWaiterTTL(time.Minute))
 			ctx := testCtx(t)
-			ledger := func(c *lock.Client) *lock.Ledger {
-				g, err := c.FairLedger("job", "job")
+			ledger := func(c *lock.Client) *fleet.Ledger {
+				g, err := fleet.New(c).FairLedger("job", "job")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -443,7 +444,7 @@ func TestFairLedgerNoWaitClaims(t *testing.T) {
 			if _, err := ledger(cs[2]).Claim(ctx, 2, false, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
 				t.Fatalf("one attempt while held: %v, want ErrLocked", err)
 			}
-			if err := first.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+			if err := first.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 				t.Fatal(err)
 			}
 			// The next tick's claim does not wait behind the waiter of the
@@ -452,10 +453,10 @@ func TestFairLedgerNoWaitClaims(t *testing.T) {
 			if err != nil {
 				t.Fatalf("claim of the next tick after a finish: %v", err)
 			}
-			if err := <-waited; !errors.Is(err, lock.ErrDone) {
+			if err := <-waited; !errors.Is(err, fleet.ErrDone) {
 				t.Fatalf("the waiter of the tick done: %v, want ErrDone", err)
 			}
-			if err := next.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+			if err := next.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if n := cs[0].Waiting("job") + cs[1].Waiting("job") + cs[2].Waiting("job"); n != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/faultproxy"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
@@ -187,7 +188,7 @@ func TestLostReleaseReplyReportsSuccess(t *testing.T) {
 		})
 	}
 	t.Run("Ledger.Finish", func(t *testing.T) {
-		g, err := c.Ledger("job", "job")
+		g, err := fleet.New(c).Ledger("job", "job")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,13 +198,13 @@ func TestLostReleaseReplyReportsSuccess(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.dropOnce(sha)
-		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 1000, Entry: map[string]string{"tick": "1000"}}); err != nil {
+		if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 1000, Entry: map[string]string{"tick": "1000"}}); err != nil {
 			t.Fatalf("Finish with its reply lost: %v", err)
 		}
 		if f.armed() != 0 {
 			t.Fatal("no reply was lost: the test did not exercise the retry")
 		}
-		if err := cl.Lease.Err(); !errors.Is(err, lock.ErrReleased) {
+		if err := cl.Err(); !errors.Is(err, lock.ErrReleased) {
 			t.Fatalf("lease ended with %v, want ErrReleased", err)
 		}
 		st, err := g.State(ctx)
@@ -226,7 +227,7 @@ func TestLockRidesOutRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv, lock.WithLeaseTime(time.Second))
 	ctx := testCtx(t)
-	g, err := c.Ledger("claimed", "job")
+	g, err := fleet.New(c).Ledger("claimed", "job")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestLockRidesOutRestart(t *testing.T) {
 	wg.Go(func() {
 		cl, err := g.Claim(ctx, 1000, false, lock.WithWait(20*time.Second))
 		if err == nil {
-			err = cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 1000})
+			err = cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 1000})
 		}
 		results <- result{"Ledger.Claim", err}
 	})
@@ -291,7 +292,7 @@ func TestLockRidesOutSentinelFailover(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := testCtx(t)
-	g, err := c.Ledger("claims", "job")
+	g, err := fleet.New(c).Ledger("claims", "job")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,13 +341,13 @@ func TestLockRidesOutSentinelFailover(t *testing.T) {
 	loop("Ledger.Claim", func() error {
 		tick++
 		cl, err := g.Claim(ctx, tick, false, lock.WithWait(15*time.Second))
-		if errors.Is(err, lock.ErrDone) {
+		if errors.Is(err, fleet.ErrDone) {
 			return nil
 		}
 		if err != nil {
 			return errors.Join(errors.New("claim"), err)
 		}
-		_ = cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick})
+		_ = cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick})
 		return nil
 	})
 	s.Failover()
@@ -588,9 +589,9 @@ func TestNoFalseLockLossOfQueuedClaims(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := testCtx(t)
-	ledgers := make([]*lock.Ledger, n)
+	ledgers := make([]*fleet.Ledger, n)
 	for i := range ledgers {
-		if ledgers[i], err = c.Ledger("queued-"+strconv.Itoa(i), "job"); err != nil {
+		if ledgers[i], err = fleet.New(c).Ledger("queued-"+strconv.Itoa(i), "job"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -600,7 +601,7 @@ func TestNoFalseLockLossOfQueuedClaims(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 1}); err != nil {
+		if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -611,7 +612,7 @@ func TestNoFalseLockLossOfQueuedClaims(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	proxy.SetDelay(leaseTime * 35 / 100)
-	claims := make([]*lock.Claim, n)
+	claims := make([]*fleet.Claim, n)
 	var wg sync.WaitGroup
 	for i, g := range ledgers {
 		wg.Go(func() {
@@ -629,17 +630,17 @@ func TestNoFalseLockLossOfQueuedClaims(t *testing.T) {
 	}
 	select {
 	case <-time.After(3 * leaseTime):
-	case <-claims[0].Lease.Done():
-	case <-claims[n-1].Lease.Done():
+	case <-claims[0].Done():
+	case <-claims[n-1].Done():
 	}
 	for i, cl := range claims {
-		if err := cl.Lease.Err(); err != nil {
+		if err := cl.Err(); err != nil {
 			t.Errorf("claim %d with a round trip of 0.35 of the lease: %v", i, err)
 		}
 	}
 	proxy.SetDelay(0)
 	for _, cl := range claims {
-		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 2}); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 2}); err != nil && !errors.Is(err, lock.ErrNotHeld) {
 			t.Error(err)
 		}
 	}
