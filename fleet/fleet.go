@@ -16,11 +16,12 @@ var ErrDone = core.ErrDone
 // was taken.
 var ErrPaused = core.ErrPaused
 
-// LedgerTTL is how long a ledger outlives its last claim or finish: long
-// enough to judge a monthly schedule's missed tick after a downtime.
+// LedgerTTL is how long a ledger outlives its last claim or finish, 35
+// days: long enough to judge a monthly schedule's missed tick after a
+// downtime.
 const LedgerTTL = core.LedgerTTL
 
-// Defaults of a ledger's history (WithHistory).
+// Defaults of a ledger's history (WithHistory): 100 entries, 30 days.
 const (
 	DefaultHistoryKeep   = core.DefaultHistoryKeep
 	DefaultHistoryMaxAge = core.DefaultHistoryMaxAge

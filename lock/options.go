@@ -10,16 +10,16 @@ import (
 	"github.com/lockcron/lockcron/internal/core"
 )
 
-// DefaultLeaseTime is the watchdog lease of a Client without WithLeaseTime,
-// as in Redisson.
+// DefaultLeaseTime is the watchdog lease of a Client without WithLeaseTime:
+// 30s, as in Redisson.
 const DefaultLeaseTime = core.DefaultLeaseTime
 
-// MinLeaseTime is the shortest watchdog lease: the watchdog renews every
-// lease/3 and needs room for a round trip and a retry.
+// MinLeaseTime is the shortest watchdog lease, 30ms: the watchdog renews
+// every lease/3 and needs room for a round trip and a retry.
 const MinLeaseTime = core.MinLeaseTime
 
 // DefaultWaiterTTL is how long a waiter of a fair lock keeps its place
-// without renewing it, unless WithWaiterTTL says otherwise.
+// without renewing it, unless WithWaiterTTL says otherwise: 3s.
 const DefaultWaiterTTL = core.DefaultWaiterTTL
 
 // An Option configures a Client: New, NewMemory, MemoryStore.NewClient.
