@@ -19,14 +19,14 @@ TEST_JOBS ?= 2
 TEST_PARALLEL ?= 8
 TEST_TARGETS := $(addprefix test/,chaos . cmd/scheduler examples bench)
 
-.PHONY: test $(TEST_TARGETS) test-oldest-go check-modules chaos bench lint run tidy
+.PHONY: test $(TEST_TARGETS) test-oldest-go check-modules check-deps chaos bench lint run tidy
 
 ## test: check the modules' go.mod files, then vet and race-test every module, and the bench module's own tests, two modules at a time, each module's output together (needs redis-server and redis-sentinel in PATH; the tests start their own)
-test: check-modules
+test: check-modules check-deps
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -O $(TEST_TARGETS)
 
 # One module's vet and tests; bench's own tests run without -race (its
-# packages are measuring programs). The library's run outside the
+# packages are measuring programs). The library's tests run outside the
 # workspace (GOWORK=off), with the lowest versions its go.mod asks for, not
 # the newer ones the command's module brings into the workspace.
 $(TEST_TARGETS): test/%:
@@ -59,8 +59,17 @@ bench:
 	cd bench && $(GO) run ./schedbench
 	cd bench && $(GO) run ./fairbench
 
-## lint: gofmt check, the go.mod check and go vet, every module
-lint: check-modules
+## check-deps: the scheduler links the run contract of jobs alone, not os/exec nor the exec and http jobs, and lock, scheduler and jobs have no init function
+check-deps:
+	@if GOWORK=off $(GO) list -deps ./scheduler | grep -Ex 'os/exec|github.com/lockcron/lockcron/jobs/.+'; then \
+		echo "the scheduler package links the packages above: it may depend on the run contract (package jobs) only"; exit 1; \
+	fi
+	@if grep -rn --include='*.go' '^func init()' lock scheduler jobs; then \
+		echo "no init function in a library package: a program enters what it needs from main"; exit 1; \
+	fi
+
+## lint: gofmt check, the go.mod and dependency checks, and go vet, every module
+lint: check-modules check-deps
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@set -e; for m in $(MODULES) bench; do (cd $$m && $(GO) vet ./...); done
 
