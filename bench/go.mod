@@ -2,8 +2,6 @@ module github.com/lockcron/lockcron/bench
 
 go 1.26.8
 
-replace github.com/lockcron/lockcron => ../
-
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1

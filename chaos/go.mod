@@ -2,13 +2,6 @@ module github.com/lockcron/lockcron/chaos
 
 go 1.26.8
 
-// The library and the command, from this checkout: the fault suite tests
-// them as they are.
-replace (
-	github.com/lockcron/lockcron => ../
-	github.com/lockcron/lockcron/cmd/scheduler => ../cmd/scheduler
-)
-
 require (
 	github.com/lockcron/lockcron v0.0.0-00010101000000-000000000000
 	github.com/lockcron/lockcron/cmd/scheduler v0.0.0-00010101000000-000000000000

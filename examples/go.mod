@@ -2,12 +2,6 @@ module github.com/lockcron/lockcron/examples
 
 go 1.26.8
 
-// The library and the command's daemon package, from this checkout.
-replace (
-	github.com/lockcron/lockcron => ../
-	github.com/lockcron/lockcron/cmd/scheduler => ../cmd/scheduler
-)
-
 require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/lockcron/lockcron v0.0.0-00010101000000-000000000000

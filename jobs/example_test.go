@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/jobs"
 )
@@ -104,50 +99,4 @@ func ExampleInfo_Env() {
 	// LOCKCRON_REPLICA=replica-1
 	// LOCKCRON_ATTEMPT=1
 	// LOCKCRON_TRIGGER=
-}
-
-// An exec job: the process sees the run's info in its environment, and its
-// output is logged line by line.
-func ExampleExec() {
-	log := hclog.New(&hclog.LoggerOptions{Output: os.Stdout, DisableTime: true})
-	r := &jobs.Exec{
-		Command: []string{"sh", "-c", `echo "tick $LOCKCRON_TICK, token $LOCKCRON_TOKEN"; echo "$GREETING" >&2; exit 3`},
-		Env:     map[string]string{"GREETING": "hello"},
-		Logger:  log,
-	}
-	ctx := jobs.WithInfo(context.Background(), jobs.Info{
-		Job:   "backup",
-		Tick:  time.Date(2025, 3, 1, 4, 0, 0, 0, time.UTC),
-		Token: 42,
-	})
-	err := r.Run(ctx)
-	fmt.Println(err)
-	var xe *jobs.ExitError
-	fmt.Println(errors.As(err, &xe) && xe.Code == 3)
-	// Unordered output:
-	// [INFO]  output: job=backup tick=2025-03-01T04:00:00Z stream=stdout line="tick 2025-03-01T04:00:00Z, token 42"
-	// [INFO]  output: job=backup tick=2025-03-01T04:00:00Z stream=stderr line=hello
-	// jobs: exec "sh": exit status 3; stderr: "hello"
-	// true
-}
-
-// An http job: the run's info travels in Lockcron-* headers, and an
-// unexpected status is a *StatusError.
-func ExampleHTTP() {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Println(r.Method, r.URL.Path, r.Header.Get("Lockcron-Job"), r.Header.Get("Lockcron-Token"))
-		http.Error(w, "ledger closed", http.StatusConflict)
-	}))
-	defer srv.Close()
-
-	r := &jobs.HTTP{URL: srv.URL + "/close-day", Method: "POST", Body: `{"dry_run":false}`}
-	ctx := jobs.WithInfo(context.Background(), jobs.Info{Job: "close-day", Token: 42})
-	err := r.Run(ctx)
-	var se *jobs.StatusError
-	if errors.As(err, &se) {
-		fmt.Println(se.Code, se.Body)
-	}
-	// Output:
-	// POST /close-day close-day 42
-	// 409 ledger closed
 }

@@ -6,6 +6,24 @@ import (
 	"time"
 )
 
+// EnvPrefix starts the names of the environment variables that carry the
+// run's Info (see Info.Env). An exec job's Env (execjob.Exec.Env) may not
+// set such names.
+const EnvPrefix = "LOCKCRON_"
+
+// Headers that carry a run's Info on the requests of an http job
+// (httpjob.HTTP); the values are those of Info.Env. Names that start with
+// HeaderPrefix are reserved for them: httpjob.HTTP.Headers may not set any.
+const (
+	HeaderPrefix  = "Lockcron-"
+	HeaderJob     = "Lockcron-Job"     // Info.Job
+	HeaderTick    = "Lockcron-Tick"    // Info.Tick, RFC 3339 in UTC (a fraction for a jittered tick)
+	HeaderToken   = "Lockcron-Token"   // Info.Token, the fencing token, in decimal
+	HeaderReplica = "Lockcron-Replica" // Info.Replica
+	HeaderAttempt = "Lockcron-Attempt" // Info.Attempt, in decimal
+	HeaderTrigger = "Lockcron-Trigger" // Info.Trigger, in decimal; empty for a scheduled run
+)
+
 // Info is what a run knows about itself. The scheduler puts it in the
 // run's ctx (WithInfo), so that jobs can fence their writes with Token; exec
 // jobs pass it on to their process in the environment (Env). Info is a plain

@@ -149,7 +149,7 @@
 // tick re-run within about one lease while any replica runs the job.
 //
 // An exec job's processes do not outlive their replica, even one killed
-// with SIGKILL (see the jobs package), so a re-run never overlaps them.
+// with SIGKILL (see package jobs/execjob), so a re-run never overlaps them.
 //
 // # Misfires
 //

@@ -14,11 +14,16 @@ import (
 
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
 func TestMain(m *testing.M) {
+	// The exec jobs of the tests start this binary again as their supervisor.
+	if code, ok := execjob.Supervise(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv(replicaEnv) != "" {
 		os.Exit(replicaMain())
 	}

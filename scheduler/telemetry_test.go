@@ -18,6 +18,8 @@ import (
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
+	"github.com/lockcron/lockcron/jobs/httpjob"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -286,7 +288,7 @@ func TestTraceContinuesIntoJobs(t *testing.T) {
 	t.Parallel()
 	o := newObserved(t)
 	out := filepath.Join(t.TempDir(), "traceparent")
-	o.add(t, scheduler.Job{Name: "exec", Schedule: "@every 1s", Run: &jobs.Exec{
+	o.add(t, scheduler.Job{Name: "exec", Schedule: "@every 1s", Run: &execjob.Exec{
 		Command: []string{"sh", "-c", `[ -s "$OUT" ] || echo "$TRACEPARENT $LOCKCRON_TICK" > "$OUT"`},
 		Env:     map[string]string{"OUT": out},
 	}})
@@ -298,7 +300,7 @@ func TestTraceContinuesIntoJobs(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	o.add(t, scheduler.Job{Name: "http", Schedule: "@every 1s", Run: &jobs.HTTP{URL: srv.URL}})
+	o.add(t, scheduler.Job{Name: "http", Schedule: "@every 1s", Run: &httpjob.HTTP{URL: srv.URL}})
 	o.start()
 	var got []string
 	eventually(t, 10*time.Second, "the exec job wrote its TRACEPARENT", func() bool {

@@ -2,10 +2,6 @@ module github.com/lockcron/lockcron/cmd/scheduler
 
 go 1.26.8
 
-// The library, from this checkout. A release of the command drops this
-// directive and requires the library's tagged version (see README, Layout).
-replace github.com/lockcron/lockcron => ../..
-
 require (
 	github.com/chromedp/cdproto v0.159.2
 	github.com/chromedp/chromedp v0.23.0

@@ -8,6 +8,13 @@ import (
 	"os"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
+	"github.com/lockcron/lockcron/jobs/execjob"
 )
 
-func main() { os.Exit(daemon.Main(os.Args[1:], daemon.Options{})) }
+func main() {
+	// The supervisor of each exec run is this program started again.
+	if code, ok := execjob.Supervise(); ok {
+		os.Exit(code)
+	}
+	os.Exit(daemon.Main(os.Args[1:], daemon.Options{}))
+}

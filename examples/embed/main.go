@@ -19,10 +19,18 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// Its config may hold exec jobs, whose supervisor is this program
+	// started again.
+	if code, ok := execjob.Supervise(); ok {
+		os.Exit(code)
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // run is main without the process around it: it runs the scheduler command
 // with args (without the program's name), writes to stdout and stderr, and

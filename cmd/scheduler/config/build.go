@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
+	"github.com/lockcron/lockcron/jobs/httpjob"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -215,8 +217,8 @@ func (c *Config) secretEnv() []string {
 	return append(names, c.notifyEnv()...)
 }
 
-// SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *jobs.Exec
-// logging to log.Named(job name), http jobs as *jobs.HTTP, func jobs looked
+// SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *execjob.Exec
+// logging to log.Named(job name), http jobs as *httpjob.HTTP, func jobs looked
 // up in reg (nil means jobs.DefaultRegistry), with every policy, and
 // Revision the job's Digest (so that each run records which definition of
 // the job it ran). It returns
@@ -255,7 +257,7 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 		}
 		switch {
 		case j.Exec != nil:
-			sj.Run = &jobs.Exec{
+			sj.Run = &execjob.Exec{
 				Command: slices.Clone(j.Exec.Command),
 				Env:     maps.Clone(j.Exec.Env),
 				Unset:   c.secretEnv(),
@@ -264,7 +266,7 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 				Logger:  log.Named(j.Name),
 			}
 		case j.HTTP != nil:
-			sj.Run = &jobs.HTTP{
+			sj.Run = &httpjob.HTTP{
 				URL:          j.HTTP.URL,
 				Method:       j.HTTP.Method,
 				Headers:      maps.Clone(j.HTTP.Headers),

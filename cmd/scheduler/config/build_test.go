@@ -23,6 +23,8 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
+	"github.com/lockcron/lockcron/jobs/httpjob"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -62,7 +64,7 @@ func TestExampleConfig(t *testing.T) {
 	}
 	// Each exec job runs on a fresh machine.
 	for _, j := range js {
-		if x, ok := j.Run.(*jobs.Exec); ok {
+		if x, ok := j.Run.(*execjob.Exec); ok {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err := x.Run(jobs.WithInfo(ctx, jobs.Info{Job: j.Name, Replica: "test", Tick: time.Now()}))
 			cancel()
@@ -315,7 +317,7 @@ func TestDefaults(t *testing.T) {
 	}
 	j := cfg.Jobs[0]
 	if j.Lock != scheduler.LockReentrant || j.LockName != "x" || j.Overlap != scheduler.OverlapSkip || j.Misfire != scheduler.MisfireSkip ||
-		j.MisfireGrace != time.Hour || j.Backoff != time.Second || j.OnShutdown != scheduler.ShutdownHandoff || j.Exec.Grace != jobs.DefaultGrace ||
+		j.MisfireGrace != time.Hour || j.Backoff != time.Second || j.OnShutdown != scheduler.ShutdownHandoff || j.Exec.Grace != execjob.DefaultGrace ||
 		j.Jitter != 0 {
 		t.Errorf("job defaults: %+v", j)
 	}
@@ -380,12 +382,12 @@ job "report" {
 		b.MaxConcurrency != 2 || b.ConcurrencyGroup != "heavy" || b.Jitter != 5*time.Minute {
 		t.Errorf("backup = %+v", b)
 	}
-	x, ok := b.Run.(*jobs.Exec)
+	x, ok := b.Run.(*execjob.Exec)
 	if !ok || !slices.Equal(x.Command, []string{"/usr/local/bin/backup", "--all"}) || x.Env["BUCKET"] != "b" || x.Env["PORT"] != "5432" ||
 		x.Dir != "/srv" || x.Grace != 20*time.Second || x.Logger == nil || x.Logger.Name() != "lockcron.backup" {
 		t.Errorf("exec = %+v", b.Run)
 	}
-	h, ok := js[1].Run.(*jobs.HTTP)
+	h, ok := js[1].Run.(*httpjob.HTTP)
 	if !ok || h.URL != "https://example.com/hook" || h.Method != "POST" || h.Headers["Content-Type"] != "application/json" || h.Body != "{}" ||
 		!slices.Equal(h.ExpectStatus, []int{200, 204}) || js[1].Lock != "ping" || js[1].LockKind != scheduler.LockReentrant ||
 		js[1].Schedule != "H/10 * * * * *" || js[1].Jitter != 0 {

@@ -250,15 +250,15 @@ type Job struct {
 	Func string
 }
 
-// ExecJob is a job's exec block (jobs.Exec).
+// ExecJob is a job's exec block (execjob.Exec).
 type ExecJob struct {
 	Command []string
 	Env     map[string]string
 	Dir     string
-	Grace   time.Duration // default jobs.DefaultGrace (10s)
+	Grace   time.Duration // default execjob.DefaultGrace (10s)
 }
 
-// HTTPJob is a job's http block (jobs.HTTP).
+// HTTPJob is a job's http block (httpjob.HTTP).
 type HTTPJob struct {
 	URL          string
 	Method       string

@@ -60,7 +60,7 @@
 // overlap "skip", misfire "skip", misfire_grace 1h, retries 0, backoff 1s,
 // on_shutdown "handoff", no max_concurrency (and concurrency_group the lock
 // name when there is one), time_zone UTC, no jitter; exec.grace 10s
-// (jobs.DefaultGrace).
+// (execjob.DefaultGrace).
 //
 // A job's jitter ("5m"; at most a year) moves each tick of its schedule
 // later by an offset in [0, jitter), fixed by a hash of the job's name:
@@ -124,7 +124,7 @@
 // time_zone (and "Local", which could differ between replicas); a job with
 // no kind or with two; a func that the registry (WithRegistry, default
 // jobs.DefaultRegistry) does not hold, with the names it suggests;
-// whatever jobs.Exec.Validate and jobs.HTTP.Validate refuse, under the
+// whatever execjob.Exec.Validate and httpjob.HTTP.Validate refuse, under the
 // file's field names; an empty exec command; a policy
 // (lock, overlap, misfire, on_shutdown) not among its values; negative
 // retries; max_concurrency below 1, concurrency_group without

@@ -10,6 +10,8 @@ import (
 	"unicode"
 
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
+	"github.com/lockcron/lockcron/jobs/httpjob"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -291,7 +293,7 @@ func (d *decoder) decodeKind(o obj, j *Job, cfg *Config) {
 		if !ok {
 			return
 		}
-		x := &ExecJob{Grace: jobs.DefaultGrace}
+		x := &ExecJob{Grace: execjob.DefaultGrace}
 		if !e.has("command") {
 			e.missing("command", `the program and its arguments, such as ["sh", "-c", "echo hello"]`)
 		} else if v, ok := e.strs("command"); ok {
@@ -312,7 +314,7 @@ func (d *decoder) decodeKind(o obj, j *Job, cfg *Config) {
 			}
 			d.errAt(path, j.Name, field, fmt.Sprintf("exec.grace (%v) must be shorter than shutdown_timeout (%v): a graceful stop that ends first releases the lock and hands the tick over while the process may still run", x.Grace, cfg.ShutdownTimeout))
 		}
-		d.validateKind(e, (&jobs.Exec{Command: x.Command, Env: x.Env, Dir: x.Dir, Grace: x.Grace}).Validate(), len(x.Command) == 0)
+		d.validateKind(e, (&execjob.Exec{Command: x.Command, Env: x.Env, Dir: x.Dir, Grace: x.Grace}).Validate(), len(x.Command) == 0)
 		j.Exec = x
 	case KindHTTP:
 		h, ok := o.block(KindHTTP)
@@ -329,7 +331,7 @@ func (d *decoder) decodeKind(o obj, j *Job, cfg *Config) {
 		x.Headers, _ = h.strMap("headers")
 		x.Body, _ = h.str("body")
 		x.ExpectStatus, _ = h.ints("expect_status")
-		d.validateKind(h, (&jobs.HTTP{URL: x.URL, Method: x.Method, Headers: x.Headers, Body: x.Body, ExpectStatus: x.ExpectStatus}).Validate(), !urlOK)
+		d.validateKind(h, (&httpjob.HTTP{URL: x.URL, Method: x.Method, Headers: x.Headers, Body: x.Body, ExpectStatus: x.ExpectStatus}).Validate(), !urlOK)
 		j.HTTP = x
 	case KindFunc:
 		v, ok := o.str(KindFunc)
@@ -368,8 +370,8 @@ var goFields = map[string]string{
 	"URL": "url", "Method": "method", "Headers": "headers", "Body": "body", "ExpectStatus": "expect_status",
 }
 
-// validateKind reports the errors of jobs.Exec.Validate or
-// jobs.HTTP.Validate under the file's names for the fields: each is
+// validateKind reports the errors of execjob.Exec.Validate or
+// httpjob.HTTP.Validate under the file's names for the fields: each is
 // "exec Command[0]: jobs: invalid argument: empty program name". If
 // missing, the main field was reported missing already: its error is
 // left out.

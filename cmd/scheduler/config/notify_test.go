@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
-	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
 )
 
 func TestNotifyBlocks(t *testing.T) {
@@ -55,7 +55,7 @@ notify "chat" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex := js[0].Run.(*jobs.Exec); !slices.Contains(ex.Unset, "OPS_HOOK") {
+	if ex := js[0].Run.(*execjob.Exec); !slices.Contains(ex.Unset, "OPS_HOOK") {
 		t.Errorf("exec jobs inherit OPS_HOOK: Unset = %v", ex.Unset)
 	}
 }

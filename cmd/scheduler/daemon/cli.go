@@ -43,9 +43,17 @@ type usageError struct{ error }
 
 // Main runs the scheduler command with args (without the program's name)
 // and returns its exit code. A program that registers Go job funcs calls it
-// with its registry, so that the same commands see its func jobs:
+// with its registry, so that the same commands see its func jobs; and,
+// since the config may hold exec jobs, it first lets execjob.Supervise
+// turn the process into an exec run's supervisor when it was started as
+// one:
 //
-//	func main() { os.Exit(daemon.Main(os.Args[1:], daemon.Options{Registry: reg})) }
+//	func main() {
+//		if code, ok := execjob.Supervise(); ok {
+//			os.Exit(code)
+//		}
+//		os.Exit(daemon.Main(os.Args[1:], daemon.Options{Registry: reg}))
+//	}
 //
 // run stops gracefully on the first SIGTERM or SIGINT, and at once on a
 // second one; SIGHUP makes it reload its config file.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/execjob"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -263,7 +264,7 @@ func Run(ctx context.Context, path string, o Options) error {
 		stopReloads()
 		// Kill the exec jobs first: Close hands their ticks off, and a
 		// survivor must not start one while the old process still runs.
-		if n := jobs.KillRunning(); n > 0 {
+		if n := execjob.KillRunning(); n > 0 {
 			log.Warn("exec jobs killed", "process_groups", n)
 		}
 		_ = s.Close()

@@ -182,7 +182,7 @@
 // lock released at once, so another replica takes it over. Then the admin
 // listener closes and Run returns nil (exit 0). A second signal stops at
 // once: runs still going are finished as on a forced stop, exec jobs'
-// process groups get SIGKILL (jobs.KillRunning), and it exits 1.
+// process groups get SIGKILL (execjob.KillRunning), and it exits 1.
 //
 // Exec jobs run in process groups of their own, which are ended when a run
 // is cancelled. Their orphans are re-parented to PID 1: in a container, run

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	neturl "net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,46 +20,6 @@ import (
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
-
-// modulePath is the lockcron module's path, for Version.
-const modulePath = "github.com/lockcron/lockcron"
-
-// Version is the version of lockcron in this binary: its module version
-// when built from a tagged module (go install ...@v1.2.3), else "devel",
-// with the VCS revision when the build recorded one, and the Go version.
-// In a program that embeds the daemon, it is the version of the lockcron
-// module that program requires.
-func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown (no build information)"
-	}
-	v := bi.Main.Version
-	if bi.Main.Path != modulePath {
-		v = ""
-		for _, d := range bi.Deps {
-			if d.Path == modulePath {
-				v = d.Version
-			}
-		}
-	}
-	if v == "" || v == "(devel)" {
-		v = "devel"
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch {
-		case s.Key == "vcs.revision":
-			rev = s.Value
-		case s.Key == "vcs.modified" && s.Value == "true":
-			dirty = ", modified"
-		}
-	}
-	if rev != "" && bi.Main.Path == modulePath {
-		v += " (" + rev[:min(len(rev), 12)] + dirty + ")"
-	}
-	return v + " " + bi.GoVersion
-}
 
 // historyCommand is `scheduler history JOB`: the job's run history, from
 // Redis (or, without Redis, from the running daemon's admin API).

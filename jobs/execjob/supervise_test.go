@@ -1,10 +1,11 @@
-package jobs
+package execjob
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,7 +212,7 @@ func TestSupervisorHidden(t *testing.T) {
 		Command: []string{"sh", "-c", `echo "pid $$"; echo "marker ${LOCKCRON_EXEC_SUPERVISOR-unset}"; ls /proc/$$/fd`},
 		Logger:  log,
 	}
-	t.Setenv(supervisorEnv, "1") // read at init only; not passed on
+	t.Setenv(supervisorEnv, "1") // read by Supervise only; not passed on
 	if err := e.Run(t.Context()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -329,4 +330,22 @@ func TestExecWithoutSupervisor(t *testing.T) {
 		took[i] = time.Since(start) / n
 	}
 	t.Logf("a run of true: %v without a supervisor, %v with one", took[0], took[1])
+}
+
+// In a program that has not called Supervise, a run fails with a clear
+// error and starts nothing: neither the command nor this program again.
+func TestExecWithoutSupervise(t *testing.T) {
+	supervising.Store(false)
+	defer supervising.Store(true)
+	marker := filepath.Join(t.TempDir(), "ran")
+	err := (&Exec{Command: []string{"touch", marker}}).Run(t.Context())
+	if !errors.Is(err, ErrNoSupervisor) || !strings.Contains(err.Error(), "call execjob.Supervise first thing in main") {
+		t.Fatalf("Run = %v, want ErrNoSupervisor, saying what to call", err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the command ran: %v", err)
+	}
+	if code, ok := Supervise(); ok || code != 0 || !supervising.Load() {
+		t.Errorf("Supervise = %d, %v outside a supervisor, enabled %v; want 0, false, true", code, ok, supervising.Load())
+	}
 }

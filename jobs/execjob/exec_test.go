@@ -1,4 +1,4 @@
-package jobs
+package execjob
 
 import (
 	"bytes"
@@ -20,19 +20,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/internal/runtest"
 )
-
-// testInfo is the Info the exec and http tests run with.
-var testInfo = Info{
-	Job:     "backup",
-	Tick:    time.Date(2025, 3, 1, 5, 0, 0, 0, time.FixedZone("CET", 3600)),
-	Lock:    "job:backup",
-	Token:   1740798300000042,
-	Attempt: 2,
-	Replica: "replica-1",
-}
-
-const testTick = "2025-03-01T04:00:00Z" // testInfo.Tick in UTC
 
 // logSink collects the JSON lines of an hclog.Logger. It is safe for
 // concurrent use.
@@ -164,7 +155,7 @@ func waitRun(t *testing.T, done <-chan error) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(safety):
+	case <-time.After(runtest.Safety):
 		t.Fatal("Run did not return")
 		return nil
 	}
@@ -179,7 +170,7 @@ func TestExecEnv(t *testing.T) {
 		Env:     map[string]string{"GREETING": "hello world", "EMPTY": ""},
 		Logger:  log,
 	}
-	if err := e.Run(WithInfo(t.Context(), testInfo)); err != nil {
+	if err := e.Run(jobs.WithInfo(t.Context(), runtest.Info)); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	env := map[string][]string{}
@@ -189,7 +180,7 @@ func TestExecEnv(t *testing.T) {
 	}
 	for k, want := range map[string]string{
 		"LOCKCRON_JOB":     "backup",
-		"LOCKCRON_TICK":    testTick,
+		"LOCKCRON_TICK":    runtest.Tick,
 		"LOCKCRON_TOKEN":   "1740798300000042",
 		"LOCKCRON_REPLICA": "replica-1",
 		"LOCKCRON_ATTEMPT": "2",
@@ -239,7 +230,7 @@ func TestExecOutput(t *testing.T) {
 		Command: []string{"sh", "-c", `echo out1; echo err1 >&2; printf 'out2\r\n\n'; echo err2 >&2; printf no-newline`},
 		Logger:  log,
 	}
-	if err := e.Run(WithInfo(t.Context(), testInfo)); err != nil {
+	if err := e.Run(jobs.WithInfo(t.Context(), runtest.Info)); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	entries := sink.entries(t)
@@ -255,8 +246,8 @@ func TestExecOutput(t *testing.T) {
 			continue
 		}
 		n++
-		if e["@level"] != "info" || e["job"] != "backup" || e["tick"] != testTick {
-			t.Errorf("entry %v: want level info, job backup, tick %s", e, testTick)
+		if e["@level"] != "info" || e["job"] != "backup" || e["tick"] != runtest.Tick {
+			t.Errorf("entry %v: want level info, job backup, tick %s", e, runtest.Tick)
 		}
 	}
 	if n != 6 {
@@ -391,7 +382,7 @@ func TestExecCancelTerm(t *testing.T) {
 		// SIGTERM and no SIGKILL.
 	}
 	cause := errors.New("lease lost")
-	ctx, cancel := context.WithCancelCause(WithInfo(t.Context(), testInfo))
+	ctx, cancel := context.WithCancelCause(jobs.WithInfo(t.Context(), runtest.Info))
 	defer cancel(nil)
 	done := runAsync(ctx, e)
 	child := childPID(t, sink)
@@ -578,9 +569,9 @@ func TestExecConcurrent(t *testing.T) {
 	errs := make([]error, 4)
 	for i := range errs {
 		wg.Go(func() {
-			info := testInfo
+			info := runtest.Info
 			info.Attempt = i + 1
-			errs[i] = e.Run(WithInfo(t.Context(), info))
+			errs[i] = e.Run(jobs.WithInfo(t.Context(), info))
 		})
 	}
 	wg.Wait()
@@ -625,13 +616,13 @@ func TestExecValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, jobs.ErrInvalid) {
 				t.Fatalf("Validate = %v, want ErrInvalid", err)
 			}
 			if !strings.Contains(err.Error(), tt.field) {
 				t.Errorf("error %q does not name %s", err, tt.field)
 			}
-			if runErr := tt.e.Run(t.Context()); !errors.Is(runErr, ErrInvalid) {
+			if runErr := tt.e.Run(t.Context()); !errors.Is(runErr, jobs.ErrInvalid) {
 				t.Errorf("Run = %v, want ErrInvalid", runErr)
 			}
 		})

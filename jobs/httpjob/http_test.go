@@ -1,4 +1,4 @@
-package jobs
+package httpjob
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/internal/runtest"
 )
 
 // received is what a test server saw of a request.
@@ -55,9 +58,9 @@ func TestHTTPRequest(t *testing.T) {
 		Body:   `{"full":true}`,
 		Client: srv.Client(),
 	}
-	manual := testInfo
+	manual := runtest.Info
 	manual.Trigger = 12
-	if err := h.Run(WithInfo(t.Context(), manual)); err != nil {
+	if err := h.Run(jobs.WithInfo(t.Context(), manual)); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	r := <-got
@@ -66,7 +69,7 @@ func TestHTTPRequest(t *testing.T) {
 	}
 	for k, want := range map[string]string{
 		"Lockcron-Job":     "backup",
-		"Lockcron-Tick":    testTick,
+		"Lockcron-Tick":    runtest.Tick,
 		"Lockcron-Token":   "1740798300000042",
 		"Lockcron-Replica": "replica-1",
 		"Lockcron-Attempt": "2",
@@ -194,7 +197,7 @@ func TestHTTPCancel(t *testing.T) {
 	go func() { done <- (&HTTP{URL: srv.URL}).Run(ctx) }()
 	select {
 	case <-started:
-	case <-time.After(safety):
+	case <-time.After(runtest.Safety):
 		t.Fatal("the request did not arrive")
 	}
 	start := time.Now()
@@ -207,7 +210,7 @@ func TestHTTPCancel(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
 			t.Errorf("Run = %v, want it to wrap context.Canceled and the cause", err)
 		}
-	case <-time.After(safety):
+	case <-time.After(runtest.Safety):
 		t.Fatal("Run did not return after cancel")
 	}
 }
@@ -223,8 +226,8 @@ func TestHTTPTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	err := Chain(&HTTP{URL: srv.URL}, Timeout(100*time.Millisecond)).Run(t.Context())
-	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+	err := jobs.Chain(&HTTP{URL: srv.URL}, jobs.Timeout(100*time.Millisecond)).Run(t.Context())
+	if !errors.Is(err, jobs.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Run = %v, want ErrTimeout", err)
 	}
 }
@@ -279,7 +282,7 @@ func TestHTTPSecretsNotShown(t *testing.T) {
 	t.Run("invalid", func(t *testing.T) {
 		t.Parallel()
 		err := (&HTTP{URL: "http://alice:s3cret@host:80x/path?token=t0psecret"}).Validate()
-		if !errors.Is(err, ErrInvalid) {
+		if !errors.Is(err, jobs.ErrInvalid) {
 			t.Fatalf("Validate = %v, want ErrInvalid", err)
 		}
 		for _, s := range secrets {
@@ -321,13 +324,13 @@ func TestHTTPValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, jobs.ErrInvalid) {
 				t.Fatalf("Validate = %v, want ErrInvalid", err)
 			}
 			if !strings.Contains(err.Error(), tt.field) {
 				t.Errorf("error %q does not name %s", err, tt.field)
 			}
-			if runErr := tt.h.Run(t.Context()); !errors.Is(runErr, ErrInvalid) {
+			if runErr := tt.h.Run(t.Context()); !errors.Is(runErr, jobs.ErrInvalid) {
 				t.Errorf("Run = %v, want ErrInvalid", runErr)
 			}
 		})

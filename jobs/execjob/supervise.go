@@ -1,4 +1,4 @@
-package jobs
+package execjob
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,16 +57,46 @@ var supervisorSignals = []os.Signal{
 	syscall.SIGPROF, syscall.SIGXCPU, syscall.SIGXFSZ,
 }
 
-// init runs the supervisor, and exits, in a process started as one. It
-// runs before the program's main, in any program that links this package.
-func init() {
+// supervising records that this program called Supervise: it may start
+// itself again as the supervisor of its exec runs.
+var supervising atomic.Bool
+
+// Supervise lets this program supervise its own exec runs; a program that
+// runs Exec jobs calls it first thing in main, and exits with the code it
+// returns if it reports that this process is a supervisor:
+//
+//	func main() {
+//		if code, ok := execjob.Supervise(); ok {
+//			os.Exit(code)
+//		}
+//		// the program itself
+//	}
+//
+// Each exec run starts this program's executable again as its supervisor,
+// with LOCKCRON_EXEC_SUPERVISOR=1 in its environment and an argument of its
+// own (--lockcron-exec-supervisor), and that process must become the
+// supervisor before main does anything else (see Exec). In such a process,
+// Supervise leads the run's process group until the program that started
+// it is gone or the run has ended, and returns the exit code and true. In
+// any other process it returns at once with 0 and false, and from then on
+// Exec runs in this process start supervisors. Without a call to it, Exec.Run
+// fails with ErrNoSupervisor and starts nothing: the program is never
+// started again to run its own main a second time.
+//
+// Code that runs before main (init functions, package variables) runs in
+// supervisors too, so it should not start anything. Supervise is safe for
+// concurrent use.
+func Supervise() (code int, supervisor bool) {
 	if os.Getenv(supervisorEnv) == "1" {
-		os.Exit(supervise())
+		return supervise(), true
 	}
+	supervising.Store(true)
+	return 0, false
 }
 
-// supervise is the supervisor's whole life; it returns only if the
-// process is not a supervisor after all, with the exit status for that.
+// supervise is the supervisor's whole life; it returns the exit status,
+// 2 if the process is not a supervisor after all (its file descriptors are
+// not an exec run's pipes).
 func supervise() int {
 	// The supervisor starts no process, so ignored signals are not passed on.
 	signal.Ignore(supervisorSignals...)

@@ -1,4 +1,4 @@
-package jobs
+package execjob
 
 import (
 	"bufio"
@@ -16,10 +16,12 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/internal/runerr"
 )
 
 // DefaultGrace is how long an Exec run waits, after SIGTERM, before it
@@ -31,9 +33,9 @@ const DefaultGrace = 10 * time.Second
 // partial=true except the last.
 const MaxLineBytes = 64 << 10
 
-// EnvPrefix starts the names of the environment variables that carry the
-// run's Info (see Info.Env). Exec.Env may not set such names.
-const EnvPrefix = "LOCKCRON_"
+// ErrNoSupervisor: Exec.Run in a program that has not called Supervise,
+// which it needs to start its exec runs' supervisors.
+var ErrNoSupervisor = errors.New("execjob: this program does not supervise exec runs: call execjob.Supervise first thing in main")
 
 const (
 	stderrTailLines = 5               // stderr lines an ExitError keeps
@@ -75,10 +77,9 @@ const (
 // (so its process group id is the supervisor's pid, and the command itself
 // could leave with setsid). The supervisor is this program's own executable
 // (/proc/self/exe on Linux, os.Executable elsewhere) started again with
-// LOCKCRON_EXEC_SUPERVISOR=1, which this package's init function turns into
-// a supervisor before main runs; so it works in any program that links
-// this package, though init functions of packages initialised before this
-// one run in it too. It ignores the signals the group gets, and holds one
+// LOCKCRON_EXEC_SUPERVISOR=1, which Supervise, called first thing in main,
+// turns into a supervisor; in a program that has not called Supervise, Run
+// fails with ErrNoSupervisor and starts nothing. It ignores the signals the group gets, and holds one
 // end of a pipe whose other end only this process holds: when this process
 // dies, the kernel closes the pipe, and the supervisor sends SIGKILL to the
 // whole group. This works on every Unix; on Linux the group is gone within
@@ -122,16 +123,16 @@ type Exec struct {
 // Validate reports what is wrong with e, if anything: an empty Command or
 // program name; a NUL byte in an argument, in Dir or in Env; an Env name
 // that is empty, has '=' or starts with LOCKCRON_; a negative Grace. Each
-// problem is an error wrapping ErrInvalid that names the field; several are
-// joined (errors.Join). It does not look for the program or Dir: a missing
-// one is an error of Run. It is safe for concurrent use.
+// problem is an error wrapping jobs.ErrInvalid that names the field;
+// several are joined (errors.Join). It does not look for the program or
+// Dir: a missing one is an error of Run. It is safe for concurrent use.
 func (e *Exec) Validate() error {
 	if e == nil {
-		return fmt.Errorf("exec: %w: nil Exec", ErrInvalid)
+		return fmt.Errorf("exec: %w: nil Exec", jobs.ErrInvalid)
 	}
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("exec %s: %w: %s", field, ErrInvalid, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("exec %s: %w: %s", field, jobs.ErrInvalid, fmt.Sprintf(format, args...)))
 	}
 	switch {
 	case len(e.Command) == 0:
@@ -150,8 +151,8 @@ func (e *Exec) Validate() error {
 			bad("Env", "empty variable name")
 		case strings.ContainsAny(k, "=\x00"):
 			bad(fmt.Sprintf("Env[%q]", k), "name has '=' or a NUL byte")
-		case strings.HasPrefix(k, EnvPrefix):
-			bad(fmt.Sprintf("Env[%q]", k), "names starting with %s are set from the run's info", EnvPrefix)
+		case strings.HasPrefix(k, jobs.EnvPrefix):
+			bad(fmt.Sprintf("Env[%q]", k), "names starting with %s are set from the run's info", jobs.EnvPrefix)
 		}
 		if strings.IndexByte(e.Env[k], 0) >= 0 {
 			bad(fmt.Sprintf("Env[%q]", k), "value has a NUL byte")
@@ -171,7 +172,9 @@ func (e *Exec) Validate() error {
 // leaves no goroutine behind.
 //
 // It returns nil if the command exited with status 0. Otherwise:
-//   - Validate's error (ErrInvalid) if e is not valid;
+//   - Validate's error (jobs.ErrInvalid) if e is not valid;
+//   - an error wrapping ErrNoSupervisor if this program has not called
+//     Supervise;
 //   - an error naming the program if it could not be started, which
 //     wraps exec.ErrNotFound for a program not found in PATH and
 //     fs.ErrNotExist for a missing file or Dir;
@@ -188,7 +191,7 @@ func (e *Exec) Run(ctx context.Context) error {
 	if err := e.Validate(); err != nil {
 		return err
 	}
-	info, _ := InfoFrom(ctx)
+	info, _ := jobs.InfoFrom(ctx)
 	prog := e.Command[0]
 	log := e.Logger
 	if log == nil {
@@ -200,15 +203,18 @@ func (e *Exec) Run(ctx context.Context) error {
 		grace = DefaultGrace
 	}
 
+	if !supervising.Load() {
+		return fmt.Errorf("jobs: exec %q: not started: %w", prog, ErrNoSupervisor)
+	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("jobs: exec %q: not started: %w", prog, ctxErr(ctx))
+		return fmt.Errorf("jobs: exec %q: not started: %w", prog, runerr.Ctx(ctx))
 	}
 	// The supervisor leads the group, and the command joins it (pgid). With
 	// no supervisor (pgid 0), the command leads a group of its own.
 	sup := startSupervisor(ctx, log)
 	defer sup.stop()
 	if ctx.Err() != nil {
-		return fmt.Errorf("jobs: exec %q: not started: %w", prog, ctxErr(ctx))
+		return fmt.Errorf("jobs: exec %q: not started: %w", prog, runerr.Ctx(ctx))
 	}
 	pgid := 0
 	if sup != nil {
@@ -244,7 +250,7 @@ func (e *Exec) Run(ctx context.Context) error {
 		outR.Close()
 		errR.Close()
 		if ctx.Err() != nil {
-			return fmt.Errorf("jobs: exec %q: not started: %w", prog, ctxErr(ctx))
+			return fmt.Errorf("jobs: exec %q: not started: %w", prog, runerr.Ctx(ctx))
 		}
 		if dirErr := checkDir(e.Dir); dirErr != nil {
 			// os/exec would blame the program ("fork/exec /bin/x: no such
@@ -325,7 +331,7 @@ func checkDir(dir string) error {
 // names, LOCKCRON_EXEC_SUPERVISOR, TRACEPARENT and TRACESTATE), then e.Env
 // (sorted by name), then info's, then the run's trace context (traceEnv).
 // os/exec keeps the last of duplicates.
-func (e *Exec) environ(ctx context.Context, info Info) []string {
+func (e *Exec) environ(ctx context.Context, info jobs.Info) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		return name == supervisorEnv || slices.Contains(e.Unset, name) || slices.Contains(traceEnvNames, name)
@@ -343,15 +349,6 @@ func logLine(log hclog.Logger, stream, line string, partial bool) {
 		return
 	}
 	log.Info("output", "stream", stream, "line", line)
-}
-
-// ctxErr returns ctx.Err() wrapped with its cause, if that is another error.
-func ctxErr(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || cause == err {
-		return err
-	}
-	return fmt.Errorf("%w: %w", err, cause)
 }
 
 // running is the process groups of the exec runs under way, for
@@ -582,7 +579,7 @@ type lineTail struct {
 }
 
 func (t *lineTail) add(line string) {
-	line = cleanText(line, stderrTailBytes)
+	line = runerr.Clean(line, stderrTailBytes)
 	if line == "" {
 		return
 	}
@@ -598,37 +595,6 @@ func (t *lineTail) lines() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(t.l)
-}
-
-// cleanText returns s for an error message: invalid UTF-8 and control
-// characters replaced by spaces, runs of spaces squeezed, trimmed, and cut
-// to at most limit bytes on a rune boundary, with "…" appended if it was cut.
-func cleanText(s string, limit int) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) {
-			space = true
-			continue
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
-		b.WriteRune(r)
-		if b.Len() > limit {
-			break
-		}
-	}
-	out := b.String()
-	if len(out) <= limit {
-		return out
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(out[cut]) {
-		cut--
-	}
-	return strings.TrimRight(out[:cut], " ") + "…"
 }
 
 // readLines calls emit for each line read from r, without its "\n" or

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package jobs
+package execjob
 
 // exitedOnItsOwn reports whether process pid has exited. Outside Linux it
 // cannot tell without reaping the process, and says no: a stop that comes

@@ -1,4 +1,4 @@
-package jobs
+package httpjob
 
 import (
 	"context"
@@ -12,19 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Headers that carry a run's Info on the requests of an HTTP job; the
-// values are those of Info.Env. Names that start with HeaderPrefix are
-// reserved for them: HTTP.Headers may not set any.
-const (
-	HeaderPrefix  = "Lockcron-"
-	HeaderJob     = "Lockcron-Job"     // Info.Job
-	HeaderTick    = "Lockcron-Tick"    // Info.Tick, RFC 3339 in UTC (a fraction for a jittered tick)
-	HeaderToken   = "Lockcron-Token"   // Info.Token, the fencing token, in decimal
-	HeaderReplica = "Lockcron-Replica" // Info.Replica
-	HeaderAttempt = "Lockcron-Attempt" // Info.Attempt, in decimal
-	HeaderTrigger = "Lockcron-Trigger" // Info.Trigger, in decimal; empty for a scheduled run
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/internal/runerr"
 )
 
 const (
@@ -73,16 +63,16 @@ type HTTP struct {
 // parse, is not absolute http or https, or has no host; a Method that is
 // not an HTTP token; a header name that is not a token or starts with
 // Lockcron-, or a value with control characters; a status in ExpectStatus
-// outside 100..599. Each problem is an error wrapping ErrInvalid that names
-// the field; several are joined (errors.Join). Errors about URL never show
-// its userinfo. It is safe for concurrent use.
+// outside 100..599. Each problem is an error wrapping jobs.ErrInvalid that
+// names the field; several are joined (errors.Join). Errors about URL never
+// show its userinfo. It is safe for concurrent use.
 func (h *HTTP) Validate() error {
 	if h == nil {
-		return fmt.Errorf("http: %w: nil HTTP", ErrInvalid)
+		return fmt.Errorf("http: %w: nil HTTP", jobs.ErrInvalid)
 	}
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("http %s: %w: %s", field, ErrInvalid, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("http %s: %w: %s", field, jobs.ErrInvalid, fmt.Sprintf(format, args...)))
 	}
 	if _, err := h.parseURL(); err != nil {
 		bad("URL", "%v", err)
@@ -94,8 +84,8 @@ func (h *HTTP) Validate() error {
 		switch {
 		case !isToken(k):
 			bad(fmt.Sprintf("Headers[%q]", k), "not a valid header name")
-		case strings.HasPrefix(http.CanonicalHeaderKey(k), HeaderPrefix):
-			bad(fmt.Sprintf("Headers[%q]", k), "names starting with %s are set from the run's info", HeaderPrefix)
+		case strings.HasPrefix(http.CanonicalHeaderKey(k), jobs.HeaderPrefix):
+			bad(fmt.Sprintf("Headers[%q]", k), "names starting with %s are set from the run's info", jobs.HeaderPrefix)
 		}
 		if strings.ContainsFunc(h.Headers[k], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
 			bad(fmt.Sprintf("Headers[%q]", k), "value has control characters")
@@ -137,7 +127,7 @@ func (h *HTTP) parseURL() (*url.URL, error) {
 //
 // It returns nil if the response status is one of ExpectStatus (any 2xx
 // if that is empty). Otherwise:
-//   - Validate's error (ErrInvalid) if h is not valid;
+//   - Validate's error (jobs.ErrInvalid) if h is not valid;
 //   - a *StatusError for any other status;
 //   - if the request failed, an error naming the method and the URL that
 //     wraps the transport's error (a *url.Error is replaced by the error
@@ -171,13 +161,13 @@ func (h *HTTP) Run(ctx context.Context) error {
 		}
 		req.Header.Set(k, v)
 	}
-	info, _ := InfoFrom(ctx)
-	req.Header.Set(HeaderJob, info.Job)
-	req.Header.Set(HeaderTick, info.Tick.UTC().Format(time.RFC3339Nano))
-	req.Header.Set(HeaderToken, strconv.FormatInt(info.Token, 10))
-	req.Header.Set(HeaderReplica, info.Replica)
-	req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))
-	req.Header.Set(HeaderTrigger, info.TriggerString())
+	info, _ := jobs.InfoFrom(ctx)
+	req.Header.Set(jobs.HeaderJob, info.Job)
+	req.Header.Set(jobs.HeaderTick, info.Tick.UTC().Format(time.RFC3339Nano))
+	req.Header.Set(jobs.HeaderToken, strconv.FormatInt(info.Token, 10))
+	req.Header.Set(jobs.HeaderReplica, info.Replica)
+	req.Header.Set(jobs.HeaderAttempt, strconv.Itoa(info.Attempt))
+	req.Header.Set(jobs.HeaderTrigger, info.TriggerString())
 	injectTraceHeaders(ctx, req.Header)
 
 	client := h.Client
@@ -188,7 +178,7 @@ func (h *HTTP) Run(ctx context.Context) error {
 	if err != nil {
 		err = unwrapURLError(err)
 		if ctx.Err() != nil {
-			return fmt.Errorf("jobs: http %s %s: %w", method, shown, ctxErr(ctx))
+			return fmt.Errorf("jobs: http %s %s: %w", method, shown, runerr.Ctx(ctx))
 		}
 		return fmt.Errorf("jobs: http %s %s: %w", method, shown, err)
 	}
@@ -208,7 +198,7 @@ func (h *HTTP) Run(ctx context.Context) error {
 	if readErr != nil && ctx.Err() != nil {
 		// The status was right, but the run was cut short while the body
 		// was still coming: report it as stopped.
-		return fmt.Errorf("jobs: http %s %s: reading body: %w", method, shown, ctxErr(ctx))
+		return fmt.Errorf("jobs: http %s %s: reading body: %w", method, shown, runerr.Ctx(ctx))
 	}
 	return nil
 }
@@ -257,7 +247,7 @@ func summarize(head []byte) string {
 	if cut {
 		head = head[:bodySummaryBytes]
 	}
-	s := cleanText(string(head), bodySummaryBytes)
+	s := runerr.Clean(string(head), bodySummaryBytes)
 	if cut && s != "" && !strings.HasSuffix(s, "…") {
 		s += "…"
 	}
