@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -165,7 +166,7 @@ func TestClusterLocksAllSlots(t *testing.T) {
 				t.Fatalf("%s %T: unlock: %v", name, l, err)
 			}
 		}
-		g, err := c.Ledger(name, "j")
+		g, err := fleet.New(c).Ledger(name, "j")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +174,7 @@ func TestClusterLocksAllSlots(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: claim: %v", name, err)
 		}
-		if err := claim.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+		if err := claim.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 			t.Fatalf("%s: finish: %v", name, err)
 		}
 		perPrimary[cl.PrimaryForKey("lockcron:{"+name+"}").Addr()]++

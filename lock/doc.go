@@ -12,8 +12,8 @@
 //
 // A lock named n is a hash at prefix:{n} mapping its owner id to a hold
 // count, with a TTL; prefix:{n}:token holds the fencing token of its
-// current or last lease. Lua scripts (scripts/*.lua,
-// run by EVALSHA with EVAL on NOSCRIPT) take, renew and release it; they are
+// current or last lease. Lua scripts (internal/core/scripts/*.lua, run
+// by EVALSHA with EVAL on NOSCRIPT) take, renew and release it; they are
 // idempotent, so a go-redis retry after a lost reply changes nothing twice.
 // All keys of one lock share the hash tag {n}, so they live in one Cluster
 // slot.
@@ -113,62 +113,6 @@
 // not go back: no lock name is taken a million times a second, so the
 // counter never runs ahead of the clock.
 //
-// # Ledgers: once per tick
-//
-// A Ledger (Client.Ledger) keeps, beside a lock at prefix:{n}:ledger:id,
-// the ticks of a recurring task: the latest done, the latest claimed
-// (seen), the one running with its owner and tries, and the last outcome.
-// Ledger.Claim checks the ledger and takes the lock in one script
-// (claim.lua), so that each tick is done once whatever the claimants'
-// clocks say: it returns ErrDone for a tick done (or a later one done or
-// under way), waits while another owner runs the same tick and returns
-// ErrDone when that one finishes, and takes the tick over, with its try
-// count going on, when the owner gives it back or dies. A tick that was
-// claimed and never finished is never overtaken: a claim of a later tick
-// that takes the lock gets the unfinished one (Claim.Tick says which), and
-// its caller claims its own again afterwards. Claim.Finish records the
-// outcome and releases the lock in one script (finish.lua). The scheduler
-// package is built on it. A FairLedger's claims wait in the FairMutex's
-// queue (the same scripts in fair mode). Ledger.Pause makes every claim
-// return ErrPaused until it is undone; Ledger.Trigger counts manual
-// requests, and Client.Publish and Client.Subscribe carry messages between
-// the Clients of a store (the scheduler's fleet requests).
-//
-// A ledger keeps a history: a Redis Stream at prefix:{n}:ledger:id:history,
-// in the lock's hash slot, whose entries are the field-value maps its
-// callers give. Claim.Finish appends Record.Entry in the same script that
-// records the finish and releases the lock, so a finish is in the history
-// once, by its claimant, whatever the retries; a finish that finds the
-// lock lost records nothing (the caller may Ledger.Append the entry to the
-// history alone). Ledger.Pass moves the ledger's seen past ticks nobody
-// claimed and appends an entry, once across the callers. Each append trims
-// the history to the latest WithHistory keep entries (default 100) and
-// drops those older than its max age (default 30 days), which is also the
-// stream's TTL. Ledger.History reads it newest first, paged by entry id.
-// Ledgers of one task may share one history (WithSharedHistory). The
-// ledger also remembers when each outcome was last recorded
-// (LedgerState.Last), and who had a tick before it was taken over
-// (Claim.From). The memory backend keeps the same history.
-//
-// The unlock message of Claim.Finish names the ledger, the tick and
-// whether it is done or given back. Ledger.Watch hears them, from every
-// Client of the store, and keeps the lock's channel subscribed while it
-// lasts; a Client that heard a tick done answers a Claim of it with ErrDone
-// without asking the store, and so does its Claim that waited for another
-// owner's run of the tick and is woken by that message. Claims and
-// finishes of one Client that fall due in the same instant are sent
-// together, in one pipeline: the first of them takes those queued by the
-// time its goroutine runs, and one that comes later leads the next
-// pipeline at once. None waits for a pipeline on its way (on a slow
-// network, a round trip spent waiting would eat into the lease), and a
-// claim's lease counts from when its pipeline went out. With
-// WithReplicaAck or WithAOFAck each goes alone, followed by its WAIT.
-//
-// Client.Heartbeat keeps a group of live members (a sorted set at
-// prefix:members:{group}, deadlines on the server's clock; Client.Leave
-// removes one at once): the scheduler's replicas rank each other with it,
-// so that one claims each tick first.
-//
 // # Fair locks
 //
 // Client.FairMutex is the reentrant lock whose waiters acquire it first
@@ -202,8 +146,9 @@
 // A sorted set at prefix:{n}:sem maps each permit's owner id to its
 // deadline in the server's time (TIME, ms); hashes at prefix:{n}:sem:holds
 // and prefix:{n}:sem:tokens keep its hold count and token. Every script
-// (scripts/sem*.lua) first drops the permits whose deadline passed, and the
-// keys live as long as the longest permit, then go with the last. Giving a
+// (internal/core/scripts/sem*.lua) first drops the permits whose deadline
+// passed, and the keys live as long as the longest permit, then go with
+// the last. Giving a
 // permit back publishes on prefix:{n}:sem:channel; a waiter otherwise
 // sleeps until the earliest permit's deadline. The count is not stored:
 // every acquisition checks the count it was given, so all Clients must use
@@ -245,10 +190,7 @@
 // connection fails after the request went out. The scripts are idempotent,
 // and a release that frees a lock leaves a mark (prefix:{n}:released:<owner>
 // for a mutex, kept 30s) so that its repeat answers "released" again
-// instead of "not held": an Unlock whose reply was lost succeeds. A
-// ledger's Finish that arrives after its lock expired (the run ended while
-// the server was out of reach) still records the tick done if no one has
-// claimed it since; if someone has, the tick runs again (at least once).
+// instead of "not held": an Unlock whose reply was lost succeeds.
 //
 // go-redis stops dialling a server after PoolSize failed dials and then
 // probes it once a second, so a Client may learn a second late that the
@@ -259,7 +201,7 @@
 //
 // # Telemetry
 //
-// Each Lock, TryLock or Claim records a "lock.wait" span and each lease a
+// Each Lock or TryLock records a "lock.wait" span and each lease a
 // "lock.hold" span (attributes lockcron.lock, lockcron.client,
 // lockcron.owner, lockcron.token, lockcron.outcome; error.type when it
 // failed: the error's Go type, or "lost"), the histograms lockcron.lock.wait.duration and lockcron.lock.hold.duration,

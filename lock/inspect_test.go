@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
@@ -174,7 +175,7 @@ func TestLocks(t *testing.T) {
 		p2 := locktest.MustLock(t, ctx, c2.Semaphore("sem", 3))
 
 		// A ledger, whose lock is free again, and a lone fencing token.
-		g, err := c1.Ledger("job", "daily")
+		g, err := fleet.New(c1).Ledger("job", "daily")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +183,7 @@ func TestLocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ok", Tries: 1}); err != nil {
+		if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ok", Tries: 1}); err != nil {
 			t.Fatal(err)
 		}
 		inspectUnlock(t, ctx, locktest.MustLock(t, ctx, c1.Mutex("gone")))

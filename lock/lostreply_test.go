@@ -50,13 +50,13 @@ func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // scriptSource is a script as the Client sends it: the files of
-// lock/scripts named, one after the other (lib.lua first, for the scripts
+// internal/core/scripts named, one after the other (lib.lua first, for the scripts
 // that use it).
 func scriptSource(t *testing.T, files ...string) string {
 	t.Helper()
 	var src []byte
 	for _, f := range files {
-		b, err := os.ReadFile("scripts/" + f)
+		b, err := os.ReadFile("../internal/core/scripts/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}

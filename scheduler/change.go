@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/fleet"
 )
 
 // ErrRemoved is the cause of the ctx of a run that Remove cancelled
@@ -186,7 +186,7 @@ const mismatchHold = 10 * time.Minute
 // replica recorded it itself (before an Update or a restart). It warns
 // once per other definition found, and Status.OtherDigest and the job's
 // mismatch gauge say it until none has been found for mismatchHold.
-func (s *Scheduler) checkDefinition(e *entry, cl *lock.Claim, log hclog.Logger) {
+func (s *Scheduler) checkDefinition(e *entry, cl *fleet.Claim, log hclog.Logger) {
 	other := cl.Definition
 	if other == e.digest || ownerClientID(cl.DefinitionBy) == s.locks.ID() {
 		// Recorded by this replica: before an Update, or before a

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/fleet"
 )
 
 // controlTopic is the lock.Client event topic of fleet-wide requests.
@@ -25,7 +25,7 @@ const ManualSuffix = "!manual"
 // Kubernetes runs a Job created from a suspended CronJob. Replicas that are
 // not connected when the request is published do not see it; if none is,
 // nothing runs: Trigger returns how many lock Clients heard the request
-// (lock.Client.Publish), 0 then. Trigger needs no Run: a Scheduler made
+// (fleet.Store.Publish), 0 then. Trigger needs no Run: a Scheduler made
 // only to send requests (the scheduler command) works too. It returns
 // ErrUnknownJob for a job the Scheduler does not have, and the ledger's or
 // Publish's error.
@@ -39,7 +39,7 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (int64, error) {
 		return 0, fmt.Errorf("scheduler: trigger %q: %w", job, err)
 	}
 	msg := strings.Join([]string{"trigger", job, strconv.FormatInt(n, 10), strconv.FormatInt(time.Now().UnixMilli(), 10)}, "\n")
-	heard, err := s.locks.Publish(ctx, controlTopic, msg)
+	heard, err := s.store.Publish(ctx, controlTopic, msg)
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: trigger %q: %w", job, err)
 	}
@@ -67,7 +67,7 @@ func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
 	}
 	// Tell the fleet, so that each replica says so in its log; the mark
 	// in the ledger is what counts, so a lost message loses only the line.
-	heard, err := s.locks.Publish(ctx, controlTopic, word+"\n"+job)
+	heard, err := s.store.Publish(ctx, controlTopic, word+"\n"+job)
 	if err != nil {
 		s.log.Warn("job "+word+"d; the fleet was not told (its logs will not say so)", "job", job, "error", err)
 		return nil
@@ -97,7 +97,7 @@ func (s *Scheduler) entry(job string) (*entry, error) {
 // listen subscribes to the fleet's requests while Run runs; the stop it
 // returns ends the subscription.
 func (s *Scheduler) listen() func() {
-	stop, err := s.locks.Subscribe(controlTopic, s.control)
+	stop, err := s.store.Subscribe(controlTopic, s.control)
 	if err != nil {
 		s.log.Warn("fleet requests not heard: trigger will not reach this replica", "error", err)
 		return func() {}
@@ -193,7 +193,7 @@ type JobView struct {
 	// Ledger is the job's ledger: the latest tick done, the last outcome,
 	// the claim under way, whether it is paused and whether its lock is
 	// held.
-	Ledger lock.LedgerState
+	Ledger fleet.LedgerState
 	// LedgerErr is why the ledger could not be read, if it could not.
 	LedgerErr error
 }

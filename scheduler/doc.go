@@ -13,7 +13,7 @@
 // A tick is a scheduled time, taken from the schedule, never from the clock
 // at which a timer fired; every replica computes the same ticks (schedules
 // without a zone are read in UTC, and @every d is aligned to the Unix epoch).
-// Each job has a ledger beside its lock (lock.Ledger, in the lock's hash
+// Each job has a ledger beside its lock (fleet.Ledger, in the lock's hash
 // slot) that records the latest tick done and the tick running, with its
 // owner. For each tick T, each replica:
 //
@@ -35,7 +35,7 @@
 //
 // Not every replica claims every tick: that would cost the store N claims
 // per tick for N replicas. Each replica keeps a membership record in the
-// lock store (lock.Client.Heartbeat: the group "scheduler", renewed every
+// lock store (fleet.Store.Heartbeat: the group "scheduler", renewed every
 // third of WithMemberTTL, 3s by default, on the store's clock; a replica
 // that stops leaves it at once, one that dies is gone within the TTL). For
 // each job and tick, every replica ranks the live members by rendezvous
@@ -45,7 +45,7 @@
 //
 //   - the first in rank claims at once, as above;
 //   - the others listen on the job's channel, which stays subscribed while
-//     the job is scheduled (lock.Ledger.Watch). The finish of a tick
+//     the job is scheduled (fleet.Ledger.Watch). The finish of a tick
 //     publishes the tick and whether it is done or given back: a listener
 //     that hears the tick done does not claim it (skipped_done, with no
 //     command sent); one that hears a give-back (a handoff) claims at once;
@@ -64,7 +64,7 @@
 // connection costs the listener one claim, answered skipped_done. Claims
 // and finishes of one replica that fall due in the same instant go to
 // Redis together, in pipelines, none waiting for another on its way (see
-// the lock package). The counter
+// the fleet package). The counter
 // lockcron.job.claims says, per job, why this replica claimed (preferred,
 // fallback, given_back, before_later, unknown) or did not (spared). A
 // replica never claims a tick of a job while it still decides on an
@@ -157,7 +157,7 @@
 // claimed. Ticks due since then were missed while every replica was down:
 // MisfireSkip counts them as missed; MisfireRunOnce runs the latest once, if
 // it is no older than MisfireGrace, and counts the others. A job whose ledger
-// is empty (new, or idle for lock.LedgerTTL) has missed nothing. A replica
+// is empty (new, or idle for fleet.LedgerTTL) has missed nothing. A replica
 // that falls behind by more than a tick while it runs (a stalled process)
 // takes the latest tick due and counts those in between as missed.
 //
@@ -175,7 +175,7 @@
 // claims return at once and its ticks count as paused (they are not
 // missed: resuming runs the next tick, not the ones paused). A run under
 // way goes on. Trigger(ctx, job) counts a manual request in the job's
-// ledger and publishes it (lock.Client.Publish); every replica that runs
+// ledger and publishes it (fleet.Store.Publish); every replica that runs
 // the job claims the manual run in a second ledger of manual runs, under
 // the job's lock, so one runs it once. RunInfo.Tick is the time of the
 // request and RunInfo.Trigger its number (counted per job, from 1; 0 for
@@ -212,7 +212,7 @@
 //
 // While a change rolls out, replicas disagree. Each claim records a digest
 // of the job's definition (every Job field but Run, which Job.Revision
-// stands for; Status.Digest) in the job's ledger (lock.WithDefinition),
+// stands for; Status.Digest) in the job's ledger (fleet.WithDefinition),
 // and learns the one recorded by the claim before it. A replica whose claim
 // finds another digest logs a warning once per digest found, shows it in
 // Status.OtherDigest, and sets the gauge lockcron.job.definition_mismatch
@@ -224,7 +224,7 @@
 //
 // Every finished run is appended to its job's history (Scheduler.History)
 // by the replica that ran it, in the same script that records its outcome
-// and releases the lock (lock.Ledger's history: a capped Redis Stream at
+// and releases the lock (fleet.Ledger's history: a capped Redis Stream at
 // prefix:{lock}:ledger:job:history, beside the ledger, in the same hash
 // slot), so it is there once across the fleet: the tick, the manual
 // trigger if any, replica, attempt, start and end, duration, outcome,

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -27,7 +28,7 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := dead.Ledger(job, job)
+			g, err := fleet.New(dead).Ledger(job, job)
 			if err != nil {
 				t.Fatal(err)
 			}

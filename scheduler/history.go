@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/fleet"
 )
 
 // Defaults of the run history's retention (WithHistory, Job.HistoryKeep,
@@ -69,7 +69,7 @@ type Run struct {
 // History returns the job's latest runs, newest first: at most limit
 // (DefaultHistoryKeep when limit <= 0), and only those older than the
 // entry whose ID is before, when before is not "". The history is kept in
-// the lock store beside the job's ledger (lock.Ledger.History), so every
+// the lock store beside the job's ledger (fleet.Ledger.History), so every
 // replica reads the same. It needs no Run. It returns ErrUnknownJob for a
 // job the Scheduler does not have, ErrInvalid for a malformed before, and
 // the store's error.
@@ -81,7 +81,7 @@ func (s *Scheduler) History(ctx context.Context, job string, limit int, before s
 	if limit <= 0 {
 		limit = DefaultHistoryKeep
 	}
-	if before != "" && !lock.ValidEntryID(before) {
+	if before != "" && !fleet.ValidEntryID(before) {
 		return nil, fmt.Errorf("scheduler: history %q: before %q is not an entry id: %w", job, before, ErrInvalid)
 	}
 	ents, err := e.ledger.History(ctx, limit, before)
@@ -141,7 +141,7 @@ func (r Run) fields() map[string]string {
 
 // runFromEntry reads a history entry; a field that is missing or malformed
 // reads as its zero value.
-func runFromEntry(job string, ent lock.Entry) Run {
+func runFromEntry(job string, ent fleet.Entry) Run {
 	f := ent.Fields
 	num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
 	at := func(k string) time.Time { t, _ := time.Parse(time.RFC3339Nano, f[k]); return t }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/goleak"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/jobs"
@@ -122,7 +123,7 @@ func seedLedger(t *testing.T, srv *redistest.Server, lockName, job string, tick 
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g, err := c.Ledger(lockName, job)
+	g, err := fleet.New(c).Ledger(lockName, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,20 +132,20 @@ func seedLedger(t *testing.T, srv *redistest.Server, lockName, job string, tick 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.Finish(ctx, lock.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+	if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // ledgerState reads job's ledger with a lock.Client of its own.
-func ledgerState(t *testing.T, srv *redistest.Server, lockName, job string) lock.LedgerState {
+func ledgerState(t *testing.T, srv *redistest.Server, lockName, job string) fleet.LedgerState {
 	t.Helper()
 	c, err := lock.New(srv.Client(), lock.WithClientID("reader"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g, err := c.Ledger(lockName, job)
+	g, err := fleet.New(c).Ledger(lockName, job)
 	if err != nil {
 		t.Fatal(err)
 	}

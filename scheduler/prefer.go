@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockcron/lockcron/lock"
+	"github.com/lockcron/lockcron/fleet"
 )
 
 // DefaultClaimFallback is how long the replica second in rank for a tick
@@ -23,7 +23,7 @@ const DefaultClaimFallback = 250 * time.Millisecond
 // it.
 const DefaultMemberTTL = 3 * time.Second
 
-// memberGroup is the lock store's group (lock.Client.Heartbeat) of the
+// memberGroup is the lock store's group (fleet.Store.Heartbeat) of the
 // Schedulers that share a key prefix.
 const memberGroup = "scheduler"
 
@@ -45,7 +45,7 @@ const (
 // group, kept by a heartbeat in the lock store. Only the cost of a tick
 // depends on it, never whether the tick runs once.
 type membership struct {
-	locks *lock.Client
+	store *fleet.Store
 	self  string
 	ttl   time.Duration
 
@@ -55,10 +55,10 @@ type membership struct {
 	failing bool      // heartbeats fail: logged once
 }
 
-func newMembership(locks *lock.Client, replica string, ttl time.Duration) *membership {
+func newMembership(store *fleet.Store, replica string, ttl time.Duration) *membership {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return &membership{locks: locks, self: replica + "#" + hex.EncodeToString(b[:]), ttl: ttl}
+	return &membership{store: store, self: replica + "#" + hex.EncodeToString(b[:]), ttl: ttl}
 }
 
 // run heartbeats every ttl/3 until stop closes, then leaves the group at
@@ -71,7 +71,7 @@ func (m *membership) run(s *Scheduler, stop <-chan struct{}) {
 		select {
 		case <-stop:
 			ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
-			err := m.locks.Leave(ctx, memberGroup, m.self)
+			err := m.store.Leave(ctx, memberGroup, m.self)
 			cancel()
 			if err != nil {
 				s.log.Debug("leaving the fleet's membership failed; it expires", "member", m.self, "ttl", m.ttl, "error", err)
@@ -85,7 +85,7 @@ func (m *membership) run(s *Scheduler, stop <-chan struct{}) {
 func (m *membership) beat(s *Scheduler) {
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(s.stopCtx, m.ttl/3)
-	members, err := m.locks.Heartbeat(ctx, memberGroup, m.self, m.ttl)
+	members, err := m.store.Heartbeat(ctx, memberGroup, m.self, m.ttl)
 	cancel()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -147,7 +147,7 @@ func rendezvous(member, job string, tick int64) uint64 {
 }
 
 // heard is what a replica heard of a job's ticks from the finish messages
-// of the fleet (lock.Ledger.Watch). e.mu guards it.
+// of the fleet (fleet.Ledger.Watch). e.mu guards it.
 type heard struct {
 	done  int64         // the latest tick heard done, in ms
 	backs uint64        // give-backs heard
@@ -157,7 +157,7 @@ type heard struct {
 
 // listen is the job's Watch: it records each finish message, and wakes the
 // replica's ticks that wait for one.
-func (e *entry) listen(ev lock.TickEvent) {
+func (e *entry) listen(ev fleet.TickEvent) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if ev.Done {

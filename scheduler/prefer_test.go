@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -197,7 +198,7 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 	}
 	defer gc.Close()
 	ctx := testCtx(t)
-	if _, err := gc.Heartbeat(ctx, "scheduler", "ghost#dead", time.Hour); err != nil {
+	if _, err := fleet.New(gc).Heartbeat(ctx, "scheduler", "ghost#dead", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	j := newJournal()
@@ -313,7 +314,7 @@ func ghostAndOne(t *testing.T) (*replica, *journal, *lockedWriter) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gc.Close() })
-	if _, err := gc.Heartbeat(testCtx(t), "scheduler", "ghost#dead", time.Hour); err != nil {
+	if _, err := fleet.New(gc).Heartbeat(testCtx(t), "scheduler", "ghost#dead", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	j, logs := newJournal(), newLockedWriter()

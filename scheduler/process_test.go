@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
@@ -368,12 +369,12 @@ func TestProcessSIGKILLAbandon(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g, err := c.Ledger("report", "report")
+	g, err := fleet.New(c).Ledger("report", "report")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	var st lock.LedgerState
+	var st fleet.LedgerState
 	eventually(t, lease+3*time.Second, "the tick recorded as interrupted", func() bool {
 		st, err = g.State(ctx)
 		return err == nil && st.Outcome == scheduler.OutcomeInterrupted

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -29,7 +30,7 @@ func (s *Scheduler) handle(e *entry, tick time.Time) {
 // claimSpec says what handleClaim claims: a tick of the job's ledger, or a
 // manual run of its ledger of manual runs.
 type claimSpec struct {
-	ledger *lock.Ledger
+	ledger *fleet.Ledger
 	tick   int64 // the tick in ms, or the manual run's number
 	queue  bool  // wait for a run of an earlier tick
 	manual bool
@@ -69,11 +70,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if err != nil {
 		outcome := OutcomeError
 		switch {
-		case errors.Is(err, lock.ErrDone):
+		case errors.Is(err, fleet.ErrDone):
 			outcome = OutcomeSkippedDone
 		case errors.Is(err, lock.ErrLocked):
 			outcome = OutcomeSkippedBusy
-		case errors.Is(err, lock.ErrPaused):
+		case errors.Is(err, fleet.ErrPaused):
 			outcome = OutcomePaused
 		case e.cancelled():
 			// Stopped (or removed) while waiting for another replica's
@@ -94,7 +95,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
 	s.checkDefinition(e, cl, log)
-	span.SetAttributes(attrToken.Int64(cl.Lease.Token()), attrAttempt.Int(cl.Try))
+	span.SetAttributes(attrToken.Int64(cl.Token()), attrAttempt.Int(cl.Try))
 	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now()}
 	if sc := span.SpanContext(); sc.HasTraceID() {
 		r.trace = sc.TraceID().String()
@@ -144,7 +145,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	// The lease's context ends when the lock is lost (cause ErrLockLost),
 	// when the stop begins (cause ErrClosed, from stopCtx), and when Remove
 	// cancels the job's runs (cause ErrRemoved, from e.ctx).
-	runCtx := cl.Lease.Context()
+	runCtx := cl.Context()
 	var err error
 	defer func() {
 		outcome := s.complete(r, err, log)
@@ -180,7 +181,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		}()
 		runCtx = permit.Context()
 	}
-	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.Lock, Token: cl.Lease.Token(), Replica: s.opt.replica}
+	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.Lock, Token: cl.Token(), Replica: s.opt.replica}
 	if r.manual {
 		info.Trigger = cl.Tick
 	}
@@ -219,7 +220,7 @@ func (s *Scheduler) complete(r *run, err error, log hclog.Logger) string {
 	r.mu.Lock()
 	ran, noTry, permitLost := r.ran, r.noTry, r.permitLost
 	r.mu.Unlock()
-	lost := errors.Is(r.cl.Lease.Err(), lock.ErrLockLost) || permitLost
+	lost := errors.Is(r.cl.Err(), lock.ErrLockLost) || permitLost
 	switch {
 	case ran:
 		return s.finish(r, OutcomeRan, true, nil, log)
@@ -257,7 +258,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	rr := Run{
 		Job: r.e.job.Name, Tick: r.tick, Replica: s.opt.replica, Attempt: tries,
 		Start: r.start, End: end, Duration: end.Sub(r.start), Outcome: outcome,
-		Token: r.cl.Lease.Token(), TraceID: r.trace, Error: errorTail(runErr, s.opt.redact),
+		Token: r.cl.Token(), TraceID: r.trace, Error: errorTail(runErr, s.opt.redact),
 	}
 	if r.manual {
 		rr.Trigger = r.cl.Tick
@@ -267,7 +268,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	if !r.manual {
 		seen = s.latestDue(r.e, r.tick).UnixMilli()
 	}
-	err := r.cl.Finish(ctx, lock.Record{Done: done, Outcome: outcome, Tries: tries, Seen: seen, Entry: rr.fields()})
+	err := r.cl.Finish(ctx, fleet.Record{Done: done, Outcome: outcome, Tries: tries, Seen: seen, Entry: rr.fields()})
 	recorded := err == nil
 	if outcome == OutcomeLostLock && errors.Is(err, lock.ErrNotHeld) {
 		// A lost lease records nothing in the ledger (the tick is run
@@ -291,7 +292,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", outcome}
 	switch {
 	case outcome == OutcomeLostLock:
-		log.Error("run finished: lock lost while the job ran", append(line, "error", runErr, "cause", context.Cause(r.cl.Lease.Context()))...)
+		log.Error("run finished: lock lost while the job ran", append(line, "error", runErr, "cause", context.Cause(r.cl.Context()))...)
 	case err != nil:
 		log.Error("run finished, not recorded in the ledger", append(line, "error", err)...)
 	case outcome == OutcomeFailed:
@@ -305,7 +306,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	case outcome == OutcomeError:
 		log.Error("run finished: not run", append(line, "error", runErr)...)
 	default:
-		log.Info("run finished", append(line, "token", r.cl.Lease.Token())...)
+		log.Info("run finished", append(line, "token", r.cl.Token())...)
 	}
 	if recorded && s.opt.onRun != nil {
 		s.opt.onRun(rr)
@@ -315,7 +316,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 
 // takeoverWhy tells why the tick of cl, taken over from another claim
 // (cl.Try > 1), needed it: its claimant gave it back, or stopped answering.
-func (s *Scheduler) takeoverWhy(ctx context.Context, g *lock.Ledger, cl *lock.Claim) string {
+func (s *Scheduler) takeoverWhy(ctx context.Context, g *fleet.Ledger, cl *fleet.Claim) string {
 	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
 	defer cancel()
 	st, err := g.State(ctx)

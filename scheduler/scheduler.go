@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -24,6 +25,7 @@ const maxCatchUp = 1_000_000
 // again once stopped.
 type Scheduler struct {
 	locks   *lock.Client
+	store   *fleet.Store // the ledgers, members and control messages, on locks
 	opt     options
 	log     hclog.Logger
 	tel     *telemetry
@@ -58,10 +60,10 @@ type Scheduler struct {
 type entry struct {
 	job    Job
 	sched  schedule
-	ledger *lock.Ledger
-	manual *lock.Ledger // manual runs (Trigger), numbered by the ledger's trigger count
-	runner jobs.Runner  // job.Run with Recover and Timeout
-	digest string       // of the definition (Job.digest), recorded by each claim
+	ledger *fleet.Ledger
+	manual *fleet.Ledger // manual runs (Trigger), numbered by the ledger's trigger count
+	runner jobs.Runner   // job.Run with Recover and Timeout
+	digest string        // of the definition (Job.digest), recorded by each claim
 
 	// ctx is the parent of the entry's claims and runs: a child of the
 	// Scheduler's stopCtx that Remove's CancelRuns cancels (ErrRemoved).
@@ -96,7 +98,7 @@ type entry struct {
 // run is a claimed tick, from its claim to its Finish.
 type run struct {
 	e      *entry
-	cl     *lock.Claim
+	cl     *fleet.Claim
 	tick   time.Time
 	manual bool // a manual run (Trigger), in e.manual
 	start  time.Time
@@ -128,6 +130,7 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		locks:    locks,
+		store:    fleet.New(locks),
 		opt:      o,
 		log:      o.logger.Named("scheduler"),
 		stopping: make(chan struct{}),
@@ -139,7 +142,7 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 	}
 	s.tel = newTelemetry(o, s.log)
 	if o.fallback > 0 {
-		s.members = newMembership(locks, o.replica, o.memberTTL)
+		s.members = newMembership(s.store, o.replica, o.memberTTL)
 	}
 	s.stopCtx, s.stop = context.WithCancelCause(context.Background())
 	return s, nil
@@ -179,9 +182,9 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	ledger := s.locks.Ledger
+	ledger := s.store.Ledger
 	if j.LockKind == LockFair {
-		ledger = s.locks.FairLedger
+		ledger = s.store.FairLedger
 	}
 	keep, age := j.HistoryKeep, j.HistoryMaxAge
 	if keep == 0 {
@@ -191,11 +194,11 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 		age = s.opt.historyMaxAge
 	}
 	digest := j.digest()
-	g, err := ledger(j.Lock, j.Name, lock.WithHistory(keep, age), lock.WithDefinition(digest))
+	g, err := ledger(j.Lock, j.Name, fleet.WithHistory(keep, age), fleet.WithDefinition(digest))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := ledger(j.Lock, j.Name+ManualSuffix, lock.WithHistory(keep, age), lock.WithSharedHistory(j.Name), lock.WithDefinition(digest))
+	manual, err := ledger(j.Lock, j.Name+ManualSuffix, fleet.WithHistory(keep, age), fleet.WithSharedHistory(j.Name), fleet.WithDefinition(digest))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}

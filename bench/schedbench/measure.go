@@ -15,7 +15,7 @@ import (
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
 )
 
-// inScripts are the commands our Lua scripts run (lock/scripts/*.lua).
+// inScripts are the commands our Lua scripts run (internal/core/scripts/*.lua).
 // INFO commandstats counts those calls too, under their own names (and
 // their time again inside the EVALSHA's usec). Some of these names are also
 // sent by clients: the lock package pipelines HGETALL and EXISTS to read a

@@ -61,7 +61,7 @@ func TestClientSent(t *testing.T) {
 // scripts: a command a script calls but inScripts lacks would be counted as
 // sent by clients.
 func TestInScriptsCoversTheScripts(t *testing.T) {
-	files, err := filepath.Glob("../../lock/scripts/*.lua")
+	files, err := filepath.Glob("../../internal/core/scripts/*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the lock's scripts: %v (%d files)", err, len(files))
 	}

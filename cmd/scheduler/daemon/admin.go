@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -282,7 +283,7 @@ func runsQuery(r *http.Request, def int) (limit int, before string, err error) {
 		limit = n
 	}
 	before = q.Get("before")
-	if before != "" && !lock.ValidEntryID(before) {
+	if before != "" && !fleet.ValidEntryID(before) {
 		return 0, "", fmt.Errorf("parameter before: %q is not a run id (the id of a run, such as 1767225600000-0)", before)
 	}
 	return limit, before, nil

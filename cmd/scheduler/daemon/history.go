@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -91,7 +92,7 @@ without a config file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default
 			if limit < 1 || limit > maxRuns {
 				return usageError{fmt.Errorf("-limit %d: give a number from 1 to %d", limit, maxRuns)}
 			}
-			if before != "" && !lock.ValidEntryID(before) {
+			if before != "" && !fleet.ValidEntryID(before) {
 				return usageError{fmt.Errorf("-before %q: give a run's ID, as the first column shows it (such as 1767225600000-0)", before)}
 			}
 			return nil

@@ -1,0 +1,174 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/lock"
+)
+
+// pipeHook counts the round trips a go-redis client makes: single
+// commands and pipelines.
+type pipeHook struct{ trips, cmds atomic.Int64 }
+
+func (h *pipeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *pipeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *pipeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// sendHook tells when a command that names key is sent.
+type sendHook struct {
+	key  string
+	sent chan struct{}
+}
+
+func (h *sendHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *sendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		for _, a := range cmd.Args() {
+			if a == h.key {
+				select {
+				case h.sent <- struct{}{}:
+				default:
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *sendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Claims and finishes of many ledgers at once, on one Client, each take
+// and record their tick once; those that fall due while others are on
+// their way share round trips.
+func TestClaimsShareRoundTrips(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	h := &pipeHook{}
+	rdb.AddHook(h)
+	c := mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
+	ctx := testCtx(t)
+	const n = 200
+	ledgers := make([]*fleet.Ledger, n)
+	for i := range ledgers {
+		g, err := fleet.New(c).Ledger("job-"+strconv.Itoa(i), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgers[i] = g
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, g := range ledgers {
+		wg.Go(func() {
+			cl, err := g.Claim(ctx, 1000, false, lock.WithWait(0))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 1000}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i, g := range ledgers {
+		st, err := g.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done != 1000 || st.Tries != 1 || st.Outcome != "ran" {
+			t.Errorf("ledger %d: %+v, want tick 1000 done once", i, st)
+		}
+	}
+	t.Logf("%d claims and %d finishes: %d commands in %d round trips", n, n, h.cmds.Load(), h.trips.Load())
+}
+
+// A claim queued behind a batch on its way leaves the queue when its ctx
+// ends: it returns the ctx's error and is never sent.
+func TestQueuedClaimLeavesWithItsCtx(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	onWay := &sendHook{key: "lockcron:{first}", sent: make(chan struct{}, 10)}
+	rdb.AddHook(onWay)
+	c := mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
+	ctx := testCtx(t)
+	first, err := fleet.New(c).Ledger("first", "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued, err := fleet.New(c).Ledger("queued", "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Warm the connection and the script cache, then stall the server so
+	// that the next claim stays on its way.
+	claimFinish(t, ctx, first, 1, true)
+	for len(onWay.sent) > 0 {
+		<-onWay.sent
+	}
+	srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	firstDone := make(chan error, 1)
+	go func() {
+		cl, err := first.Claim(ctx, 2, false, lock.WithWait(0))
+		if err == nil {
+			err = cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 2})
+		}
+		firstDone <- err
+	}()
+	// The first claim is on its way, and cannot come back while the
+	// server is stopped.
+	select {
+	case <-onWay.sent:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first claim was not sent within 5s")
+	}
+	qctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = queued.Claim(qctx, 2, false, lock.WithWait(0))
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued claim: %v, want the ctx's deadline", err)
+	}
+	srv.Resume()
+	resumed = true
+	if err := <-firstDone; err != nil {
+		t.Fatalf("the claim on its way: %v", err)
+	}
+	if n, _ := srv.Do("EXISTS", "lockcron:{queued}:ledger:job", "lockcron:{queued}").(int64); n != 0 {
+		t.Fatalf("the queued claim reached the server: %d of its keys exist", n)
+	}
+}

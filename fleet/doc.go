@@ -1,0 +1,94 @@
+// Package fleet is the store that the scheduler's replicas share: beside
+// each job's lock (package lock), a ledger of its ticks, its run history,
+// the tick events that tell the fleet a tick is done, the group of live
+// replicas, and the control messages between them. It is built on a
+// lock.Client and shares its connections:
+//
+//	locks, _ := lock.New(rdb, lock.WithClientID(replica))
+//	store := fleet.New(locks)
+//	g, _ := store.Ledger("report", "report")
+//	cl, err := g.Claim(ctx, tick, false) // ErrDone: another replica ran it
+//	if err == nil {
+//		err := run(cl.Context())
+//		_ = cl.Finish(context.WithoutCancel(ctx), fleet.Record{Done: true, Outcome: "ran"})
+//	}
+//
+// # Once per tick
+//
+// Every replica of a service runs the same schedule; a tick is a scheduled
+// time (any int64 that grows from tick to tick and is the same on every
+// replica). For each tick T of a job, a replica claims T in its ledger:
+//
+//  1. if the ledger says T (or a later tick) is done or under way, the
+//     claim returns ErrDone and takes nothing;
+//  2. else it takes the job's lock in the same script step; while another
+//     replica holds the lock for T, it waits for that run's finish (the
+//     lock's unlock message, no polling) and goes back to 1; while the
+//     lock is held for an earlier tick, it returns lock.ErrLocked (or waits
+//     its turn, with queue);
+//  3. holding the lock, the replica runs the job under the claim's Context,
+//     which ends if the lock is lost;
+//  4. Finish records the outcome, marks T done (or gives it back, for the
+//     next claim to take over), appends the run to the history and
+//     releases the lock, in one script step, so exactly one replica
+//     records it.
+//
+// Which replica claims first is the scheduler's choice (it ranks the live
+// members of a group, Store.Heartbeat); the ledger alone keeps a tick once.
+//
+// # Ledgers
+//
+// A Ledger (Store.Ledger) keeps, beside a lock at prefix:{n}:ledger:id,
+// the ticks of a recurring task: the latest done, the latest claimed
+// (seen), the one running with its owner and tries, and the last outcome.
+// Ledger.Claim checks the ledger and takes the lock in one script
+// (claim.lua), so that each tick is done once whatever the claimants'
+// clocks say: it returns ErrDone for a tick done (or a later one done or
+// under way), waits while another owner runs the same tick and returns
+// ErrDone when that one finishes, and takes the tick over, with its try
+// count going on, when the owner gives it back or dies. A tick that was
+// claimed and never finished is never overtaken: a claim of a later tick
+// that takes the lock gets the unfinished one (Claim.Tick says which), and
+// its caller claims its own again afterwards. Claim.Finish records the
+// outcome and releases the lock in one script (finish.lua). The scheduler
+// package is built on it. A FairLedger's claims wait in the FairMutex's
+// queue (the same scripts in fair mode). Ledger.Pause makes every claim
+// return ErrPaused until it is undone; Ledger.Trigger counts manual
+// requests, and Store.Publish and Store.Subscribe carry messages between
+// the Clients of a store (the scheduler's fleet requests).
+//
+// A ledger keeps a history: a Redis Stream at prefix:{n}:ledger:id:history,
+// in the lock's hash slot, whose entries are the field-value maps its
+// callers give. Claim.Finish appends Record.Entry in the same script that
+// records the finish and releases the lock, so a finish is in the history
+// once, by its claimant, whatever the retries; a finish that finds the
+// lock lost records nothing (the caller may Ledger.Append the entry to the
+// history alone). Ledger.Pass moves the ledger's seen past ticks nobody
+// claimed and appends an entry, once across the callers. Each append trims
+// the history to the latest WithHistory keep entries (default 100) and
+// drops those older than its max age (default 30 days), which is also the
+// stream's TTL. Ledger.History reads it newest first, paged by entry id.
+// Ledgers of one task may share one history (WithSharedHistory). The
+// ledger also remembers when each outcome was last recorded
+// (LedgerState.Last), and who had a tick before it was taken over
+// (Claim.From). The memory backend keeps the same history.
+//
+// The unlock message of Claim.Finish names the ledger, the tick and
+// whether it is done or given back. Ledger.Watch hears them, from every
+// Client of the store, and keeps the lock's channel subscribed while it
+// lasts; a Client that heard a tick done answers a Claim of it with ErrDone
+// without asking the store, and so does its Claim that waited for another
+// owner's run of the tick and is woken by that message. Claims and
+// finishes of one Client that fall due in the same instant are sent
+// together, in one pipeline: the first of them takes those queued by the
+// time its goroutine runs, and one that comes later leads the next
+// pipeline at once. None waits for a pipeline on its way (on a slow
+// network, a round trip spent waiting would eat into the lease), and a
+// claim's lease counts from when its pipeline went out. With
+// lock.WithReplicaAck or lock.WithAOFAck each goes alone, followed by its WAIT.
+//
+// Store.Heartbeat keeps a group of live members (a sorted set at
+// prefix:members:{group}, deadlines on the server's clock; Store.Leave
+// removes one at once): the scheduler's replicas rank each other with it,
+// so that one claims each tick first.
+package fleet

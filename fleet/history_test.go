@@ -1,0 +1,254 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/internal/locktest"
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/lock"
+)
+
+// finishWith claims tick and finishes it with an entry naming it.
+func finishWith(t *testing.T, ctx context.Context, g *fleet.Ledger, tick int64) {
+	t.Helper()
+	cl := mustClaim(t, ctx, g, tick)
+	rec := fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick, Entry: map[string]string{"tick": strconv.FormatInt(tick, 10)}}
+	if err := cl.Finish(ctx, rec); err != nil {
+		t.Fatalf("finish of tick %d: %v", tick, err)
+	}
+}
+
+func ticksOf(ents []fleet.Entry) []string {
+	out := make([]string, len(ents))
+	for i, e := range ents {
+		out[i] = e.Fields["tick"]
+	}
+	return out
+}
+
+func TestLedgerHistory(t *testing.T) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
+		ctx := context.Background()
+		c := store.NewClient(t)
+		t.Run("NewestFirstAndPaged", func(t *testing.T) {
+			g, err := fleet.New(c).Ledger("hist", "job", fleet.WithHistory(3, time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ents, err := g.History(ctx, 10, ""); err != nil || len(ents) != 0 {
+				t.Fatalf("history of a new ledger: %v, %v; want none", ents, err)
+			}
+			for tick := int64(1); tick <= 5; tick++ {
+				finishWith(t, ctx, g, tick)
+			}
+			ents, err := g.History(ctx, 10, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(ticksOf(ents)); got != "[5 4 3]" {
+				t.Fatalf("history kept %s, want the latest 3, newest first: [5 4 3]", got)
+			}
+			for i, e := range ents {
+				if !fleet.ValidEntryID(e.ID) || e.Time.IsZero() || time.Since(e.Time) > time.Hour {
+					t.Errorf("entry %d: id %q, time %v", i, e.ID, e.Time)
+				}
+			}
+			page, err := g.History(ctx, 1, ents[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(ticksOf(page)); got != "[4]" {
+				t.Fatalf("one entry before %s: %s, want [4]", ents[0].ID, got)
+			}
+			if _, err := g.History(ctx, 1, "x-1"); !errors.Is(err, lock.ErrInvalid) {
+				t.Fatalf("before x-1: %v, want ErrInvalid", err)
+			}
+			if _, err := g.History(ctx, 0, ""); !errors.Is(err, lock.ErrInvalid) {
+				t.Fatalf("limit 0: %v, want ErrInvalid", err)
+			}
+		})
+		t.Run("GivenBackAndSharedWithAnotherLedger", func(t *testing.T) {
+			g, err := fleet.New(c).Ledger("shared", "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := fleet.New(c).Ledger("shared", "job!manual", fleet.WithSharedHistory("job"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.HistoryKey() != m.HistoryKey() {
+				t.Fatalf("history keys %q and %q, want one", g.HistoryKey(), m.HistoryKey())
+			}
+			cl := mustClaim(t, ctx, g, 10)
+			if err := cl.Finish(ctx, fleet.Record{Done: false, Outcome: "handed_off", Tries: 1, Entry: map[string]string{"tick": "10"}}); err != nil {
+				t.Fatal(err)
+			}
+			finishWith(t, ctx, g, 10)
+			finishWith(t, ctx, m, 1)
+			ents, err := g.History(ctx, 10, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(ticksOf(ents)); got != "[1 10 10]" {
+				t.Fatalf("history %s, want the manual run, the re-run and the handoff: [1 10 10]", got)
+			}
+		})
+		t.Run("NoEntryWhenNotHeld", func(t *testing.T) {
+			g := ledger(t, c, "notheld")
+			cl := mustClaim(t, ctx, g, 1)
+			if _, err := c.ForceUnlock(ctx, "notheld"); err != nil {
+				t.Fatal(err)
+			}
+			other := store.NewClient(t)
+			og := ledger(t, other, "notheld")
+			ocl := mustClaim(t, ctx, og, 1) // the tick is taken over
+			if ocl.Try != 2 || !strings.HasPrefix(ocl.From, c.ID()+":") {
+				t.Fatalf("takeover: try %d from %q; want try 2 from an owner of %s", ocl.Try, ocl.From, c.ID())
+			}
+			if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Entry: map[string]string{"tick": "1"}}); !errors.Is(err, lock.ErrNotHeld) {
+				t.Fatalf("finish after losing the lock: %v, want ErrNotHeld", err)
+			}
+			if err := ocl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 2, Entry: map[string]string{"tick": "1", "by": "other"}}); err != nil {
+				t.Fatal(err)
+			}
+			ents, err := g.History(ctx, 10, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ents) != 1 || ents[0].Fields["by"] != "other" {
+				t.Fatalf("history %v, want only the finish of the holder", ents)
+			}
+		})
+		t.Run("PassOnce", func(t *testing.T) {
+			g := ledger(t, c, "pass")
+			finishWith(t, ctx, g, 1)
+			g2 := ledger(t, store.NewClient(t), "pass")
+			entry := map[string]string{"tick": "5", "outcome": "missed"}
+			first, err := g.Pass(ctx, 5, entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := g2.Pass(ctx, 5, entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !first || second {
+				t.Fatalf("passes of the same ticks: %v, %v; want true, false", first, second)
+			}
+			st, err := g.State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Seen != 5 || st.Done != 1 {
+				t.Fatalf("ledger after the pass: seen %d, done %d; want 5, 1", st.Seen, st.Done)
+			}
+			ents, err := g.History(ctx, 10, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(ticksOf(ents)); got != "[5 1]" {
+				t.Fatalf("history %s, want [5 1]", got)
+			}
+		})
+		t.Run("Append", func(t *testing.T) {
+			g := ledger(t, c, "append")
+			finishWith(t, ctx, g, 7)
+			if err := g.Append(ctx, map[string]string{"tick": "8"}); err != nil {
+				t.Fatal(err)
+			}
+			st, err := g.State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Seen != 7 || st.Done != 7 {
+				t.Fatalf("ledger after Append: seen %d, done %d; want it untouched (7, 7)", st.Seen, st.Done)
+			}
+			ents, err := g.History(ctx, 10, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(ticksOf(ents)); got != "[8 7]" {
+				t.Fatalf("history %s, want [8 7]", got)
+			}
+		})
+		t.Run("MaxAge", func(t *testing.T) {
+			g, err := fleet.New(c).Ledger("aged", "job", fleet.WithHistory(100, 50*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			finishWith(t, ctx, g, 1)
+			first, err := g.History(ctx, 10, "")
+			if err != nil || len(first) != 1 {
+				t.Fatalf("history: %v, %v", first, err)
+			}
+			// Wait until the store's clock is past the first entry's age
+			// (entries are stamped by the store), then append another.
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Since(first[0].Time) < 100*time.Millisecond && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			finishWith(t, ctx, g, 2)
+			ents, err := g.History(ctx, 10, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(ticksOf(ents)); got != "[2]" {
+				t.Fatalf("history %s, want the entry older than max age trimmed: [2]", got)
+			}
+		})
+		t.Run("BadRetention", func(t *testing.T) {
+			if _, err := fleet.New(c).Ledger("bad", "job", fleet.WithHistory(-1, 0)); !errors.Is(err, lock.ErrInvalid) {
+				t.Fatalf("keep -1: %v, want ErrInvalid", err)
+			}
+		})
+	})
+}
+
+// TestLedgerHistoryRedis: the history is a stream in the lock's slot with a
+// TTL, and a key of another type is reported, not overwritten.
+func TestLedgerHistoryRedis(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	rdb := srv.Client()
+	g := ledger(t, c, "typed")
+	if want := "lockcron:{typed}:ledger:job:history"; g.HistoryKey() != want {
+		t.Fatalf("history key %q, want %q", g.HistoryKey(), want)
+	}
+	finishWith(t, ctx, g, 1)
+	if typ := rdb.Type(ctx, g.HistoryKey()).Val(); typ != "stream" {
+		t.Fatalf("history key holds a %s, want a stream", typ)
+	}
+	if ttl := rdb.PTTL(ctx, g.HistoryKey()).Val(); ttl <= 0 || ttl > fleet.DefaultHistoryMaxAge {
+		t.Fatalf("history TTL %v, want within the default max age", ttl)
+	}
+	if err := rdb.Del(ctx, g.HistoryKey()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, g.HistoryKey(), "x", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cl := mustClaim(t, ctx, g, 2)
+	err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 2, Entry: map[string]string{"tick": "2"}})
+	if !errors.Is(err, lock.ErrBadKey) {
+		t.Fatalf("finish with a history key of another type: %v, want ErrBadKey", err)
+	}
+	st, _ := g.State(ctx)
+	if st.Done != 2 || st.Held {
+		t.Fatalf("ledger %+v: want tick 2 done and the lock released all the same", st)
+	}
+	if v := rdb.Get(ctx, g.HistoryKey()).Val(); v != "x" {
+		t.Fatalf("the key of another type was overwritten: %q", v)
+	}
+	if _, err := g.History(ctx, 1, ""); !errors.Is(err, lock.ErrBadKey) {
+		t.Fatalf("History of a key of another type: %v, want ErrBadKey", err)
+	}
+}

@@ -1,0 +1,169 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of a ledger's history (WithHistory).
+const (
+	DefaultHistoryKeep   = 100
+	DefaultHistoryMaxAge = 30 * 24 * time.Hour
+)
+
+// An Entry is one entry of a ledger's history: the fields its writer gave
+// (Record.Entry, Ledger.Pass), under an id that the store assigns.
+type Entry struct {
+	// ID grows from entry to entry of one history: "<ms>-<seq>", the
+	// store's time of the append in milliseconds and a sequence number
+	// (a Redis Stream id).
+	ID string
+	// Time is when the entry was appended, on the store's clock.
+	Time time.Time
+	// Fields are the entry's fields, as written.
+	Fields map[string]string
+}
+
+// A LedgerOption configures a Ledger.
+type LedgerOption func(*Ledger)
+
+// WithHistory sets how much of a ledger's history is kept: the latest keep
+// entries, none older than maxAge (both are applied at each append). A
+// zero keeps the default (DefaultHistoryKeep, DefaultHistoryMaxAge); a
+// negative value is refused by Client.Ledger.
+func WithHistory(keep int, maxAge time.Duration) LedgerOption {
+	return func(g *Ledger) {
+		if keep != 0 {
+			g.keep = keep
+		}
+		if maxAge != 0 {
+			g.maxAge = maxAge
+		}
+	}
+}
+
+// WithSharedHistory makes the ledger keep its history in that of the
+// ledger named id beside the same lock, so that the ledgers of one task
+// (its scheduled and its manual runs, say) share one history.
+func WithSharedHistory(id string) LedgerOption {
+	return func(g *Ledger) { g.histID = id }
+}
+
+// WithDefinition makes each claim of the ledger record def in it (the
+// field definition), a digest of what the claimant will run: the next
+// claim's Claim.Definition tells it, so that claimants that run different
+// versions of the task notice each other. It costs no round trip.
+func WithDefinition(def string) LedgerOption {
+	return func(g *Ledger) { g.def = def }
+}
+
+var entryID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
+
+// ValidEntryID reports whether id has the form of an Entry's ID.
+func ValidEntryID(id string) bool { return entryID.MatchString(id) }
+
+// HistoryKey is the Redis key of the ledger's history: a Stream in the
+// lock's hash slot, beside the ledger, expiring with its last entry.
+func (g *Ledger) HistoryKey() string { return g.hist }
+
+// History returns the ledger's latest history entries, newest first: at
+// most limit, and only those older than before when before is not "" (an
+// Entry's ID: the next page of a listing). A ledger without history reads
+// as none. It returns ErrInvalid for a limit below 1 or a malformed
+// before, and ErrBadKey if the key holds another type.
+func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("lock %q: ledger %q: history limit %d: must be at least 1: %w", g.m.k.name, g.id, limit, ErrInvalid)
+	}
+	if before != "" && !ValidEntryID(before) {
+		return nil, fmt.Errorf("lock %q: ledger %q: history before %q: not an entry id: %w", g.m.k.name, g.id, before, ErrInvalid)
+	}
+	if g.c.isClosed() {
+		return nil, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	ents, err := g.c.be.history(ctx, g.HistoryKey(), limit, before)
+	if err != nil {
+		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return nil, g.historyTypeErr()
+		}
+		return nil, fmt.Errorf("lock %q: ledger %q: history: %w", g.m.k.name, g.id, err)
+	}
+	return ents, nil
+}
+
+// Pass records that the ticks up to upTo were passed over, unclaimed: the
+// ledger's Seen moves up to upTo, and entry, if not nil, is appended to its
+// history, both in one step and only if Seen was below upTo. Of several
+// callers that pass the same ticks, one does so and is told true; the
+// others are told false, and nothing is written for them. (The scheduler
+// passes the ticks missed while every replica was down.) It returns
+// ErrBadKey if a key holds another type.
+func (g *Ledger) Pass(ctx context.Context, upTo int64, entry map[string]string) (bool, error) {
+	if upTo < 1 {
+		return false, fmt.Errorf("lock %q: ledger %q: pass up to %d: a tick is above 0: %w", g.m.k.name, g.id, upTo, ErrInvalid)
+	}
+	return g.pass(ctx, upTo, entry)
+}
+
+// Append appends entry to the ledger's history alone, leaving the ledger as
+// it is: for what no Finish records, such as a run whose lock was lost
+// (its Finish records nothing). It is not deduplicated: a retry after a
+// lost reply may append it twice. It returns ErrBadKey if the history key
+// holds another type.
+func (g *Ledger) Append(ctx context.Context, entry map[string]string) error {
+	if len(entry) == 0 {
+		return fmt.Errorf("lock %q: ledger %q: append: an empty entry: %w", g.m.k.name, g.id, ErrInvalid)
+	}
+	_, err := g.pass(ctx, 0, entry)
+	return err
+}
+
+func (g *Ledger) pass(ctx context.Context, upTo int64, entry map[string]string) (bool, error) {
+	if g.c.isClosed() {
+		return false, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	n, err := g.c.be.ledgerPass(ctx, g, upTo, entry)
+	switch {
+	case err != nil:
+		return false, g.ledgerErr(err)
+	case n == finishLedgerType:
+		return false, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)
+	case n == historyType:
+		return false, g.historyTypeErr()
+	}
+	return n == 1, nil
+}
+
+// historyType is the scripts' status for a history key of another type.
+const historyType = -8
+
+func (g *Ledger) historyTypeErr() error {
+	return fmt.Errorf("lock %q: key %q holds another type, not a ledger's history stream: %w", g.m.k.name, g.HistoryKey(), ErrBadKey)
+}
+
+// entryTime is the store's time of an entry id: its milliseconds.
+func entryTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return time.UnixMilli(n)
+}
+
+// flatten is an entry's fields as XADD's arguments, in a stable order.
+func flatten(f map[string]string) []any {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]any, 0, 2*len(f))
+	for _, k := range keys {
+		out = append(out, k, f[k])
+	}
+	return out
+}

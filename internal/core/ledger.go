@@ -1,0 +1,442 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrDone: Ledger.Claim found the tick done, or a later tick done or under
+// way; there is nothing to run.
+var ErrDone = errors.New("fleet: tick already done")
+
+// ErrPaused: Ledger.Claim found the ledger paused (Ledger.Pause); nothing
+// was taken.
+var ErrPaused = errors.New("fleet: ledger paused")
+
+// LedgerTTL is how long a ledger outlives its last claim or finish: long
+// enough to judge a monthly schedule's missed tick after a downtime.
+const LedgerTTL = 35 * 24 * time.Hour
+
+// A Ledger records, beside a lock, the ticks of a recurring task (a cron
+// job): which one was done last, which one is running and by whom, and how
+// it ended. A claim of a tick checks the ledger and takes the lock in one
+// step, so that each tick is done once, by one owner, however skewed the
+// claimants' clocks are: a tick is any int64 that grows from tick to tick,
+// the same on every claimant (the scheduler uses the scheduled time in
+// milliseconds).
+//
+// The ledger of lock n and id j lives at prefix:{n}:ledger:j, in the lock's
+// hash slot. Several ledgers may share one lock (jobs that exclude each
+// other). A Ledger is safe for concurrent use.
+type Ledger struct {
+	c    *Client
+	m    *mutex
+	id   string
+	key  string
+	fair bool   // claims wait in the FairMutex's queue
+	def  string // the definition each claim records (WithDefinition)
+
+	keep   int           // history entries kept
+	maxAge time.Duration // history entries' lifetime
+	histID string        // the ledger whose history this one writes (WithSharedHistory)
+	hist   string        // the history's key
+}
+
+// claimArgs are a claim's arguments besides the tick: how it takes part in
+// a fair lock's queue (claim.lua's ARGV[6..9]; the zero value is a claim
+// of the reentrant lock), and the definition it records (ARGV[10]).
+type claimArgs struct {
+	fair  bool
+	place time.Duration // a place's lifetime without a heartbeat
+	wait  int           // 0 no wait (one attempt); 1 for the same tick; 2 for any tick (queue)
+	def   string        // "": record none
+}
+
+// Ledger returns the ledger named id beside the lock named lockName, with
+// its history (Ledger.History) kept as opts say. It returns ErrInvalid for
+// a bad lock name, an id that is empty or holds { or }, or a negative
+// retention.
+func (c *Client) Ledger(lockName, id string, opts ...LedgerOption) (*Ledger, error) {
+	if err := validName(lockName); err != nil {
+		return nil, err
+	}
+	if id == "" || strings.ContainsAny(id, "{}") {
+		return nil, fmt.Errorf("lock %q: ledger id %q: empty, or holds { or }: %w", lockName, id, ErrInvalid)
+	}
+	m := newMutex(c, lockName)
+	g := &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id, keep: DefaultHistoryKeep, maxAge: DefaultHistoryMaxAge}
+	for _, o := range opts {
+		o(g)
+	}
+	if g.histID == "" {
+		g.histID = id
+	}
+	if strings.ContainsAny(g.histID, "{}") {
+		return nil, fmt.Errorf("lock %q: ledger %q: shared history %q holds { or }: %w", lockName, id, g.histID, ErrInvalid)
+	}
+	g.hist = m.k.lock + ":ledger:" + g.histID + ":history"
+	if g.keep < 0 || g.maxAge < 0 {
+		return nil, fmt.Errorf("lock %q: ledger %q: history keeps %d entries for %v: must not be negative: %w", lockName, id, g.keep, g.maxAge, ErrInvalid)
+	}
+	if g.maxAge < time.Millisecond {
+		g.maxAge = time.Millisecond
+	}
+	return g, nil
+}
+
+// FairLedger is Ledger whose claims take the lock in FairMutex order:
+// claimants that wait for the lock (for the same tick, or for any tick when
+// queue is true) keep a place in the lock's queue, take it in the order
+// they came, and only the head is woken when it is released. The lock is
+// the same as Ledger's: a Ledger and a FairLedger of one name exclude each
+// other, but only FairLedger claims keep the order.
+func (c *Client) FairLedger(lockName, id string, opts ...LedgerOption) (*Ledger, error) {
+	g, err := c.Ledger(lockName, id, opts...)
+	if err != nil {
+		return nil, err
+	}
+	g.fair = true
+	return g, nil
+}
+
+// Key is the ledger's Redis key.
+func (g *Ledger) Key() string { return g.key }
+
+// A Claim is one owner's hold on a tick: its Lease holds the lock, with its
+// watchdog, until Finish.
+type Claim struct {
+	// Lease holds the lock. Its Context ends when the lock is lost.
+	Lease *Lease
+	// Tick is the tick claimed: the one asked for, or an earlier one that
+	// was claimed and never finished (its claimant died, lost the lock, or
+	// gave it back), which is never overtaken. Claim the asked-for tick
+	// again once this one is finished.
+	Tick int64
+	// Try is the number of this claim's first try at the tick: 1, or more
+	// when earlier claims of the tick gave it back or died with it.
+	Try int
+	// From is the owner id of the claim of Tick before this one, when Try
+	// is above 1 (it died, lost the lock or gave the tick back), else "".
+	// An owner id is the claiming Client's ID (WithClientID), its
+	// instance (random, per Client value) and a number, joined by colons.
+	From string
+	// Definition is the definition the ledger held when the claim was
+	// made: the one that the latest claim with one recorded
+	// (WithDefinition), or "" if none did; DefinitionBy is that claim's
+	// owner id. Each claim records its ledger's own, if it has one; one
+	// that differs from it, recorded by another Client, tells of a
+	// claimant that runs another version of the task (a change half rolled
+	// out). A repeat of a claim after a lost reply answers with its own.
+	Definition   string
+	DefinitionBy string
+
+	g *Ledger
+}
+
+// Claim takes the lock for tick, unless the ledger says it is done. While
+// another owner holds the lock for the same tick, Claim waits (no polling:
+// unlock messages and the holder's TTL) and, when the holder finishes,
+// returns ErrDone; if the holder gives the tick back or dies, Claim takes
+// it, with Try counting on. While the lock is held for an earlier tick (or
+// by a plain Lock), Claim waits for it if queue is true, else it returns
+// ErrLocked. It returns ErrDone, without taking the lock, when the tick or a
+// later one is done or was claimed.
+//
+// A tick that was claimed and never finished (its claimant died, lost the
+// lock, or gave it back) is never overtaken: if the lock is free and such
+// a tick is earlier than tick, Claim claims that one instead (Claim.Tick
+// says which, and Try counts on); claim tick again after its Finish.
+//
+// The first attempt goes out at once, even while other goroutines of this
+// Client wait. Failures to reach the store are ridden out while the wait
+// lasts. When ctx ends, Claim returns its error, wrapped; WithWait bounds
+// the wait (then ErrLocked); WithWait(0) makes one attempt. WithLease is
+// refused: a claim is renewed by the watchdog until Finish.
+func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...AcquireOption) (*Claim, error) {
+	var cl *Claim
+	a := acquisition{
+		k: g.m.k, kind: g.kind(), fair: g.fair, claim: true,
+		check: func() error { return g.heardDoneErr(tick) },
+		attempt: func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
+			l, pttl, got, err := g.attempt(ctx, at.owner, tick, queue, at.once)
+			if got != nil {
+				cl = got
+			}
+			return l, pttl, err
+		},
+	}
+	if _, err := g.c.acquire(ctx, a, false, opts); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// attempt claims once. It returns the claim and its lease, or the holder's
+// remaining TTL to wait for, or an error: ErrDone, ErrLocked (held for an
+// earlier tick, and queue is false), or a failure.
+func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, once bool) (*Lease, time.Duration, *Claim, error) {
+	m, c := g.m, g.c
+	fc := claimArgs{fair: g.fair, place: c.opt.waiterTTL, wait: 1, def: g.def}
+	switch {
+	case once:
+		fc.wait = 0
+	case queue:
+		fc.wait = 2
+	}
+	if err := g.heardDoneErr(tick); err != nil {
+		return nil, 0, nil, err // woken by the finish of the tick waited for
+	}
+	var sent time.Time
+	r, err := c.be.claim(withSent(ctx, &sent), m.k, g.key, owner, c.opt.leaseTime, tick, fc)
+	if err != nil {
+		return nil, 0, nil, c.transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
+	}
+	switch r.status {
+	case claimAcquired:
+		l, err := c.newLease(ctx, g.kind(), m.k, owner, r.value, c.opt.leaseTime, 0, sent)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		claimed := r.extra
+		if claimed == 0 {
+			claimed = tick
+		}
+		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner, g: g}, nil
+	case claimDone:
+		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
+	case claimPaused:
+		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w", m.k.name, g.id, tick, ErrPaused)
+	case claimHeld:
+		if r.extra == tick || queue {
+			return nil, time.Duration(r.value) * time.Millisecond, nil, nil
+		}
+		return nil, 0, nil, fmt.Errorf("lock %q: held for an earlier tick than %d: %w", m.k.name, tick, ErrLocked)
+	case claimLedgerType:
+		return nil, 0, nil, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", m.k.name, g.key, ErrBadKey)
+	case claimQueueType:
+		return nil, 0, nil, fmt.Errorf("lock %q: key %q or %q holds another type, not a fair lock's queue: %w", m.k.name, m.k.queue, m.k.timeout, ErrBadKey)
+	}
+	return nil, 0, nil, badReply(m.k, acquireReply{status: r.status, value: r.value})
+}
+
+// heardDoneErr is ErrDone if this Client heard a finish of the tick, or of
+// a later one, recorded done (a Watch, or a Finish of its own): no need to
+// ask the store, since a tick once done stays done.
+func (g *Ledger) heardDoneErr(tick int64) error {
+	if done := g.c.heardDone(g); done >= tick {
+		return fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d, heard)", g.m.k.name, g.id, tick, ErrDone, done)
+	}
+	return nil
+}
+
+// A Record is how a claimed tick ended, as Finish writes it to the ledger.
+type Record struct {
+	// Done marks the tick done, so that no one claims it again; false
+	// gives it back: the next claim of the same tick takes it over, with
+	// Try counting on from Tries.
+	Done bool
+	// Outcome is a word kept in the ledger for operators.
+	Outcome string
+	// Tries is how many tries the tick has had, this claim's included.
+	Tries int
+	// Seen, if above the ledger's Seen, moves it there: the claimant
+	// handled every tick up to it (it skipped those due while it ran), so
+	// none of them was missed.
+	Seen int64
+	// Entry, if not nil, is appended to the ledger's history (History)
+	// when the finish is recorded, in the same step: once, whatever the
+	// retries.
+	Entry map[string]string
+}
+
+// Finish writes rec to the ledger and releases the lock (every hold of the
+// lease) in one step, waking the lock's waiters.
+//
+// Call it on a live context (context.WithoutCancel with a timeout), like
+// Unlock. If the lease no longer holds the lock, Finish records nothing and
+// returns an error wrapping ErrNotHeld; the next claim of the tick finds it
+// unfinished. A failure to reach the backend is retried, with a growing
+// pause (up to 250ms), until ctx ends; then the lease ends all the same,
+// the lock expires within its lease time, and the tick is unfinished. A
+// retry that arrives after the lock expired still records a done tick if no
+// one has claimed it since (the run ended while the lease held): the
+// outage cost the lock, not the run. If a claim came first, the tick runs
+// again: at least once.
+func (cl *Claim) Finish(ctx context.Context, rec Record) error {
+	l, g := cl.Lease, cl.g
+	l.holdMu.Lock()
+	defer l.holdMu.Unlock()
+	if err := l.Err(); err != nil {
+		l.freeIfLost(ctx, err) // the ledger stays as it is
+		return fmt.Errorf("lock %q: finish: %w: %w", l.k.name, ErrNotHeld, err)
+	}
+	var ledgerErr error
+	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
+		n, err := l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
+		// A tick whose outcome is not recorded may run again: retry
+		// failures while ctx lasts (finish.lua answers a repeat with 1).
+		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, maxBackoff) {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				continue
+			}
+			n, err = l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
+		}
+		// The ledger recorded the finish (with or without its history
+		// entry): our own listeners hear of it here, and so do the claims
+		// of this Client that the wake-up below sends to the store (the
+		// message is not ours to hear).
+		recorded := err == nil && (n == relReleased || n == historyType)
+		switch n {
+		case finishLedgerType:
+			ledgerErr = fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", l.k.name, g.key, ErrBadKey)
+			n = relReleased
+		case historyType:
+			ledgerErr = g.historyTypeErr()
+			n = relReleased
+		}
+		if recorded {
+			l.c.heard(l.k.channel, TickEvent{Tick: cl.Tick, Done: rec.Done}, g.id)
+		}
+		if err != nil || n == relReleased {
+			l.c.wake(l.k.channel) // as Client.release: our own waiters
+		}
+		return n, err
+	})
+	return errors.Join(err, ledgerErr)
+}
+
+// kind is the kind of the claims' leases: the reentrant lock's, or the fair
+// lock's, whose release wakes the head of its queue.
+func (g *Ledger) kind() kind {
+	if g.fair {
+		return fairKind{g.c}
+	}
+	return mutexKind{g.c}
+}
+
+// LedgerState is what a ledger says now.
+type LedgerState struct {
+	Done     int64     // the latest tick done; 0 if none
+	Seen     int64     // the latest tick anyone claimed (done or not)
+	Running  int64     // the tick claimed after Done and not done: under way, given back, or its owner died; else 0
+	Owner    string    // the owner id of the claim of Running, or of the last claim
+	Since    time.Time // when that claim was taken, on the store's clock; zero if none
+	Tries    int       // tries of the last tick claimed
+	Outcome  string    // the outcome recorded by the last Finish
+	Finished string    // the owner id of the last Finish
+	Held     bool      // the lock is held now (by a claim or a plain Lock)
+	Paused   bool      // Pause(true) was called and not undone: claims return ErrPaused
+	Triggers int64     // how many times Trigger was called
+	// Last is when each outcome was last recorded by a Finish, on the
+	// store's clock (as long as the ledger lives, LedgerTTL).
+	Last map[string]time.Time
+}
+
+// State reads the ledger, and whether the lock is held, in one round trip.
+// A ledger that does not exist (never used, or expired after LedgerTTL)
+// reads as the zero LedgerState. It returns ErrBadKey if the key holds
+// another type.
+func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
+	var st LedgerState
+	if g.c.isClosed() {
+		return st, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	f, held, err := g.c.be.ledger(ctx, g.m.k, g.key)
+	if err != nil {
+		if errors.Is(err, ErrBadKey) {
+			return st, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)
+		}
+		return st, fmt.Errorf("lock %q: ledger %q: %w", g.m.k.name, g.id, err)
+	}
+	num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
+	st = LedgerState{
+		Done: num("done"), Seen: num("seen"), Running: num("running"),
+		Owner: f["owner"], Tries: int(num("tries")), Outcome: f["outcome"], Finished: f["finished"],
+		Held: held, Paused: f["paused"] == "1", Triggers: num("triggers"),
+	}
+	if ms := num("since"); ms != 0 {
+		st.Since = time.UnixMilli(ms)
+	}
+	for k, v := range f {
+		if outcome, ok := strings.CutPrefix(k, "at:"); ok {
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+				if st.Last == nil {
+					st.Last = make(map[string]time.Time)
+				}
+				st.Last[outcome] = time.UnixMilli(ms)
+			}
+		}
+	}
+	if st.Running <= st.Done {
+		st.Running = 0
+	}
+	return st, nil
+}
+
+// Pause pauses the ledger (paused true) or resumes it: while it is paused,
+// every Claim returns ErrPaused without taking the lock, on every Client
+// of the store; the ticks claimed meanwhile count as seen. It does not
+// touch a claim under way. It returns ErrBadKey if the key is not a hash.
+func (g *Ledger) Pause(ctx context.Context, paused bool) error {
+	if g.c.isClosed() {
+		return fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	if err := g.c.be.ledgerPause(ctx, g.key, paused); err != nil {
+		return g.ledgerErr(err)
+	}
+	return nil
+}
+
+// Trigger counts one more manual request for the task and returns the
+// count, which grows by one each time: a number to claim in a ledger of
+// manual runs (the scheduler's trigger). It returns ErrBadKey if the key
+// is not a hash.
+func (g *Ledger) Trigger(ctx context.Context) (int64, error) {
+	if g.c.isClosed() {
+		return 0, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	n, err := g.c.be.ledgerTrigger(ctx, g.key)
+	if err != nil {
+		return 0, g.ledgerErr(err)
+	}
+	return n, nil
+}
+
+func (g *Ledger) ledgerErr(err error) error {
+	if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)
+	}
+	return fmt.Errorf("lock %q: ledger %q: %w", g.m.k.name, g.id, err)
+}
+
+type claimReply struct {
+	status   int64
+	value    int64 // token, done tick or pttl, by status
+	try      int64
+	extra    int64 // the tick claimed when acquired; the holder's tick when held
+	from     string
+	def      string // the ledger's definition before the claim, when acquired
+	defOwner string // the owner of the claim that recorded def
+}
+
+// finishRetry is the first pause before Finish tries again.
+const finishRetry = 50 * time.Millisecond
+
+const (
+	claimAcquired   = 1
+	claimDone       = 2
+	claimPaused     = 3
+	claimHeld       = 0
+	claimLedgerType = -6
+	claimQueueType  = -7
+
+	finishLedgerType = -6
+)

@@ -1,0 +1,637 @@
+package core
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	// lib.lua goes in front of the scripts that use its functions.
+	//go:embed scripts/lib.lua
+	libSrc string
+	//go:embed scripts/acquire.lua
+	acquireSrc string
+	//go:embed scripts/renew.lua
+	renewSrc string
+	//go:embed scripts/release.lua
+	releaseSrc string
+	//go:embed scripts/forceunlock.lua
+	forceUnlockSrc string
+	//go:embed scripts/claim.lua
+	claimSrc string
+	//go:embed scripts/finish.lua
+	finishSrc string
+	//go:embed scripts/pass.lua
+	passSrc string
+
+	// Run sends EVALSHA, and EVAL on NOSCRIPT.
+	acquireScript     = redis.NewScript(libSrc + acquireSrc)
+	renewScript       = redis.NewScript(renewSrc)
+	releaseScript     = redis.NewScript(releaseSrc)
+	forceUnlockScript = redis.NewScript(forceUnlockSrc)
+	claimScript       = redis.NewScript(libSrc + claimSrc)
+	finishScript      = redis.NewScript(libSrc + finishSrc)
+	passScript        = redis.NewScript(libSrc + passSrc)
+)
+
+// tokenTTL is how long a fencing token counter lives after it was seeded.
+// Past it, tokens still grow: the next is seeded from the server's clock.
+const tokenTTL = 24 * time.Hour
+
+// run is script.Run (EVALSHA, then EVAL if the server answers NOSCRIPT),
+// telling a send clock in ctx (withSent) when the script ran only at the
+// second command.
+func run(ctx context.Context, c redis.Scripter, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if renewals[script] {
+		return script.Eval(ctx, c, keys, args...)
+	}
+	cmd := script.EvalSha(ctx, c, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		resent(ctx)
+		return script.Eval(ctx, c, keys, args...)
+	}
+	return cmd
+}
+
+// renewals are the scripts that renew a lease. They are sent whole (EVAL),
+// never by SHA first: a renewal must take one round trip, also the first
+// after a restart emptied the server's script cache, or a slow network
+// could cost the lease the second. They are short, and sent every lease/3.
+var renewals = map[*redis.Script]bool{renewScript: true, rwRenewScript: true, semRenewScript: true}
+
+// sentKey carries a send clock: a *time.Time that holds when the request
+// that takes or renews a lease was sent, which the lease's time counts
+// from.
+type sentKey struct{}
+
+// withSent returns ctx with the send clock p, which it sets to now: the
+// backend moves it on when it has to send the request again before it
+// runs (a script the server did not have), so that the lease's time does
+// not count the round trip that ran nothing.
+func withSent(ctx context.Context, p *time.Time) context.Context {
+	*p = time.Now()
+	return context.WithValue(ctx, sentKey{}, p)
+}
+
+// resent moves ctx's send clock, if it has one, to now. It is called on the
+// goroutine that made the request, before the request is sent again.
+func resent(ctx context.Context) {
+	if p, ok := ctx.Value(sentKey{}).(*time.Time); ok {
+		*p = time.Now()
+	}
+}
+
+// releasedTTL is how long the release scripts remember that an owner
+// released its lease, so that a client retry of the release after a lost
+// reply (go-redis retries a command whose connection failed) reports
+// success instead of "not held". It outlasts go-redis's retries.
+const releasedTTL = 30 * time.Second
+
+// subscribeTimeout bounds the write of a SUBSCRIBE or UNSUBSCRIBE command.
+const subscribeTimeout = 5 * time.Second
+
+// linger is how long a channel stays subscribed after its last waiter left,
+// so that a Client that waits for the same lock again soon (a replica that
+// runs the same job every tick) neither resubscribes nor waits for a
+// confirmation.
+const linger = time.Second
+
+type redisBackend struct {
+	rdb      redis.UniversalClient
+	wake     func(channel string)
+	heard    func(channel string, ev TickEvent, ledger string) // a finish's message, from another Client
+	wakeFair func(owner string)                                // a fair lock's unlock addressed to one waiter
+	ack      *ackOptions                                       // WithReplicaAck, WithAOFAck
+	self     string                                            // the prefix of this Client's owner ids: its own unlocks
+	log      hclog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	ps       *redis.PubSub // one per Client, opened by the first waiter
+	subs     map[string]*subscription
+	handlers map[string]map[*handler]struct{} // Subscribe, by channel
+	ops      []subOp                          // SUBSCRIBE and UNSUBSCRIBE to send, in order
+	kick     chan struct{}                    // ops were added
+	stop     chan struct{}                    // closed by close
+	wg       sync.WaitGroup                   // the dispatcher and the sender
+
+	batch batch // claims and finishes on their way (runBatched)
+}
+
+// subOp is a SUBSCRIBE (sub) or UNSUBSCRIBE of one channel. They are sent
+// by one goroutine, in the order they were asked for, so that no caller
+// holds a lock across network I/O.
+type subOp struct {
+	sub     bool
+	channel string
+}
+
+// subscription is one channel of the shared Pub/Sub connection.
+type subscription struct {
+	channel string
+	refs    int           // this Client's queues and fair waiters that need it
+	active  bool          // SUBSCRIBE sent, and no UNSUBSCRIBE since
+	pending int           // SUBSCRIBE commands sent and not yet confirmed
+	ready   chan struct{} // closed at the confirmation of the current SUBSCRIBE
+	isReady bool
+	idle    time.Time // when refs fell to 0
+}
+
+func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), heard func(string, TickEvent, string), self string, log hclog.Logger) *redisBackend {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if heard == nil {
+		heard = func(string, TickEvent, string) {}
+	}
+	return &redisBackend{
+		rdb: rdb, wake: wake, wakeFair: wakeFair, heard: heard, self: self, log: log,
+		subs:     make(map[string]*subscription),
+		handlers: make(map[string]map[*handler]struct{}),
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+}
+
+func (b *redisBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
+	run := acquireScript.Run
+	if holds == 0 {
+		run = b.acked(acquireScript) // a new lease; a re-entry changes only a count
+	}
+	v, err := run(ctx, b.rdb, []string{k.lock, k.token},
+		owner, lease.Milliseconds(), holds, max(tokenTTL, 2*lease).Milliseconds()).Int64Slice()
+	if err != nil {
+		return acquireReply{}, err
+	}
+	if len(v) != 2 {
+		return acquireReply{}, fmt.Errorf("acquire: %d values in reply, want 2", len(v))
+	}
+	return acquireReply{status: v[0], value: v[1]}, nil
+}
+
+// acked returns script's Run, with acknowledgement as the Client asks.
+func (b *redisBackend) acked(script *redis.Script) func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return func(ctx context.Context, _ redis.Scripter, keys []string, args ...any) *redis.Cmd {
+		return b.runAcked(ctx, script, keys, args...)
+	}
+}
+
+func (b *redisBackend) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
+	n, err := b.runAcked(ctx, renewScript, []string{k.lock}, owner, lease.Milliseconds()).Int64()
+	return n == 1, err
+}
+
+func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
+	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.released(owner)},
+		owner, holds, drop, owner, releasedTTL.Milliseconds()).Int64()
+}
+
+func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
+	return forceUnlockScript.Run(ctx, b.rdb, []string{k.lock, k.channel}).Int64()
+}
+
+func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error) {
+	keys := []string{k.lock, k.token, ledger}
+	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()}
+	if ca.fair {
+		keys = append(keys, k.queue, k.timeout)
+		args = append(args, 1, ca.place.Milliseconds(), max((ca.place/3).Milliseconds(), 1), ca.wait, ca.def)
+	} else {
+		args = append(args, 0, 0, 0, 0, ca.def)
+	}
+	v, err := b.runBatched(ctx, claimScript, keys, args...).Slice()
+	if err != nil {
+		return claimReply{}, err
+	}
+	if len(v) < 2 {
+		return claimReply{}, fmt.Errorf("claim: %d values in reply, want 2 or more", len(v))
+	}
+	n := make([]int64, len(v))
+	for i, x := range v {
+		switch x := x.(type) {
+		case int64:
+			n[i] = x
+		case string:
+			if i < 4 {
+				return claimReply{}, fmt.Errorf("claim: value %d of the reply is %q, not an integer", i, x)
+			}
+		default:
+			return claimReply{}, fmt.Errorf("claim: value %d of the reply is a %T", i, x)
+		}
+	}
+	r := claimReply{status: n[0], value: n[1]}
+	switch {
+	case r.status == claimAcquired && len(v) == 7:
+		r.try, r.extra = n[2], n[3]
+		r.from, _ = v[4].(string)
+		r.def, _ = v[5].(string)
+		r.defOwner, _ = v[6].(string)
+	case r.status == claimHeld && len(v) == 3:
+		r.extra = n[2]
+	case r.status == claimAcquired, r.status == claimHeld:
+		return claimReply{}, fmt.Errorf("claim: %d values in reply with status %d", len(v), r.status)
+	}
+	return r, nil
+}
+
+func (b *redisBackend) finish(ctx context.Context, k *keys, g *Ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
+	d := 0
+	if rec.Done {
+		d = 1
+	}
+	keys := []string{k.lock, k.channel, g.key, g.HistoryKey()}
+	f := 0
+	if g.fair {
+		f = 1
+		keys = append(keys, k.queue, k.timeout)
+	}
+	args := append([]any{owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.Done), rec.Seen, f,
+		g.keep, g.maxAge.Milliseconds()}, flatten(rec.Entry)...)
+	return b.runBatched(ctx, finishScript, keys, args...).Int64()
+}
+
+func (b *redisBackend) ledgerPass(ctx context.Context, g *Ledger, upTo int64, entry map[string]string) (int64, error) {
+	var up any = upTo
+	if upTo == 0 {
+		up = "" // append alone
+	}
+	args := append([]any{up, LedgerTTL.Milliseconds(), g.keep, g.maxAge.Milliseconds()}, flatten(entry)...)
+	return passScript.Run(ctx, b.rdb, []string{g.key, g.HistoryKey()}, args...).Int64()
+}
+
+func (b *redisBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
+	end := "+"
+	if before != "" {
+		end = "(" + before
+	}
+	msgs, err := b.rdb.XRevRangeN(ctx, key, end, "-", int64(limit)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(msgs))
+	for _, m := range msgs {
+		f := make(map[string]string, len(m.Values))
+		for k, v := range m.Values {
+			if s, ok := v.(string); ok {
+				f[k] = s
+			}
+		}
+		out = append(out, Entry{ID: m.ID, Time: entryTime(m.ID), Fields: f})
+	}
+	return out, nil
+}
+
+func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
+	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if paused {
+			p.HSet(ctx, key, "paused", 1)
+		} else {
+			p.HDel(ctx, key, "paused")
+		}
+		p.PExpire(ctx, key, LedgerTTL)
+		return nil
+	})
+	return err
+}
+
+func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
+	var n *redis.IntCmd
+	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.HIncrBy(ctx, key, "triggers", 1)
+		p.PExpire(ctx, key, LedgerTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n.Val(), nil
+}
+
+func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
+	var fields *redis.MapStringStringCmd
+	var exists *redis.IntCmd
+	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fields = p.HGetAll(ctx, key)
+		exists = p.Exists(ctx, k.lock)
+		return nil
+	})
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return nil, false, fmt.Errorf("%w: %w", ErrBadKey, err)
+		}
+		return nil, false, err
+	}
+	return fields.Val(), exists.Val() == 1, nil
+}
+
+func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[k.channel]
+	if s == nil {
+		s = &subscription{channel: k.channel}
+		b.subs[k.channel] = s
+	}
+	s.refs++
+	if s.active || b.closed {
+		return s.ready // confirmed already, or soon
+	}
+	s.active = true
+	s.ready, s.isReady = make(chan struct{}), false
+	b.startPubSub()
+	s.pending++
+	b.enqueueOp(subOp{sub: true, channel: k.channel})
+	return s.ready
+}
+
+// startPubSub opens the shared Pub/Sub connection and starts its
+// dispatcher and sender, once. b.mu is held.
+func (b *redisBackend) startPubSub() {
+	if b.ps != nil {
+		return
+	}
+	b.ps = b.rdb.Subscribe(context.Background()) // connects lazily
+	ch := b.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+	b.wg.Add(2)
+	go b.dispatch(ch)
+	go b.send(b.ps)
+}
+
+// enqueueOp queues a command for send. b.mu is held.
+func (b *redisBackend) enqueueOp(op subOp) {
+	b.ops = append(b.ops, op)
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send writes queued SUBSCRIBE and UNSUBSCRIBE commands, and unsubscribes
+// channels that have been idle for linger, until close.
+func (b *redisBackend) send(ps *redis.PubSub) {
+	defer b.wg.Done()
+	sweep := time.NewTicker(linger / 2)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.kick:
+		case now := <-sweep.C:
+			b.unsubscribeIdle(now)
+		}
+		b.mu.Lock()
+		ops := b.ops
+		b.ops = nil
+		b.mu.Unlock()
+		for _, op := range ops {
+			ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+			var err error
+			if op.sub {
+				err = ps.Subscribe(ctx, op.channel)
+			} else {
+				err = ps.Unsubscribe(ctx, op.channel)
+			}
+			cancel()
+			select {
+			case <-b.stop:
+				return // closing: the connection goes with it
+			default:
+			}
+			if err != nil {
+				// go-redis subscribes again on its next connection to
+				// what it was asked for; a waiter's TTL timer covers the
+				// meantime.
+				b.log.Warn("pubsub command failed", "subscribe", op.sub, "channel", op.channel, "error", err)
+			}
+		}
+	}
+}
+
+// unsubscribeIdle queues UNSUBSCRIBE for channels without waiters for
+// linger.
+func (b *redisBackend) unsubscribeIdle(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch, s := range b.subs {
+		if s.refs > 0 || !s.active || now.Sub(s.idle) < linger {
+			continue
+		}
+		s.active = false
+		b.enqueueOp(subOp{sub: false, channel: ch})
+		if s.pending == 0 {
+			delete(b.subs, ch)
+		}
+		// Otherwise keep the entry until its SUBSCRIBE is confirmed, so
+		// that the confirmation is not taken for a later subscription's.
+	}
+}
+
+func (b *redisBackend) subscribeIfReady(k *keys) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.subs[k.channel]; s != nil && s.active && s.isReady {
+		s.refs++
+		return s.ready
+	}
+	return nil
+}
+
+func (b *redisBackend) subscribed(k *keys) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.subs[k.channel]; s != nil && s.active && s.isReady {
+		return s.ready
+	}
+	return nil
+}
+
+func (b *redisBackend) unsubscribe(k *keys) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[k.channel]
+	if s == nil || s.refs == 0 {
+		return
+	}
+	if s.refs--; s.refs == 0 {
+		s.idle = time.Now() // unsubscribeIdle ends it after linger
+	}
+}
+
+// dispatch reads the shared Pub/Sub connection until it is closed. go-redis
+// reconnects it and subscribes again by itself; a confirmation that arrives
+// with no SUBSCRIBE of ours pending is such a resubscription, after which
+// the waiters retry, since unlock messages may have been missed meanwhile.
+func (b *redisBackend) dispatch(ch <-chan any) {
+	defer b.wg.Done()
+	for m := range ch {
+		var wake string
+		switch m := m.(type) {
+		case *redis.Message:
+			b.mu.Lock()
+			fns := b.handlersOf(m.Channel)
+			b.mu.Unlock()
+			if fns != nil {
+				for _, fn := range fns {
+					fn(m.Payload)
+				}
+				continue
+			}
+			if rest, ok := strings.CutPrefix(m.Payload, fairMessage); ok {
+				// Addressed to one waiter: "<releaser>\n<head>", and a
+				// finish's tail.
+				releaser, rest, _ := strings.Cut(rest, "\n")
+				head, tail, _ := strings.Cut(rest, "\n")
+				own := strings.HasPrefix(releaser, b.self)
+				if !own {
+					b.heardTail(m.Channel, tail) // before the wake-up: the woken claim reads it
+				}
+				if !own && strings.HasPrefix(head, b.self) {
+					b.wakeFair(head) // else: another's, or woken by our own release
+				}
+				continue
+			}
+			if strings.HasPrefix(m.Payload, b.self) {
+				continue // our own unlock: Client.release woke our waiters, Finish told our listeners
+			}
+			if _, tail, ok := strings.Cut(m.Payload, "\n"); ok {
+				b.heardTail(m.Channel, tail)
+			}
+			b.mu.Lock()
+			if s := b.subs[m.Channel]; s != nil && s.active {
+				wake = m.Channel // lingering too: a first attempt may watch it
+			}
+			b.mu.Unlock()
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				wake = b.confirmed(m.Channel)
+			}
+		}
+		if wake != "" {
+			b.wake(wake)
+		}
+	}
+}
+
+// confirmed counts a subscribe confirmation, and returns the channel to
+// wake when it was a resubscription.
+func (b *redisBackend) confirmed(channel string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[channel]
+	if s == nil {
+		return ""
+	}
+	if s.pending == 0 {
+		if s.active {
+			return channel // a reconnect: waiters, and watches of a lingering channel, retry
+		}
+		return ""
+	}
+	s.pending--
+	if s.pending > 0 {
+		return ""
+	}
+	if !s.active {
+		delete(b.subs, channel)
+		return ""
+	}
+	if !s.isReady {
+		s.isReady = true
+		close(s.ready)
+	}
+	return ""
+}
+
+func (b *redisBackend) close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.stop)
+	ps := b.ps
+	b.mu.Unlock()
+	var err error
+	if ps != nil {
+		err = ps.Close()
+	}
+	b.wg.Wait()
+	return err
+}
+
+var (
+	//go:embed scripts/fairacquire.lua
+	fairAcquireSrc string
+	//go:embed scripts/fairrelease.lua
+	fairReleaseSrc string
+	//go:embed scripts/fairleave.lua
+	fairLeaveSrc string
+
+	fairAcquireScript = redis.NewScript(libSrc + fairAcquireSrc)
+	fairReleaseScript = redis.NewScript(libSrc + fairReleaseSrc)
+	fairLeaveScript   = redis.NewScript(libSrc + fairLeaveSrc)
+)
+
+// fairMessage starts an unlock message of a fair lock, addressed to the
+// waiter named after the releaser: "fair\n<releaser>\n<head>".
+const fairMessage = "fair\n"
+
+func (b *redisBackend) fairAcquire(ctx context.Context, k *keys, owner string, lease, place time.Duration, enqueue bool) (fairReply, error) {
+	q := 0
+	if enqueue {
+		q = 1
+	}
+	v, err := b.runAcked(ctx, fairAcquireScript, []string{k.lock, k.token, k.queue, k.timeout},
+		owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), place.Milliseconds(), q,
+		max((place/3).Milliseconds(), 1)).Int64Slice()
+	if err != nil {
+		return fairReply{}, err
+	}
+	switch {
+	case len(v) == 2:
+		return fairReply{status: v[0], value: v[1]}, nil
+	case len(v) == 3:
+		return fairReply{status: v[0], value: v[1], pos: v[2]}, nil
+	}
+	return fairReply{}, fmt.Errorf("fair acquire: %d values in reply, want 2 or 3", len(v))
+}
+
+func (b *redisBackend) fairRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, string, error) {
+	v, err := fairReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout, k.released(owner)},
+		owner, holds, drop, releasedTTL.Milliseconds()).Slice()
+	if err != nil {
+		return 0, "", err
+	}
+	return statusAndOwner(v, "fair release")
+}
+
+func (b *redisBackend) fairLeave(ctx context.Context, k *keys, owner string) (string, error) {
+	v, err := fairLeaveScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout}, owner).Slice()
+	if err != nil {
+		return "", err
+	}
+	_, head, err := statusAndOwner(v, "fair leave")
+	return head, err
+}
+
+// statusAndOwner reads a script's {integer, owner id} reply.
+func statusAndOwner(v []any, what string) (int64, string, error) {
+	if len(v) != 2 {
+		return 0, "", fmt.Errorf("%s: %d values in reply, want 2", what, len(v))
+	}
+	n, ok1 := v[0].(int64)
+	s, ok2 := v[1].(string)
+	if !ok1 || !ok2 {
+		return 0, "", fmt.Errorf("%s: reply %v, want an integer and a string", what, v)
+	}
+	return n, s, nil
+}
