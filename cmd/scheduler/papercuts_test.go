@@ -54,9 +54,9 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// A missing config file: the error says how to name one. history (as
-// trigger, pause, resume and reload) asks a daemon instead, and says so
-// when none answers.
+// A missing config file: the error says how to name one. jobs and history
+// (as locks, trigger, pause, resume and reload) ask a daemon instead, and
+// say so when none answers.
 func TestMissingConfigHints(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -85,8 +85,8 @@ func deadAddr(t *testing.T) string {
 }
 
 // Without a config file (no -config, no LOCKCRON_CONFIG, no lockcron.hcl
-// in the working directory), history, trigger, pause, resume and reload
-// ask the daemon at LOCKCRON_ADMIN__LISTEN with LOCKCRON_ADMIN__TOKEN, the
+// in the working directory), jobs, locks, history, trigger, pause, resume
+// and reload ask the daemon at LOCKCRON_ADMIN__LISTEN with LOCKCRON_ADMIN__TOKEN, the
 // variables that set the daemon's admin.listen and admin.token; the
 // daemon's log says where its status page is.
 func TestCommandsWithoutConfigAskTheDaemon(t *testing.T) {
@@ -120,6 +120,15 @@ log {
 		if r := cliEnv(t, elsewhere, env, c.args...); r.code != 0 || !strings.HasPrefix(r.stdout, c.out) {
 			t.Errorf("scheduler %q without a config file: exit %d, stdout %q, want %q; stderr %q", c.args, r.code, r.stdout, c.out, r.stderr)
 		}
+	}
+	if r := cliEnv(t, elsewhere, env, "jobs"); r.code != 0 || !strings.HasPrefix(r.stdout, "JOB ") || !strings.Contains(r.stdout, "\nhello ") {
+		t.Errorf("jobs without a config file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cliEnv(t, elsewhere, env, "jobs", "-json"); r.code != 0 || !strings.Contains(r.stdout, `"name": "hello"`) || !strings.Contains(r.stdout, `"config_digest"`) {
+		t.Errorf("jobs -json without a config file (the daemon's view, with its config's digest): exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cliEnv(t, elsewhere, env, "locks"); r.code != 0 || !strings.HasPrefix(r.stdout, "LOCK ") {
+		t.Errorf("locks without a config file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var r cliResult
 	waitFor(t, 20*time.Second, "the triggered run in hello's history", func() bool {

@@ -95,8 +95,8 @@ an unreachable store, a stop cut short), 2 a bad command line.
 Flags may be written -config or --config.
 
 The config file is -config FILE, else $LOCKCRON_CONFIG, else lockcron.hcl in
-the working directory. With none of these, history, trigger, pause, resume and
-reload ask the running daemon at $LOCKCRON_ADMIN__LISTEN (default
+the working directory. With none of these, jobs, locks, history, trigger, pause,
+resume and reload ask the running daemon at $LOCKCRON_ADMIN__LISTEN (default
 127.0.0.1:9090, where make run serves it), with $LOCKCRON_ADMIN__TOKEN if set.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -152,11 +152,7 @@ does not answer in time it exits 1.`,
 			Short: "List the jobs: next three fire times, last outcome, current holder",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
-					if !cfg.UsesRedis() {
-						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
-					}
-					views := JobsJSON(s.Jobs(ctx))
+				show := func(views []JobJSON, cfg *config.Config) error {
 					printViews := printJobs
 					if asJSON {
 						printViews = func(w io.Writer, v []JobJSON) error { return printJSON(w, v) }
@@ -165,6 +161,21 @@ does not answer in time it exits 1.`,
 						return err
 					}
 					return unreadLedgers(views, cfg)
+				}
+				if cfg, ok := daemonConfig(cfgPath, o); ok {
+					ctx, cancel := commandContext(cmd)
+					defer cancel()
+					var views []JobJSON
+					if err := getViaAdmin(ctx, cfg, "/api/jobs", &views); err != nil {
+						return err
+					}
+					return show(views, cfg)
+				}
+				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+					if !cfg.UsesRedis() {
+						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
+					}
+					return show(JobsJSON(s.Jobs(ctx)), cfg)
 				})
 			},
 		}, jsonFlag),
@@ -173,6 +184,21 @@ does not answer in time it exits 1.`,
 			Short: "List the locks in the store: holders, holds, TTL, token, waiters",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				show := func(ls []LockJSON) error {
+					if asJSON {
+						return printJSON(cmd.OutOrStdout(), ls)
+					}
+					return printLocks(cmd.OutOrStdout(), ls)
+				}
+				if cfg, ok := daemonConfig(cfgPath, o); ok {
+					ctx, cancel := commandContext(cmd)
+					defer cancel()
+					var ls []LockJSON
+					if err := getViaAdmin(ctx, cfg, "/api/locks", &ls); err != nil {
+						return err
+					}
+					return show(ls)
+				}
 				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps locks inside the daemon; see its admin API, GET /api/locks")
@@ -181,10 +207,7 @@ does not answer in time it exits 1.`,
 					if err != nil {
 						return storeError(cfg, err)
 					}
-					if asJSON {
-						return printJSON(cmd.OutOrStdout(), LocksJSON(ls))
-					}
-					return printLocks(cmd.OutOrStdout(), ls)
+					return show(LocksJSON(ls))
 				})
 			},
 		}, jsonFlag),
@@ -253,9 +276,10 @@ func getenv(env []string, name string) string {
 
 // daemonConfig returns the config of a command given no config file, and
 // whether it was given none: no -config, no LOCKCRON_CONFIG, and no
-// lockcron.hcl in the working directory. Such a command (history,
-// trigger, pause, resume, reload) asks the running daemon instead, as
-// nomad's commands ask the agent at NOMAD_ADDR: at LOCKCRON_ADMIN__LISTEN,
+// lockcron.hcl in the working directory. Such a command (jobs, locks,
+// history, trigger, pause, resume, reload) asks the running daemon
+// instead, as nomad's commands ask the agent at NOMAD_ADDR: at
+// LOCKCRON_ADMIN__LISTEN,
 // else admin.listen's default (where make run serves), with
 // LOCKCRON_ADMIN__TOKEN if set, the variables that set admin.listen and
 // admin.token. The config holds that listener and token only: no Path, no
@@ -273,6 +297,29 @@ func daemonConfig(path string, o Options) (*config.Config, bool) {
 	}
 	tok := config.NewSecret(getenv(o.Environ, config.EnvPrefix+"ADMIN__TOKEN"))
 	return &config.Config{Admin: config.Admin{Listen: listen, Token: tok}}, true
+}
+
+// getViaAdmin decodes the daemon's answer to GET path on its admin API
+// into v.
+func getViaAdmin(ctx context.Context, cfg *config.Config, path string, v any) error {
+	req, err := adminRequest(ctx, cfg, http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return daemonUnreachable(cfg, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var body struct{ Error string }
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
+		return fmt.Errorf("admin API at %s: GET %s: %s: %s", cfg.Admin.Listen, path, resp.Status, body.Error)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("admin API at %s: GET %s: the answer does not decode: %w", cfg.Admin.Listen, path, err)
+	}
+	return nil
 }
 
 // daemonUnreachable is the error of a command whose request found no
@@ -616,19 +663,20 @@ func printJobs(w io.Writer, views []JobJSON) error {
 	return tw.Flush()
 }
 
-func printLocks(w io.Writer, ls []lock.LockInfo) error {
+func printLocks(w io.Writer, ls []LockJSON) error {
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tKIND\tHOLDER\tMODE\tHOLDS\tTTL\tTOKEN\tWAITERS")
 	for _, l := range ls {
-		if l.Err != nil {
-			fmt.Fprintf(tw, "%s\t%s\terror: %v\t\t\t\t\t\n", l.Name, l.Kind, l.Err)
+		if l.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\terror: %s\t\t\t\t\t\n", l.Name, l.Kind, l.Error)
 			continue
 		}
 		if len(l.Holders) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t%v\t%d\t%d\n", l.Name, l.Kind, l.TTL.Round(time.Millisecond), l.Token, l.Waiters)
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t%v\t%d\t%d\n", l.Name, l.Kind, ms(l.TTLms), l.Token, l.Waiters)
 		}
 		for _, h := range l.Holders {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\t%d\t%d\n", l.Name, l.Kind, h.Owner, h.Mode, h.Holds, h.TTL.Round(time.Millisecond), max(h.Token, l.Token), l.Waiters)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\t%d\t%d\n", l.Name, l.Kind, h.Owner, h.Mode, h.Holds, ms(h.TTLms), max(h.Token, l.Token), l.Waiters)
 		}
 	}
 	return tw.Flush()

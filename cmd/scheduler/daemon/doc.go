@@ -33,14 +33,13 @@
 // The config path defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
 //
 // Without a config file (no -config, no LOCKCRON_CONFIG, and no
-// lockcron.hcl in the working directory), history, trigger, pause, resume
-// and reload ask the running daemon, as nomad's commands ask the agent at
-// NOMAD_ADDR: at $LOCKCRON_ADMIN__LISTEN, else 127.0.0.1:9090
-// (admin.listen's default, where `make run` serves), with
+// lockcron.hcl in the working directory), jobs, locks, history, trigger,
+// pause, resume and reload ask the running daemon's admin API, as nomad's
+// commands ask the agent at NOMAD_ADDR: at $LOCKCRON_ADMIN__LISTEN, else
+// 127.0.0.1:9090 (admin.listen's default, where `make run` serves), with
 // $LOCKCRON_ADMIN__TOKEN as the bearer token if it is set: the variables
 // that set the daemon's admin.listen and admin.token. So after `make run`,
-// `scheduler history hello` works as typed. validate, jobs and locks still
-// need a file.
+// `scheduler history hello` works as typed. run and validate need a file.
 //
 // jobs, locks, history, trigger, pause and resume first PING Redis, bounded by
 // redis.timeout: against an unreachable Redis they exit 1 within it, with
