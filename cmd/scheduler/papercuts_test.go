@@ -130,13 +130,10 @@ log {
 	if r := cliEnv(t, elsewhere, env, "locks"); r.code != 0 || !strings.HasPrefix(r.stdout, "LOCK ") {
 		t.Errorf("locks without a config file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	var r cliResult
-	waitFor(t, 20*time.Second, "the triggered run in hello's history", func() bool {
-		r = cliEnv(t, elsewhere, env, "history", "hello")
-		return r.code == 0 && strings.Contains(r.stdout, "manual #1")
-	})
-	if !strings.Contains(r.stdout, " solo ") || !strings.Contains(r.stdout, " ran ") {
-		t.Errorf("history without a config file:\n%s", r.stdout)
+	p.waitLog(t, 20*time.Second, "run finished", nil) // the triggered run: hello's only one
+	if r := cliEnv(t, elsewhere, env, "history", "hello"); r.code != 0 || !strings.Contains(r.stdout, "manual #1") ||
+		!strings.Contains(r.stdout, " solo ") || !strings.Contains(r.stdout, " ran ") {
+		t.Errorf("history without a config file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// An unknown job: the daemon's jobs are listed.
 	if r := cliEnv(t, elsewhere, env, "history", "nope"); r.code != 1 || !strings.Contains(r.stderr, `unknown job "nope": the jobs are hello`) {
