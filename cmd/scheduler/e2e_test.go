@@ -992,18 +992,22 @@ func TestMakeRun(t *testing.T) {
 	// No Redis; the example's admin port (9090) may be taken: ask for any.
 	env := baseEnv("LOCKCRON_ADMIN__LISTEN=127.0.0.1:0")
 	mk := startProc(t, "make run", root, env, "make", "run")
-	admin := regexp.MustCompile(`lockcron: admin listening: addr=(127\.0\.0\.1:\d+)`)
-	var addr string
-	waitFor(t, 90*time.Second, "make run: admin listening", func() bool {
+	// The log says where the status page is.
+	admin := regexp.MustCompile(`lockcron: admin listening: addr=(127\.0\.0\.1:\d+) status_page=(\S+)`)
+	var addr, page string
+	waitFor(t, 90*time.Second, "make run: admin listening, with the status page's URL", func() bool {
 		if !mk.alive() {
 			t.Fatalf("make run exited: %v", mk.cmd.ProcessState)
 		}
 		if m := admin.FindStringSubmatch(mk.logs.String() + mk.out.String()); m != nil {
-			addr = m[1]
+			addr, page = m[1], m[2]
 			return true
 		}
 		return false
 	})
+	if page != "http://"+addr+"/" {
+		t.Errorf("make run logs the status page at %q, want http://%s/", page, addr)
+	}
 	waitFor(t, 5*time.Second, "/readyz 200", func() bool {
 		st, _, _ := httpDo(t, "GET", "http://"+addr+"/readyz", "")
 		return st == 200
@@ -1015,9 +1019,19 @@ func TestMakeRun(t *testing.T) {
 	// The status page at / shows the job and its run, from the in-memory
 	// history.
 	waitFor(t, 10*time.Second, "the status page shows hello's run", func() bool {
-		st, b, _ := httpDo(t, "GET", "http://"+addr+"/", "")
+		st, b, _ := httpDo(t, "GET", page, "")
 		return st == 200 && strings.Contains(string(b), `data-job="hello"`) && strings.Contains(string(b), `data-outcome="ran"`)
 	})
+	// The README's next commands, typed in the repository's root without
+	// -config: they ask the daemon at LOCKCRON_ADMIN__LISTEN (by default
+	// 127.0.0.1:9090, make run's).
+	at := []string{"LOCKCRON_ADMIN__LISTEN=" + addr}
+	if r := cliEnv(t, root, at, "history", "hello"); r.code != 0 || !strings.Contains(r.stdout, " ran ") {
+		t.Errorf("history hello after make run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cliEnv(t, root, at, "trigger", "hello"); r.code != 0 || r.stdout != "hello: triggered\n" {
+		t.Errorf("trigger hello after make run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	var sched int
 	for _, pid := range descendants(mk.cmd.Process.Pid) {
 		if st, ok := readStat(pid); ok && st.comm == "scheduler" {

@@ -84,7 +84,7 @@ func TestHistoryCommand(t *testing.T) {
 		}
 	}
 
-	// The gauges that the README's alert rules use, on either replica:
+	// The gauges that the alert rules of docs/operations.md use, on either replica:
 	// the fleet's last success, within the last runs' times.
 	for _, p := range ps {
 		st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")

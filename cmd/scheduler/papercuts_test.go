@@ -6,6 +6,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,15 +58,99 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// A missing config file: the error says how to name one.
+// A missing config file: the error says how to name one. jobs and history
+// (as locks, trigger, pause, resume and reload) ask a daemon instead, and
+// say so when none answers.
 func TestMissingConfigHints(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	env := []string{"LOCKCRON_ADMIN__LISTEN=" + deadAddr(t)}
 	for _, args := range [][]string{{"validate"}, {"jobs"}, {"history", "x"}, {"validate", "-config", "nope.hcl"}} {
-		r := mustCLI(t, 1, dir, args...)
-		if !strings.Contains(r.stderr, "-config") || !strings.Contains(r.stderr, "LOCKCRON_CONFIG") {
-			t.Errorf("scheduler %q: %q does not hint at -config and LOCKCRON_CONFIG", args, r.stderr)
+		r := cliEnv(t, dir, env, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "-config") || !strings.Contains(r.stderr, "LOCKCRON_CONFIG") {
+			t.Errorf("scheduler %q: exit %d, %q does not hint at -config and LOCKCRON_CONFIG", args, r.code, r.stderr)
 		}
+	}
+	if r := cliEnv(t, dir, env, "history", "x"); !strings.Contains(r.stderr, "no daemon answers at "+strings.TrimPrefix(env[0], "LOCKCRON_ADMIN__LISTEN=")) {
+		t.Errorf("history without a config file nor a daemon: %q does not name the address it asked", r.stderr)
+	}
+}
+
+// deadAddr is a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// Without a config file (no -config, no LOCKCRON_CONFIG, no lockcron.hcl
+// in the working directory), jobs, locks, history, trigger, pause, resume
+// and reload ask the daemon at LOCKCRON_ADMIN__LISTEN with LOCKCRON_ADMIN__TOKEN, the
+// variables that set the daemon's admin.listen and admin.token; the
+// daemon's log says where its status page is.
+func TestCommandsWithoutConfigAskTheDaemon(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-admin-token"
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `admin {
+  listen = "127.0.0.1:0"
+}
+log {
+  json = true
+}
+`+execJob("hello", "@yearly", "1s", `echo hi`))
+	p := startProc(t, "solo", dir, baseEnv("LOCKCRON_REPLICA_ID=solo", "LOCKCRON_ADMIN__TOKEN="+token), schedBin, "run", "-config", cfg)
+	p.waitReady(t)
+	if l, _ := p.logs.find("admin listening"); l.str("status_page") != "http://"+p.admin+"/" {
+		t.Errorf("the admin listening line's status_page is %q, want http://%s/", l.str("status_page"), p.admin)
+	}
+
+	elsewhere := t.TempDir() // no lockcron.hcl here
+	env := []string{"LOCKCRON_ADMIN__LISTEN=" + p.admin, "LOCKCRON_ADMIN__TOKEN=" + token}
+	for _, c := range []struct {
+		args []string
+		out  string
+	}{
+		{[]string{"trigger", "hello"}, "hello: triggered\n"},
+		{[]string{"pause", "hello"}, "hello: paused\n"},
+		{[]string{"resume", "hello"}, "hello: resumed\n"},
+		{[]string{"reload"}, cfg + ": reloaded"},
+	} {
+		if r := cliEnv(t, elsewhere, env, c.args...); r.code != 0 || !strings.HasPrefix(r.stdout, c.out) {
+			t.Errorf("scheduler %q without a config file: exit %d, stdout %q, want %q; stderr %q", c.args, r.code, r.stdout, c.out, r.stderr)
+		}
+	}
+	if r := cliEnv(t, elsewhere, env, "jobs"); r.code != 0 || !strings.HasPrefix(r.stdout, "JOB ") || !strings.Contains(r.stdout, "\nhello ") {
+		t.Errorf("jobs without a config file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cliEnv(t, elsewhere, env, "jobs", "-json"); r.code != 0 || !strings.Contains(r.stdout, `"name": "hello"`) || !strings.Contains(r.stdout, `"config_digest"`) {
+		t.Errorf("jobs -json without a config file (the daemon's view, with its config's digest): exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cliEnv(t, elsewhere, env, "locks"); r.code != 0 || !strings.HasPrefix(r.stdout, "LOCK ") {
+		t.Errorf("locks without a config file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	p.waitLog(t, 20*time.Second, "run finished", nil) // the triggered run: hello's only one
+	if r := cliEnv(t, elsewhere, env, "history", "hello"); r.code != 0 || !strings.Contains(r.stdout, "manual #1") ||
+		!strings.Contains(r.stdout, " solo ") || !strings.Contains(r.stdout, " ran ") {
+		t.Errorf("history without a config file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// An unknown job: the daemon's jobs are listed.
+	if r := cliEnv(t, elsewhere, env, "history", "nope"); r.code != 1 || !strings.Contains(r.stderr, `unknown job "nope": the jobs are hello`) {
+		t.Errorf("history of an unknown job without a config file: exit %d, %q", r.code, r.stderr)
+	}
+	// Without the token, the daemon refuses to act.
+	if r := cliEnv(t, elsewhere, env[:1], "pause", "hello"); r.code != 1 || !strings.Contains(r.stderr, "401") || strings.Contains(r.stderr, token) {
+		t.Errorf("pause without the token: exit %d, %q", r.code, r.stderr)
+	}
+	// A config file in the working directory is read, as before: this one
+	// names no reachable listener (port 0).
+	if r := cliEnv(t, dir, nil, "history", "hello"); r.code != 1 || !strings.Contains(r.stderr, "127.0.0.1:0") {
+		t.Errorf("history beside a lockcron.hcl: exit %d, %q: want it to read that file", r.code, r.stderr)
 	}
 }
 

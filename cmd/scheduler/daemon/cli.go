@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -99,7 +100,12 @@ and a replica that stops hands its running tick to another.
 Exit codes: 0 success (for run: a clean stop), 1 failure (an invalid config,
 an unreachable store, a stop cut short), 2 a bad command line.
 
-Flags may be written -config or --config.`,
+Flags may be written -config or --config.
+
+The config file is -config FILE, else $LOCKCRON_CONFIG, else lockcron.hcl in
+the working directory. With none of these, jobs, locks, history, trigger, pause,
+resume and reload ask the running daemon at $LOCKCRON_ADMIN__LISTEN (default
+127.0.0.1:9090, where make run serves it), with $LOCKCRON_ADMIN__TOKEN if set.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -154,11 +160,7 @@ does not answer in time it exits 1.`,
 			Short: "List the jobs: next three fire times, last outcome, current holder",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
-					if !cfg.UsesRedis() {
-						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
-					}
-					views := JobsJSON(s.Jobs(ctx))
+				show := func(views []JobJSON, cfg *config.Config) error {
 					printViews := printJobs
 					if asJSON {
 						printViews = func(w io.Writer, v []JobJSON) error { return printJSON(w, v) }
@@ -167,6 +169,21 @@ does not answer in time it exits 1.`,
 						return err
 					}
 					return unreadLedgers(views, cfg)
+				}
+				if cfg, ok := daemonConfig(cfgPath, o); ok {
+					ctx, cancel := commandContext(cmd)
+					defer cancel()
+					var views []JobJSON
+					if err := getViaAdmin(ctx, cfg, "/api/jobs", &views); err != nil {
+						return err
+					}
+					return show(views, cfg)
+				}
+				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+					if !cfg.UsesRedis() {
+						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
+					}
+					return show(JobsJSON(s.Jobs(ctx)), cfg)
 				})
 			},
 		}, jsonFlag),
@@ -175,6 +192,21 @@ does not answer in time it exits 1.`,
 			Short: "List the locks in the store: holders, holds, TTL, token, waiters",
 			Args:  noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				show := func(ls []LockJSON) error {
+					if asJSON {
+						return printJSON(cmd.OutOrStdout(), ls)
+					}
+					return printLocks(cmd.OutOrStdout(), ls)
+				}
+				if cfg, ok := daemonConfig(cfgPath, o); ok {
+					ctx, cancel := commandContext(cmd)
+					defer cancel()
+					var ls []LockJSON
+					if err := getViaAdmin(ctx, cfg, "/api/locks", &ls); err != nil {
+						return err
+					}
+					return show(ls)
+				}
 				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps locks inside the daemon; see its admin API, GET /api/locks")
@@ -183,10 +215,7 @@ does not answer in time it exits 1.`,
 					if err != nil {
 						return storeError(cfg, err)
 					}
-					if asJSON {
-						return printJSON(cmd.OutOrStdout(), LocksJSON(ls))
-					}
-					return printLocks(cmd.OutOrStdout(), ls)
+					return show(LocksJSON(ls))
 				})
 			},
 		}, jsonFlag),
@@ -231,13 +260,97 @@ func noArgs(_ *cobra.Command, args []string) error {
 	return nil
 }
 
+// defaultConfigFile is the config file of a command that neither -config
+// nor LOCKCRON_CONFIG names one for.
+const defaultConfigFile = "lockcron.hcl"
+
 func defaultConfigPath(env []string) string {
+	if v := getenv(env, "LOCKCRON_CONFIG"); v != "" {
+		return v
+	}
+	return defaultConfigFile
+}
+
+// getenv is the value of the variable name in env ("NAME=value" strings),
+// or "".
+func getenv(env []string, name string) string {
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "LOCKCRON_CONFIG="); ok && v != "" {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
 			return v
 		}
 	}
-	return "lockcron.hcl"
+	return ""
+}
+
+// daemonConfig returns the config of a command given no config file, and
+// whether it was given none: no -config, no LOCKCRON_CONFIG, and no
+// lockcron.hcl in the working directory. Such a command (jobs, locks,
+// history, trigger, pause, resume, reload) asks the running daemon
+// instead, as nomad's commands ask the agent at NOMAD_ADDR: at
+// LOCKCRON_ADMIN__LISTEN,
+// else admin.listen's default (where make run serves), with
+// LOCKCRON_ADMIN__TOKEN if set, the variables that set admin.listen and
+// admin.token. The config holds that listener and token only: no Path, no
+// jobs, no Redis.
+func daemonConfig(path string, o Options) (*config.Config, bool) {
+	if path != "" || getenv(o.Environ, "LOCKCRON_CONFIG") != "" {
+		return nil, false
+	}
+	if _, err := os.Stat(defaultConfigFile); !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	listen := getenv(o.Environ, config.EnvPrefix+"ADMIN__LISTEN")
+	if listen == "" {
+		listen = config.DefaultAdminListen
+	}
+	tok := config.NewSecret(getenv(o.Environ, config.EnvPrefix+"ADMIN__TOKEN"))
+	return &config.Config{Admin: config.Admin{Listen: listen, Token: tok}}, true
+}
+
+// getViaAdmin decodes the daemon's answer to GET path on its admin API
+// into v.
+func getViaAdmin(ctx context.Context, cfg *config.Config, path string, v any) error {
+	req, err := adminRequest(ctx, cfg, http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return daemonUnreachable(cfg, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var body struct{ Error string }
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
+		return fmt.Errorf("admin API at %s: GET %s: %s: %s", cfg.Admin.Listen, path, resp.Status, body.Error)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("admin API at %s: GET %s: the answer does not decode: %w", cfg.Admin.Listen, path, err)
+	}
+	return nil
+}
+
+// daemonUnreachable is the error of a command whose request found no
+// daemon on the admin listener of cfg.
+func daemonUnreachable(cfg *config.Config, err error) error {
+	switch {
+	case cfg.Path == "": // daemonConfig's
+		return fmt.Errorf("no config file (-config FILE, LOCKCRON_CONFIG, or %s here), and no daemon answers at %s (LOCKCRON_ADMIN__LISTEN, default %s): start one (make run), or name its config: %w",
+			defaultConfigFile, cfg.Admin.Listen, config.DefaultAdminListen, err)
+	case !cfg.UsesRedis():
+		return fmt.Errorf("no redis configured, and the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+	}
+	return fmt.Errorf("the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+}
+
+// commandContext is the context of a command's requests, bounded by
+// commandTimeout.
+func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithTimeout(ctx, commandTimeout)
 }
 
 // longFlags lets long flags be written with one dash, as Go's flag
@@ -411,8 +524,8 @@ func controlCommand(action, short, long string, cfgPath *string, o Options) *cob
 		Long: long + `
 
 With Redis configured the request goes through Redis to every replica.
-Without Redis it goes to the running daemon's admin API (admin.listen, with
-admin.token if set).`,
+Without Redis, or without a config file, it goes to the running daemon's admin
+API (admin.listen, with admin.token if set), which passes it on to the fleet.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("%s takes one job name, got %d arguments", action, len(args))}
@@ -421,6 +534,18 @@ admin.token if set).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := args[0]
+			done := func() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"trigger": "triggered", "pause": "paused", "resume": "resumed"}[action])
+			}
+			if cfg, ok := daemonConfig(*cfgPath, o); ok {
+				ctx, cancel := commandContext(cmd)
+				defer cancel()
+				if err := viaAdmin(ctx, cfg, job, action); err != nil {
+					return err
+				}
+				done()
+				return nil
+			}
 			return withScheduler(cmd.Context(), *cfgPath, o, false, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
@@ -447,7 +572,7 @@ admin.token if set).`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"trigger": "triggered", "pause": "paused", "resume": "resumed"}[action])
+				done()
 				return nil
 			})
 		},
@@ -475,7 +600,7 @@ func viaAdmin(ctx context.Context, cfg *config.Config, job, action string) error
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("no redis configured, and the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+		return daemonUnreachable(cfg, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -546,19 +671,20 @@ func printJobs(w io.Writer, views []JobJSON) error {
 	return tw.Flush()
 }
 
-func printLocks(w io.Writer, ls []lock.LockInfo) error {
+func printLocks(w io.Writer, ls []LockJSON) error {
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tKIND\tHOLDER\tMODE\tHOLDS\tTTL\tTOKEN\tWAITERS")
 	for _, l := range ls {
-		if l.Err != nil {
-			fmt.Fprintf(tw, "%s\t%s\terror: %v\t\t\t\t\t\n", l.Name, l.Kind, l.Err)
+		if l.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\terror: %s\t\t\t\t\t\n", l.Name, l.Kind, l.Error)
 			continue
 		}
 		if len(l.Holders) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t%v\t%d\t%d\n", l.Name, l.Kind, l.TTL.Round(time.Millisecond), l.Token, l.Waiters)
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t%v\t%d\t%d\n", l.Name, l.Kind, ms(l.TTLms), l.Token, l.Waiters)
 		}
 		for _, h := range l.Holders {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\t%d\t%d\n", l.Name, l.Kind, h.Owner, h.Mode, h.Holds, h.TTL.Round(time.Millisecond), max(h.Token, l.Token), l.Waiters)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\t%d\t%d\n", l.Name, l.Kind, h.Owner, h.Mode, h.Holds, ms(h.TTLms), max(h.Token, l.Token), l.Waiters)
 		}
 	}
 	return tw.Flush()

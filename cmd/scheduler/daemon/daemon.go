@@ -77,6 +77,19 @@ func load(path string, o Options, more ...config.LoadOption) (*config.Config, er
 	return cfg, err
 }
 
+// pageURL is the URL of the status page on the admin listener at addr; a
+// listener on every interface (0.0.0.0, [::]) is reached on localhost.
+func pageURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
 // newLogger is the root logger the config asks for.
 func newLogger(cfg *config.Config, w io.Writer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
@@ -224,7 +237,7 @@ func Run(ctx context.Context, path string, o Options) error {
 		serveErr = srv.Serve(ln)
 		close(serveDone)
 	}()
-	log.Info("admin listening", "addr", ln.Addr().String())
+	log.Info("admin listening", "addr", ln.Addr().String(), "status_page", pageURL(ln.Addr()))
 	closeAdmin := func(stopErr error) error {
 		sctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()

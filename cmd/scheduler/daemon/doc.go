@@ -32,6 +32,15 @@
 // a second signal); 2 a bad command line. Long flags take one dash or two.
 // The config path defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
 //
+// Without a config file (no -config, no LOCKCRON_CONFIG, and no
+// lockcron.hcl in the working directory), jobs, locks, history, trigger,
+// pause, resume and reload ask the running daemon's admin API, as nomad's
+// commands ask the agent at NOMAD_ADDR: at $LOCKCRON_ADMIN__LISTEN, else
+// 127.0.0.1:9090 (admin.listen's default, where `make run` serves), with
+// $LOCKCRON_ADMIN__TOKEN as the bearer token if it is set: the variables
+// that set the daemon's admin.listen and admin.token. So after `make run`,
+// `scheduler history hello` works as typed. run and validate need a file.
+//
 // jobs, locks, history, trigger, pause and resume first PING Redis, bounded by
 // redis.timeout: against an unreachable Redis they exit 1 within it, with
 // an error that names Redis. jobs prints what it could read, then exits 1
@@ -39,7 +48,8 @@
 //
 // # Start-up
 //
-// run starts the admin listener first, then waits for Redis: it pings it
+// run starts the admin listener first (it logs "admin listening" with its
+// addr and status_page, the status page's URL), then waits for Redis: it pings it
 // (each ping bounded by redis.timeout), 100ms after a failure, doubling up
 // to 2s between attempts, and logs each failed attempt as a warning with
 // Redis's address (never the password), the attempt number, the next

@@ -41,7 +41,9 @@ to page back.
 
 The history is kept in Redis beside the job's ledger: by default the latest
 100 runs, none older than 30 days (the config's history block). Without Redis
-it is read from the running daemon's admin API (admin.listen).`,
+it is read from the running daemon's admin API (admin.listen); so it is
+without a config file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default
+127.0.0.1:9090).`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("history takes one job name, got %d arguments", len(args))}
@@ -56,20 +58,7 @@ it is read from the running daemon's admin API (admin.listen).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := args[0]
-			return withScheduler(cmd.Context(), *cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
-				var runs []scheduler.Run
-				var err error
-				if cfg.UsesRedis() {
-					runs, err = s.History(ctx, job, limit, before)
-					switch {
-					case errors.Is(err, scheduler.ErrUnknownJob):
-						return unknownJob(cfg, job)
-					case err != nil:
-						return storeError(cfg, err)
-					}
-				} else if runs, err = historyViaAdmin(ctx, cfg, job, limit, before); err != nil {
-					return err
-				}
+			show := func(runs []scheduler.Run) error {
 				if asJSON {
 					if runs == nil {
 						runs = []scheduler.Run{}
@@ -85,6 +74,31 @@ it is read from the running daemon's admin API (admin.listen).`,
 					return nil
 				}
 				return printRuns(cmd.OutOrStdout(), runs)
+			}
+			if cfg, ok := daemonConfig(*cfgPath, o); ok {
+				ctx, cancel := commandContext(cmd)
+				defer cancel()
+				runs, err := historyViaAdmin(ctx, cfg, job, limit, before)
+				if err != nil {
+					return err
+				}
+				return show(runs)
+			}
+			return withScheduler(cmd.Context(), *cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				var runs []scheduler.Run
+				var err error
+				if cfg.UsesRedis() {
+					runs, err = s.History(ctx, job, limit, before)
+					switch {
+					case errors.Is(err, scheduler.ErrUnknownJob):
+						return unknownJob(cfg, job)
+					case err != nil:
+						return storeError(cfg, err)
+					}
+				} else if runs, err = historyViaAdmin(ctx, cfg, job, limit, before); err != nil {
+					return err
+				}
+				return show(runs)
 			})
 		},
 	}
@@ -95,7 +109,7 @@ it is read from the running daemon's admin API (admin.listen).`,
 }
 
 // historyViaAdmin reads a job's runs from the running daemon's admin API,
-// for a config without Redis.
+// for a config without Redis or a command without a config file.
 func historyViaAdmin(ctx context.Context, cfg *config.Config, job string, limit int, before string) ([]scheduler.Run, error) {
 	q := neturl.Values{"limit": {strconv.Itoa(limit)}}
 	if before != "" {
@@ -108,15 +122,18 @@ func historyViaAdmin(ctx context.Context, cfg *config.Config, job string, limit 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("no redis configured, and the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+		return nil, daemonUnreachable(cfg, err)
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, unknownJob(cfg, job)
-	case resp.StatusCode != http.StatusOK:
+	if resp.StatusCode != http.StatusOK {
 		var body struct{ Error string }
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
+		switch {
+		case resp.StatusCode == http.StatusNotFound && cfg.Path != "":
+			return nil, unknownJob(cfg, job)
+		case resp.StatusCode == http.StatusNotFound && body.Error != "":
+			return nil, errors.New(body.Error) // the daemon's: it names its jobs
+		}
 		return nil, fmt.Errorf("admin API at %s: %s: %s", cfg.Admin.Listen, resp.Status, body.Error)
 	}
 	var runs []scheduler.Run

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,26 @@ func TestPageShowsAnotherVersion(t *testing.T) {
 			t.Error("a job without another definition is shown with one")
 		case other != "" && (!shown || !strings.Contains(html, `data-other-digest="`+other+`"`) || !strings.Contains(html, "fedcba9876543210")):
 			t.Errorf("the row of a job with another definition lacks it or the digests:\n%s", html)
+		}
+	}
+}
+
+// The status page's URL in the log: a listener on every interface is
+// reached on localhost.
+func TestPageURL(t *testing.T) {
+	for _, c := range []struct{ addr, want string }{
+		{"127.0.0.1:9090", "http://127.0.0.1:9090/"},
+		{"0.0.0.0:9090", "http://localhost:9090/"},
+		{"[::]:9090", "http://localhost:9090/"},
+		{"[::1]:9090", "http://[::1]:9090/"},
+		{"10.0.0.5:8080", "http://10.0.0.5:8080/"},
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pageURL(addr); got != c.want {
+			t.Errorf("pageURL(%s) = %q, want %q", c.addr, got, c.want)
 		}
 	}
 }

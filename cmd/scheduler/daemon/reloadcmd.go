@@ -34,23 +34,27 @@ The file is checked here first: if it is not valid, reload prints every problem
 with its place, does not ask the daemon, and exits 1; the daemon keeps its jobs.
 It exits 1 too if the daemon found the file invalid or refused a change.
 
+Without a config file (no -config, no LOCKCRON_CONFIG, no lockcron.hcl here) it
+asks the daemon at $LOCKCRON_ADMIN__LISTEN (default 127.0.0.1:9090), which
+checks its file itself.
+
 Each replica reloads on its own: run reload (or send SIGHUP) on every replica.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load(*cfgPath, o)
-			var cerrs config.Errors
-			if errors.As(err, &cerrs) {
-				fmt.Fprintln(cmd.ErrOrStderr(), cerrs.Error())
-				return fmt.Errorf("%d problem(s) in the config: the daemon was not asked to reload, and keeps its jobs", len(cerrs))
+			cfg, noFile := daemonConfig(*cfgPath, o)
+			if !noFile {
+				var err error
+				cfg, err = load(*cfgPath, o)
+				var cerrs config.Errors
+				if errors.As(err, &cerrs) {
+					fmt.Fprintln(cmd.ErrOrStderr(), cerrs.Error())
+					return fmt.Errorf("%d problem(s) in the config: the daemon was not asked to reload, and keeps its jobs", len(cerrs))
+				}
+				if err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+			ctx, cancel := commandContext(cmd)
 			defer cancel()
 			res, err := reloadViaAdmin(ctx, cfg)
 			if err != nil {
@@ -98,7 +102,7 @@ func reloadViaAdmin(ctx context.Context, cfg *config.Config) (ReloadJSON, error)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return ReloadJSON{}, fmt.Errorf("the daemon's admin API at %s does not answer: %w", cfg.Admin.Listen, err)
+		return ReloadJSON{}, daemonUnreachable(cfg, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReloadAnswer))
