@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"time"
@@ -37,15 +36,17 @@ const (
 // primary's slots to it for too long.
 const ClusterStateReloadInterval = time.Second
 
-// RedisClient returns a client for c.Redis: redis.NewClient for a url or a
-// single address, redis.NewFailoverClient for addrs with master_name
-// (Sentinel), redis.NewClusterClient for several addrs. Every command is
-// bounded by redis.timeout (dial, read, write) and by its ctx's deadline
-// (ContextTimeoutEnabled); a failed dial is retried every
-// DialerRetryTimeout within those bounds. It connects to nothing: go-redis dials on the
-// first command. It returns ErrNoRedis without a redis block, and an error
-// naming the file for TLS files that cannot be read; its errors never show
-// the password. The caller closes the client.
+// RedisClient returns a client for c.Redis: for a url, redis.NewClient
+// with the URL's options (username, password, db and tls replace the
+// URL's when set); for addrs, redis.NewUniversalClient, which makes a
+// Sentinel client with master_name, a Cluster client for several
+// addresses (then with ClusterStateReloadInterval) and a plain client for
+// one. Every command is bounded by redis.timeout (dial, read, write) and
+// by its ctx's deadline (ContextTimeoutEnabled); a failed dial is retried
+// every DialerRetryTimeout within those bounds. It connects to nothing:
+// go-redis dials on the first command. It returns ErrNoRedis without a
+// redis block, and an error naming the file for TLS files that cannot be
+// read; its errors never show the password. The caller closes the client.
 func (c *Config) RedisClient() (redis.UniversalClient, error) {
 	r := c.Redis
 	if r == nil {
@@ -55,77 +56,48 @@ func (c *Config) RedisClient() (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case r.URL.IsSet():
-		o, err := redis.ParseURL(r.URL.Value())
-		if err != nil {
-			// Load checked it; this is a config built by hand.
-			return nil, fmt.Errorf("config: redis.url %q: not a valid Redis URL", redactURL(r.URL.Value()))
+	if !r.URL.IsSet() {
+		if len(r.Addrs) == 0 {
+			return nil, errors.New("config: redis: neither url nor addrs")
 		}
-		if r.Username != "" {
-			o.Username = r.Username
+		uo := &redis.UniversalOptions{
+			Addrs: slices.Clone(r.Addrs), MasterName: r.MasterName, Username: r.Username, Password: r.Password.Value(),
+			DB: r.DB, TLSConfig: tc, DialTimeout: r.Timeout, ReadTimeout: r.Timeout, WriteTimeout: r.Timeout,
+			ContextTimeoutEnabled: true, DialerRetries: DialerRetries, DialerRetryTimeout: DialerRetryTimeout,
 		}
-		if r.Password.IsSet() {
-			o.Password = r.Password.Value()
+		if r.MasterName == "" && len(r.Addrs) > 1 {
+			// What NewUniversalClient does, with the one option its
+			// UniversalOptions lacks.
+			o := uo.Cluster()
+			o.ClusterStateReloadInterval = ClusterStateReloadInterval
+			return redis.NewClusterClient(o), nil
 		}
-		if r.dbSet {
-			o.DB = r.DB
-		}
-		if tc != nil {
-			if o.TLSConfig != nil && tc.ServerName == "" {
-				tc.ServerName = o.TLSConfig.ServerName
-			}
-			o.TLSConfig = tc
-		}
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.Timeout, r.Timeout, r.Timeout
-		o.ContextTimeoutEnabled = true
-		o.DialerRetries, o.DialerRetryTimeout = DialerRetries, DialerRetryTimeout
-		return redis.NewClient(o), nil
-	case r.MasterName != "":
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:            r.MasterName,
-			SentinelAddrs:         slices.Clone(r.Addrs),
-			Username:              r.Username,
-			Password:              r.Password.Value(),
-			DB:                    r.DB,
-			TLSConfig:             tc,
-			DialTimeout:           r.Timeout,
-			ReadTimeout:           r.Timeout,
-			WriteTimeout:          r.Timeout,
-			ContextTimeoutEnabled: true,
-			DialerRetries:         DialerRetries,
-			DialerRetryTimeout:    DialerRetryTimeout,
-		}), nil
-	case len(r.Addrs) > 1:
-		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                      slices.Clone(r.Addrs),
-			Username:                   r.Username,
-			Password:                   r.Password.Value(),
-			TLSConfig:                  tc,
-			DialTimeout:                r.Timeout,
-			ReadTimeout:                r.Timeout,
-			WriteTimeout:               r.Timeout,
-			ContextTimeoutEnabled:      true,
-			DialerRetries:              DialerRetries,
-			DialerRetryTimeout:         DialerRetryTimeout,
-			ClusterStateReloadInterval: ClusterStateReloadInterval,
-		}), nil
-	case len(r.Addrs) == 1:
-		return redis.NewClient(&redis.Options{
-			Addr:                  r.Addrs[0],
-			Username:              r.Username,
-			Password:              r.Password.Value(),
-			DB:                    r.DB,
-			TLSConfig:             tc,
-			DialTimeout:           r.Timeout,
-			ReadTimeout:           r.Timeout,
-			WriteTimeout:          r.Timeout,
-			ContextTimeoutEnabled: true,
-			DialerRetries:         DialerRetries,
-			DialerRetryTimeout:    DialerRetryTimeout,
-		}), nil
+		return redis.NewUniversalClient(uo), nil
 	}
-	return nil, errors.New("config: redis: neither url nor addrs")
+	o, err := redis.ParseURL(r.URL.Value())
+	if err != nil {
+		// Load checked it; this is a config built by hand.
+		return nil, fmt.Errorf("config: redis.url %q: not a valid Redis URL", redactURL(r.URL.Value()))
+	}
+	if r.Username != "" {
+		o.Username = r.Username
+	}
+	if r.Password.IsSet() {
+		o.Password = r.Password.Value()
+	}
+	if r.dbSet {
+		o.DB = r.DB
+	}
+	if tc != nil {
+		if o.TLSConfig != nil && tc.ServerName == "" {
+			tc.ServerName = o.TLSConfig.ServerName
+		}
+		o.TLSConfig = tc
+	}
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.Timeout, r.Timeout, r.Timeout
+	o.ContextTimeoutEnabled = true
+	o.DialerRetries, o.DialerRetryTimeout = DialerRetries, DialerRetryTimeout
+	return redis.NewClient(o), nil
 }
 
 // tlsConfig builds the TLS settings, reading the files; nil without TLS.
@@ -233,44 +205,13 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 	out := make([]scheduler.Job, 0, len(c.Jobs))
 	var errs Errors
 	for _, j := range c.Jobs {
-		sj := scheduler.Job{
-			Name:             j.Name,
-			Revision:         j.Digest,
-			Schedule:         j.Schedule,
-			Jitter:           j.Jitter,
-			Lock:             j.LockName,
-			LockKind:         j.Lock,
-			Timeout:          j.Timeout,
-			Overlap:          j.Overlap,
-			Misfire:          j.Misfire,
-			MisfireGrace:     j.MisfireGrace,
-			Retries:          j.Retries,
-			Backoff:          j.Backoff,
-			OnShutdown:       j.OnShutdown,
-			Location:         j.Location,
-			MaxConcurrency:   j.MaxConcurrency,
-			ConcurrencyGroup: j.ConcurrencyGroup,
-			HistoryKeep:      j.HistoryKeep,
-			HistoryMaxAge:    j.HistoryMaxAge,
-		}
+		sj := j.Job
+		sj.Revision = j.Digest
 		switch {
 		case j.Exec != nil:
-			sj.Run = &jobs.Exec{
-				Command: slices.Clone(j.Exec.Command),
-				Env:     maps.Clone(j.Exec.Env),
-				Unset:   c.secretEnv(),
-				Dir:     j.Exec.Dir,
-				Grace:   j.Exec.Grace,
-				Logger:  log.Named(j.Name),
-			}
+			sj.Run = j.Exec.runner(c.secretEnv(), log.Named(j.Name))
 		case j.HTTP != nil:
-			sj.Run = &jobs.HTTP{
-				URL:          j.HTTP.URL,
-				Method:       j.HTTP.Method,
-				Headers:      maps.Clone(j.HTTP.Headers),
-				Body:         j.HTTP.Body,
-				ExpectStatus: slices.Clone(j.HTTP.ExpectStatus),
-			}
+			sj.Run = j.HTTP.runner()
 		case j.Func != "":
 			f, err := reg.Lookup(j.Func)
 			if err != nil {

@@ -213,9 +213,11 @@ type History struct {
 // HCLogLevel returns Level as an hclog.Level.
 func (l Log) HCLogLevel() hclog.Level { return hclog.LevelFromString(l.Level) }
 
-// Job is one job block, with the scheduler's defaults filled in.
+// Job is one job block: the scheduler.Job it makes, with the defaults
+// filled in (scheduler.Job.Validate) and without its Run, which
+// SchedulerJobs builds.
 type Job struct {
-	Name string
+	scheduler.Job
 	// Pos is where the job's block starts.
 	Pos Pos
 	// Digest is a digest of the job's block as written (16 hex digits):
@@ -223,24 +225,8 @@ type Job struct {
 	// a variable the block names is there by its name, never its value.
 	// The daemon sets it as the scheduler.Job's Revision, and compares it
 	// to tell a changed job at a reload.
-	Digest           string
-	Schedule         string
-	TimeZone         string         // "" for the scheduler's zone (UTC)
-	Location         *time.Location `json:"-"` // TimeZone loaded; nil if TimeZone is ""
-	Jitter           time.Duration  // 0: none (scheduler.Job.Jitter)
-	Lock             scheduler.LockKind
-	LockName         string // default Name
-	Timeout          time.Duration
-	Overlap          scheduler.Overlap
-	Misfire          scheduler.Misfire
-	MisfireGrace     time.Duration
-	Retries          int
-	Backoff          time.Duration
-	OnShutdown       scheduler.ShutdownPolicy
-	MaxConcurrency   int           // 0: no limit
-	ConcurrencyGroup string        // default LockName when MaxConcurrency is set
-	HistoryKeep      int           // 0: History.Keep
-	HistoryMaxAge    time.Duration // 0: History.MaxAge
+	Digest   string
+	TimeZone string // "" for the scheduler's zone (UTC)
 
 	// Kind is KindExec, KindHTTP or KindFunc; the matching one of Exec,
 	// HTTP and Func is set.

@@ -3,8 +3,11 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // Pos is a place in a config file. The zero Pos is no place: the setting
@@ -44,15 +47,16 @@ type Error struct {
 	// Msg says what is wrong.
 	Msg string
 
-	// whole: Msg names the job and the field itself (unknown keys).
-	whole bool
+	// subject is the place in file, for WriteText.
+	subject *hcl.Range
+	file    *hcl.File
 }
 
 // Error formats e on one line:
 //
 //	config.hcl:12:3: job "backup": schedule: expected 5 to 6 fields, found 3: "* * *"
 //	env LOCKCRON_LOG__LEVEL: log.level: "loud" is not one of trace, debug, info, warn, error
-//	config.hcl:13:3: unknown key "scheduel" in job "backup"; did you mean "schedule"?
+//	config.hcl:13:3: job "backup": scheduel: Unsupported argument: An argument named "scheduel" is not expected here. Did you mean "schedule"?
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
@@ -60,10 +64,6 @@ func (e *Error) Error() string {
 		b.WriteString("env " + e.Env + ": ")
 	case e.Pos.IsValid():
 		b.WriteString(e.Pos.String() + ": ")
-	}
-	if e.whole {
-		b.WriteString(e.Msg)
-		return b.String()
 	}
 	if e.Job != "" {
 		fmt.Fprintf(&b, "job %q: ", e.Job)
@@ -87,6 +87,23 @@ func (es Errors) Error() string {
 		lines[i] = e.Error()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// WriteText writes es for a person, with HCL's diagnostic writer: each
+// Error on its line, then the lines of the file it is about.
+func (es Errors) WriteText(w io.Writer) error {
+	for _, e := range es {
+		files := map[string]*hcl.File{}
+		if e.file != nil {
+			files[e.subject.Filename] = e.file
+		}
+		if err := hcl.NewDiagnosticTextWriter(w, files, 0, false).WriteDiagnostic(&hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: e.Error(), Subject: e.subject,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Unwrap returns each Error, for errors.As and errors.Is.

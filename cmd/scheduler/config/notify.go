@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -65,116 +67,100 @@ type Notify struct {
 
 // decodeNotify decodes the notify blocks, after the jobs (which Jobs must
 // name).
-func (d *decoder) decodeNotify(raw any, cfg *Config) {
-	bodies := make(map[string]map[string]any)
-	for _, e := range jobEntries(raw) {
-		// A second block of a name is an error (walkNamed): the first is
-		// the one decoded.
-		if m, ok := e.body.(map[string]any); ok && bodies[e.name] == nil {
-			bodies[e.name] = m
+func (d *decoder) decodeNotify(cfg *Config) {
+	seen := make(map[string]Pos)
+	for i, b := range d.raw.Notify {
+		np := func(key ...string) []string { return append([]string{"notify", strconv.Itoa(i)}, key...) }
+		switch first, dup := seen[b.Name]; {
+		case b.Name == "" || strings.ContainsFunc(b.Name, unicode.IsControl):
+			d.errf(np(), "%q is not a name: give each notify block a plain name", b.Name)
+			continue
+		case dup:
+			d.errf(np(), "a notify block %q is at line %d already: give each its own name", b.Name, first.Line)
+			continue
 		}
-	}
-	for _, item := range d.w.named["notify"] {
-		m := bodies[item.name]
-		if m == nil {
-			m = map[string]any{}
-		}
-		o := obj{d: d, m: m, path: []string{"notify", item.name}}
-		n := Notify{Name: item.name, Pos: item.pos, Format: NotifyJSON, On: slices.Clone(DefaultNotifyOn),
+		seen[b.Name] = posOf(b.At)
+		n := Notify{Name: b.Name, Pos: posOf(b.At), Format: NotifyJSON, On: slices.Clone(DefaultNotifyOn),
 			Timeout: DefaultNotifyTimeout, Retries: DefaultNotifyRetries}
-		ok := d.decodeNotifyURL(o, &n)
-		if v, ok := o.oneOf("format", NotifyJSON, NotifySlack); ok {
+		nerrs := len(d.errs)
+		d.decodeNotifyURL(&b, np, &n)
+		if v, ok := d.oneOf(b.Format, np("format"), NotifyJSON, NotifySlack); ok {
 			n.Format = v
 		}
-		if v, ok2 := o.strs("on"); ok2 {
-			for _, out := range v {
+		if d.set(np("on")...) {
+			for _, out := range b.On {
 				if !slices.Contains(notifyOutcomes, out) {
-					o.errf("on", "%q is not an outcome a run can have: use %s", out, quoteAll(notifyOutcomes))
-					ok = false
+					d.errf(np("on"), "%q is not an outcome a run can have: use %s", out, quoteAll(notifyOutcomes))
 				}
 			}
-			if len(v) == 0 {
-				o.errf("on", "empty: leave it out for the default, %s", quoteAll(DefaultNotifyOn))
-				ok = false
+			if len(b.On) == 0 {
+				d.errf(np("on"), "empty: leave it out for the default, %s", quoteAll(DefaultNotifyOn))
 			}
-			n.On = v
+			n.On = b.On
 		}
-		if v, ok2 := o.strs("jobs"); ok2 {
-			for _, j := range v {
-				if !slices.ContainsFunc(cfg.Jobs, func(x Job) bool { return x.Name == j }) {
-					o.errf("jobs", "%q is not a job of this file", j)
-					ok = false
-				}
+		for _, j := range b.Jobs {
+			if !slices.ContainsFunc(cfg.Jobs, func(x Job) bool { return x.Name == j }) {
+				d.errf(np("jobs"), "%q is not a job of this file", j)
 			}
-			n.Jobs = v
 		}
-		if v, ok2 := o.dur("timeout"); ok2 {
+		n.Jobs = b.Jobs
+		if v, ok := d.dur(b.Timeout, np("timeout")...); ok {
 			n.Timeout = v
 		}
-		if v, ok2 := o.int("retries"); ok2 {
-			if v < 0 || v > MaxNotifyRetries {
-				o.errf("retries", "%d: give 0 to %d", v, MaxNotifyRetries)
-				ok = false
+		if d.set(np("retries")...) {
+			if b.Retries < 0 || b.Retries > MaxNotifyRetries {
+				d.errf(np("retries"), "%d: give 0 to %d", b.Retries, MaxNotifyRetries)
 			} else {
-				n.Retries = v
+				n.Retries = b.Retries
 			}
 		}
-		if ok {
+		if len(d.errs) == nerrs && n.URL.IsSet() {
 			cfg.Notify = append(cfg.Notify, n)
 		}
 	}
 }
 
-// decodeNotifyURL reads url or url_env (exactly one) into n; false if the
-// block cannot be used. Its messages never quote the URL.
-func (d *decoder) decodeNotifyURL(o obj, n *Notify) bool {
-	u, fromFile := o.secret("url")
-	name, fromEnv := o.str("url_env")
+// decodeNotifyURL reads url or url_env (exactly one) into n. Its messages
+// never quote the URL.
+func (d *decoder) decodeNotifyURL(b *notifyBlock, np func(...string) []string, n *Notify) {
+	u, fromFile, fromEnv := b.URL, d.set(np("url")...), d.set(np("url_env")...)
+	key := "url"
 	switch {
 	case fromFile && fromEnv:
-		o.errf("url_env", "url and url_env are both set: give one")
-		return false
+		d.errf(np("url_env"), "url and url_env are both set: give one")
+		return
 	case !fromFile && !fromEnv:
-		if !o.has("url") && !o.has("url_env") {
-			o.missing("url", "give the webhook's URL in url, or the name of the environment variable that holds it in url_env")
-		}
-		return false
+		d.errf(np("url"), "missing: give the webhook's URL in url, or the name of the environment variable that holds it in url_env")
+		return
 	case fromEnv:
-		u = d.lookupEnv(name)
-		if u == "" {
+		key = "url_env"
+		if u = d.lookupEnv(b.URLEnv); u == "" {
 			if d.o.readOnly {
-				o.warnf("url_env", "the environment variable %q is not set, or empty: this command does not need it, but run does", name)
+				d.warnf(np("url_env"), "the environment variable %q is not set, or empty: this command does not need it, but run does", b.URLEnv)
 			} else {
-				o.errf("url_env", "the environment variable %q is not set, or empty", name)
+				d.errf(np("url_env"), "the environment variable %q is not set, or empty", b.URLEnv)
 			}
-			return false
+			return
 		}
-		n.URLEnv = name
+		n.URLEnv = b.URLEnv
+	default:
+		d.fileSecrets = append(d.fileSecrets, np("url"))
 	}
 	d.secrets = append(d.secrets, u)
 	if p := urlPassword(u); p != "" {
 		d.secrets = append(d.secrets, p)
 	}
-	key := "url"
-	if fromEnv {
-		key = "url_env"
-	} else if d.inFile(o.full("url")...) {
-		d.fileSecrets = append(d.fileSecrets, o.full("url"))
-	}
 	pu, err := url.Parse(u)
 	switch {
 	case err != nil:
-		o.errf(key, "not a valid URL (the URL is not shown: it may hold a token)")
-		return false
+		d.errf(np(key), "not a valid URL (the URL is not shown: it may hold a token)")
 	case pu.Scheme != "http" && pu.Scheme != "https":
-		o.errf(key, "scheme %q: the webhook must be an http or https URL", pu.Scheme)
-		return false
+		d.errf(np(key), "scheme %q: the webhook must be an http or https URL", pu.Scheme)
 	case pu.Host == "":
-		o.errf(key, "the URL has no host")
-		return false
+		d.errf(np(key), "the URL has no host")
+	default:
+		n.URL = NewSecret(u)
 	}
-	n.URL = NewSecret(u)
-	return true
 }
 
 // notifyEnv are the variables the notify blocks read their URLs from.
