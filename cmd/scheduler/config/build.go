@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -209,9 +210,13 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 		sj.Revision = j.Digest
 		switch {
 		case j.Exec != nil:
-			sj.Run = j.Exec.runner(c.secretEnv(), log.Named(j.Name))
+			x := *j.Exec
+			x.Command, x.Env, x.Unset, x.Logger = slices.Clone(x.Command), maps.Clone(x.Env), c.secretEnv(), log.Named(j.Name)
+			sj.Run = &x
 		case j.HTTP != nil:
-			sj.Run = j.HTTP.runner()
+			x := *j.HTTP
+			x.Headers, x.ExpectStatus = maps.Clone(x.Headers), slices.Clone(x.ExpectStatus)
+			sj.Run = &x
 		case j.Func != "":
 			f, err := reg.Lookup(j.Func)
 			if err != nil {

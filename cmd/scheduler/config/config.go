@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lockcron/lockcron/jobs"
+
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -186,9 +188,9 @@ type Admin struct {
 
 // Telemetry is the telemetry block.
 type Telemetry struct {
-	Traces       string // "none" (default), "stdout" or "otlp"
-	Metrics      string // "prometheus" (default, on the admin listener), "otlp" or "none"
-	OTLPEndpoint string // needed when Traces or Metrics is "otlp"
+	Traces       string `hcl:"traces,optional"`        // "none" (default), "stdout" or "otlp"
+	Metrics      string `hcl:"metrics,optional"`       // "prometheus" (default, on the admin listener), "otlp" or "none"
+	OTLPEndpoint string `hcl:"otlp_endpoint,optional"` // needed when Traces or Metrics is "otlp"
 	// TracesNamed and MetricsNamed report whether the config (the file or a
 	// LOCKCRON_ variable) named Traces and Metrics. When it did not, the
 	// daemon lets OpenTelemetry's standard variables choose, if they are
@@ -198,8 +200,8 @@ type Telemetry struct {
 
 // Log is the log block.
 type Log struct {
-	Level string // "trace", "debug", "info" (default), "warn" or "error"
-	JSON  bool
+	Level string `hcl:"level,optional"` // "trace", "debug", "info" (default), "warn" or "error"
+	JSON  bool   `hcl:"json,optional"`
 }
 
 // History is the history block: how much of each job's run history Redis
@@ -228,29 +230,13 @@ type Job struct {
 	Digest   string
 	TimeZone string // "" for the scheduler's zone (UTC)
 
-	// Kind is KindExec, KindHTTP or KindFunc; the matching one of Exec,
-	// HTTP and Func is set.
+	// Kind is KindExec, KindHTTP or KindFunc; the matching one of Exec
+	// (without Logger and Unset, which SchedulerJobs sets), HTTP and Func
+	// is set.
 	Kind string
-	Exec *ExecJob
-	HTTP *HTTPJob
+	Exec *jobs.Exec
+	HTTP *jobs.HTTP
 	Func string
-}
-
-// ExecJob is a job's exec block (jobs.Exec).
-type ExecJob struct {
-	Command []string
-	Env     map[string]string
-	Dir     string
-	Grace   time.Duration // default jobs.DefaultGrace (10s)
-}
-
-// HTTPJob is a job's http block (jobs.HTTP).
-type HTTPJob struct {
-	URL          string
-	Method       string
-	Headers      map[string]string
-	Body         string
-	ExpectStatus []int
 }
 
 // UsesRedis reports whether the config names a Redis; if not, the daemon

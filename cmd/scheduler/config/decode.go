@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	_ "time/tzdata" // time zones by name, also on machines without zoneinfo
 
 	"errors"
@@ -20,10 +21,11 @@ import (
 )
 
 // dur reads the duration at path, written as a string ("30s", "1m30s"),
-// which must be positive; ok only if it is set and valid.
-func (d *decoder) dur(s string, path ...string) (time.Duration, bool) {
+// which must be positive and at least least (why says why); def if it is
+// not set or not valid.
+func (d *decoder) dur(def time.Duration, s string, least time.Duration, why string, path ...string) time.Duration {
 	if !d.set(path...) {
-		return 0, false
+		return def
 	}
 	v, err := time.ParseDuration(strings.TrimSpace(s))
 	switch {
@@ -33,22 +35,25 @@ func (d *decoder) dur(s string, path ...string) (time.Duration, bool) {
 		d.errf(path, "%q is negative: must be positive", s)
 	case v == 0:
 		d.errf(path, "%q is zero: must be positive (leave it out for the default)", s)
+	case v < least:
+		d.errf(path, "%v is too short: at least %v, %s", v, least, why)
 	default:
-		return v, true
+		return v
 	}
-	return 0, false
+	return def
 }
 
-// oneOf reads the string at path, which must be one of choices.
-func (d *decoder) oneOf(s string, path []string, choices ...string) (string, bool) {
+// oneOf reads the string at path, which must be one of choices; "" if
+// it is not set or not valid.
+func (d *decoder) oneOf(s string, path []string, choices ...string) string {
 	if !d.set(path...) {
-		return "", false
+		return ""
 	}
 	if l := strings.ToLower(strings.TrimSpace(s)); slices.Contains(choices, l) {
-		return l, true
+		return l
 	}
 	d.errf(path, "%q is not one of %s", s, quoteAll(choices))
-	return "", false
+	return ""
 }
 
 func quoteAll(ss []string) string {
@@ -73,22 +78,14 @@ func (d *decoder) decode() *Config {
 			cfg.ReplicaID = s
 		}
 	}
-	if v, ok := d.dur(r.ShutdownTimeout, "shutdown_timeout"); ok {
-		cfg.ShutdownTimeout = v
-	}
+	cfg.ShutdownTimeout = d.dur(cfg.ShutdownTimeout, r.ShutdownTimeout, 0, "", "shutdown_timeout")
 	cfg.Watch = r.Watch
 	if f := r.Fleet; f != nil {
 		if f.Ranking != nil {
 			cfg.Fleet.Ranking = *f.Ranking
 		}
-		if v, ok := d.dur(f.ClaimFallback, "fleet", "claim_fallback"); ok {
-			cfg.Fleet.ClaimFallback = v
-		}
-		if v, ok := d.dur(f.MemberTTL, "fleet", "member_ttl"); ok && v < 30*time.Millisecond {
-			d.errf([]string{"fleet", "member_ttl"}, "%v is too short: at least 30ms (a replica heartbeats every third of it)", v)
-		} else if ok {
-			cfg.Fleet.MemberTTL = v
-		}
+		cfg.Fleet.ClaimFallback = d.dur(cfg.Fleet.ClaimFallback, f.ClaimFallback, 0, "", "fleet", "claim_fallback")
+		cfg.Fleet.MemberTTL = d.dur(cfg.Fleet.MemberTTL, f.MemberTTL, 30*time.Millisecond, "since a replica heartbeats every third of it", "fleet", "member_ttl")
 	}
 	if r.Redis != nil {
 		cfg.Redis = d.decodeRedis(r.Redis)
@@ -104,9 +101,7 @@ func (d *decoder) decode() *Config {
 		d.decodeTelemetry(t, cfg)
 	}
 	if l := r.Log; l != nil {
-		if v, ok := d.oneOf(l.Level, []string{"log", "level"}, "trace", "debug", "info", "warn", "error"); ok {
-			cfg.Log.Level = v
-		}
+		cfg.Log.Level = cmp.Or(d.oneOf(l.Level, []string{"log", "level"}, "trace", "debug", "info", "warn", "error"), cfg.Log.Level)
 		cfg.Log.JSON = l.JSON
 	}
 	if h := r.History; h != nil {
@@ -128,12 +123,7 @@ func (d *decoder) retention(keep int, age string, keepPath, agePath []string) (i
 		d.errf(keepPath, "%d: the history keeps at least 1 run (leave it out for the default, %d)", keep, scheduler.DefaultHistoryKeep)
 		keep = 0
 	}
-	maxAge, ok := d.dur(age, agePath...)
-	if ok && maxAge < time.Second {
-		d.errf(agePath, "%v: the history keeps runs at least 1s (leave it out for the default, %v)", maxAge, scheduler.DefaultHistoryMaxAge)
-		maxAge = 0
-	}
-	return keep, maxAge
+	return keep, d.dur(0, age, time.Second, fmt.Sprintf("the history keeps runs at least 1s (leave it out for the default, %v)", scheduler.DefaultHistoryMaxAge), agePath...)
 }
 
 func (d *decoder) decodeRedis(r *redisBlock) *Redis {
@@ -193,23 +183,8 @@ func (d *decoder) decodeRedis(r *redisBlock) *Redis {
 		}
 	}
 	out.Username = r.Username
-	if d.set(p("password")...) {
-		d.secrets = append(d.secrets, r.Password)
-		out.Password = NewSecret(r.Password)
-		if d.inFile(p("password")...) && r.Password != "" {
-			d.fileSecrets = append(d.fileSecrets, p("password"))
-		}
-	}
-	if d.set(p("password_env")...) {
-		if d.set(p("password")...) {
-			d.errf(p("password_env"), "password and password_env are both set: give one")
-		} else if v := d.lookupEnv(r.PasswordEnv); v == "" {
-			d.errf(p("password_env"), "the environment variable %q is not set, or empty", r.PasswordEnv)
-		} else {
-			d.secrets = append(d.secrets, v)
-			out.Password, out.PasswordEnv = NewSecret(v), r.PasswordEnv
-		}
-	}
+	pw, pwEnv := d.secret(r.Password, p("password"), r.PasswordEnv, p("password_env"), false)
+	out.Password, out.PasswordEnv = NewSecret(pw), pwEnv
 	if d.set(p("db")...) {
 		switch v := r.DB; {
 		case v < 0:
@@ -230,12 +205,8 @@ func (d *decoder) decodeRedis(r *redisBlock) *Redis {
 			out.KeyPrefix = v
 		}
 	}
-	if v, ok := d.dur(r.Timeout, p("timeout")...); ok {
-		out.Timeout = v
-	}
-	if v, ok := d.dur(r.ConnectTimeout, p("connect_timeout")...); ok {
-		out.ConnectTimeout = v
-	}
+	out.Timeout = d.dur(out.Timeout, r.Timeout, 0, "", p("timeout")...)
+	out.ConnectTimeout = d.dur(out.ConnectTimeout, r.ConnectTimeout, 0, "", p("connect_timeout")...)
 	if t := r.TLS; t != nil {
 		out.TLS = d.decodeTLS(t)
 	}
@@ -261,6 +232,37 @@ func (d *decoder) decodeTLS(t *tlsBlock) *TLS {
 		d.warnf(p("insecure_skip_verify"), "the server's certificate is not checked: anyone on the path can read and change the traffic, passwords included")
 	}
 	return tl
+}
+
+// secret reads a secret given at valuePath (in the file or the
+// environment) or in the environment variable named at envPath, one of
+// them, and returns it with the variable's name if it came from one. An
+// unset variable is an error, or a warning if notNeeded and the command
+// only reads (ForReading).
+func (d *decoder) secret(value string, valuePath []string, envName string, envPath []string, notNeeded bool) (v, from string) {
+	switch byValue, byEnv := d.set(valuePath...), d.set(envPath...); {
+	case byValue && byEnv:
+		d.errf(envPath, "%s and %s are both set: give one", valuePath[len(valuePath)-1], envPath[len(envPath)-1])
+	case byValue:
+		if d.inFile(valuePath...) && value != "" {
+			d.fileSecrets = append(d.fileSecrets, valuePath)
+		}
+		v = value
+	case byEnv:
+		v = d.lookupEnv(envName)
+		switch {
+		case v != "":
+			from = envName
+		case notNeeded && d.o.readOnly:
+			d.warnf(envPath, "the environment variable %q is not set, or empty: this command does not need it, but run does", envName)
+		default:
+			d.errf(envPath, "the environment variable %q is not set, or empty", envName)
+		}
+	}
+	if v != "" {
+		d.secrets = append(d.secrets, v)
+	}
+	return v, from
 }
 
 // checkRedisURL returns what is wrong with a Redis URL, or "". It never
@@ -343,17 +345,10 @@ func checkHostPort(a string, listener bool) string {
 
 // decodeLock decodes the lock block; false if its lease is not valid.
 func (d *decoder) decodeLock(l *lockBlock, cfg *Config) bool {
-	leaseOK := !d.set("lock", "lease")
-	if v, ok := d.dur(l.Lease, "lock", "lease"); ok && v < MinLease {
-		d.errf([]string{"lock", "lease"}, "%v is too short: at least %v, since the watchdog renews every lease/3 and needs several round trips of margin", v, MinLease)
-	} else if ok {
-		cfg.Lock.Lease, leaseOK = v, true
-	}
-	if v, ok := d.dur(l.WaiterTTL, "lock", "waiter_ttl"); ok && v < lock.MinLeaseTime {
-		d.errf([]string{"lock", "waiter_ttl"}, "%v is too short: at least %v, since a waiter renews its place every third of it", v, lock.MinLeaseTime)
-	} else if ok {
-		cfg.Lock.WaiterTTL = v
-	}
+	nerrs := len(d.errs)
+	cfg.Lock.Lease = d.dur(cfg.Lock.Lease, l.Lease, MinLease, "since the watchdog renews every lease/3 and needs several round trips of margin", "lock", "lease")
+	leaseOK := len(d.errs) == nerrs
+	cfg.Lock.WaiterTTL = d.dur(cfg.Lock.WaiterTTL, l.WaiterTTL, lock.MinLeaseTime, "since a waiter renews its place every third of it", "lock", "waiter_ttl")
 	if a := l.ReplicaAck; a != nil {
 		ack := &ReplicaAck{Replicas: DefaultAckReplicas, Timeout: DefaultAckTimeout}
 		if d.set("lock", "replica_ack", "replicas") {
@@ -363,9 +358,7 @@ func (d *decoder) decodeLock(l *lockBlock, cfg *Config) bool {
 				ack.Replicas = a.Replicas
 			}
 		}
-		if v, ok := d.dur(a.Timeout, "lock", "replica_ack", "timeout"); ok {
-			ack.Timeout = v
-		}
+		ack.Timeout = d.dur(ack.Timeout, a.Timeout, 0, "", "lock", "replica_ack", "timeout")
 		cfg.Lock.ReplicaAck = ack
 	}
 	return leaseOK
@@ -412,36 +405,19 @@ func (d *decoder) decodeAdmin(a *adminBlock, cfg *Config) {
 			cfg.Admin.Listen = a.Listen
 		}
 	}
-	if d.set(p("token")...) {
-		d.secrets = append(d.secrets, a.Token)
-		cfg.Admin.Token = NewSecret(a.Token)
-		if d.inFile(p("token")...) && a.Token != "" {
-			d.fileSecrets = append(d.fileSecrets, p("token"))
-		}
-	}
-	if d.set(p("token_env")...) {
-		if d.set(p("token")...) {
-			d.errf(p("token_env"), "token and token_env are both set: give one")
-		} else if v := d.lookupEnv(a.TokenEnv); v == "" && d.o.readOnly {
-			d.warnf(p("token_env"), "the environment variable %q is not set, or empty: this command does not need it, but run does", a.TokenEnv)
-		} else if v == "" {
-			d.errf(p("token_env"), "the environment variable %q is not set, or empty", a.TokenEnv)
-		} else {
-			d.secrets = append(d.secrets, v)
-			cfg.Admin.Token, cfg.Admin.TokenEnv = NewSecret(v), a.TokenEnv
-		}
-	}
+	tok, tokEnv := d.secret(a.Token, p("token"), a.TokenEnv, p("token_env"), true)
+	cfg.Admin.Token, cfg.Admin.TokenEnv = NewSecret(tok), tokEnv
 	if !isLoopback(cfg.Admin.Listen) && !cfg.Admin.Token.IsSet() && d.set(p("listen")...) {
 		d.warnf(p("listen"), "%q is reachable from other machines, and there is no admin token: anyone who reaches it can trigger, pause and resume jobs; set token_env", cfg.Admin.Listen)
 	}
 }
 
-func (d *decoder) decodeTelemetry(t *telemetryBlock, cfg *Config) {
+func (d *decoder) decodeTelemetry(t *Telemetry, cfg *Config) {
 	p := func(key string) []string { return []string{"telemetry", key} }
-	if v, ok := d.oneOf(t.Traces, p("traces"), TracesNone, TracesStdout, TracesOTLP); ok {
+	if v := d.oneOf(t.Traces, p("traces"), TracesNone, TracesStdout, TracesOTLP); v != "" {
 		cfg.Telemetry.Traces, cfg.Telemetry.TracesNamed = v, true
 	}
-	if v, ok := d.oneOf(t.Metrics, p("metrics"), MetricsPrometheus, MetricsOTLP, MetricsNone); ok {
+	if v := d.oneOf(t.Metrics, p("metrics"), MetricsPrometheus, MetricsOTLP, MetricsNone); v != "" {
 		cfg.Telemetry.Metrics, cfg.Telemetry.MetricsNamed = v, true
 	}
 	hasEP := d.set(p("otlp_endpoint")...)

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 
@@ -78,17 +77,22 @@ func (d *decoder) applyEnv() {
 			continue
 		}
 		d.env[pathKey(path...)] = name
+		for n := 1; n < len(path); n++ { // a block that only the environment makes is at this variable
+			if k := pathKey(path[:n]...); d.env[k] == "" && !d.set(path[:n]...) {
+				d.env[k] = name
+			}
+		}
 		d.addDiags(gohcl.DecodeBody(envBody(name, path, value), nil, &d.raw))
 	}
 }
 
-// envBody is the HCL body that sets path to value: a list for a list
-// setting (comma-separated), else a string, which HCL converts to the
-// setting's type.
+// envBody is the HCL body that sets path to value: a list for
+// redis.addrs (comma-separated; the one list outside jobs and notify
+// blocks), else a string, which HCL converts to the setting's type.
 func envBody(name string, path []string, value string) *hclsyntax.Body {
 	r := hcl.Range{Filename: envFile + name, Start: hcl.InitialPos, End: hcl.InitialPos}
 	val := cty.StringVal(value)
-	if t := settingType(path); t != nil && t.Kind() == reflect.Slice {
+	if pathKey(path...) == pathKey("redis", "addrs") {
 		var items []cty.Value
 		for s := range strings.SplitSeq(value, ",") {
 			if s = strings.TrimSpace(s); s != "" {
@@ -110,32 +114,4 @@ func envBody(name string, path []string, value string) *hclsyntax.Body {
 		}}
 	}
 	return b
-}
-
-// settingType is the Go type of the setting at path in fileConfig, or nil.
-func settingType(path []string) reflect.Type {
-	t := reflect.TypeFor[fileConfig]()
-	for _, p := range path {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct {
-			return nil
-		}
-		f, ok := fieldByTag(t, p)
-		if !ok {
-			return nil
-		}
-		t = f.Type
-	}
-	return t
-}
-
-func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
-	for f := range t.Fields() {
-		if tag, _, _ := strings.Cut(f.Tag.Get("hcl"), ","); tag == name {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
 }

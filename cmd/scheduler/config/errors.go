@@ -119,21 +119,13 @@ func (es Errors) Unwrap() []error {
 // those without a place, then the environment's by variable name. Errors at
 // the same place keep their order.
 func sortErrors(es Errors) {
-	rank := func(e *Error) int {
-		switch {
-		case e.Env != "":
-			return 2
-		case e.Pos.IsValid():
-			return 0
-		}
-		return 1
-	}
+	rank := func(e *Error) int { return min(len(e.Env), 1) - min(e.Pos.Line, 1) }
 	slices.SortStableFunc(es, func(a, b *Error) int {
 		return cmp.Or(
 			cmp.Compare(rank(a), rank(b)),
+			cmp.Compare(a.Env, b.Env),
 			cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Column, b.Pos.Column),
-			strings.Compare(a.Env, b.Env),
 		)
 	})
 }

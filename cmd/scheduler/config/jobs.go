@@ -1,16 +1,15 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
@@ -88,10 +87,10 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 	if d.set(jp("concurrency_group")...) && !d.set(jp("max_concurrency")...) {
 		d.errf(jp("concurrency_group"), "needs max_concurrency, the number of runs the group allows at once")
 	}
-	j.Jitter, _ = d.dur(b.Jitter, jp("jitter")...)
-	j.Timeout, _ = d.dur(b.Timeout, jp("timeout")...)
-	j.MisfireGrace, _ = d.dur(b.MisfireGrace, jp("misfire_grace")...)
-	j.Backoff, _ = d.dur(b.Backoff, jp("backoff")...)
+	j.Jitter = d.dur(0, b.Jitter, 0, "", jp("jitter")...)
+	j.Timeout = d.dur(0, b.Timeout, 0, "", jp("timeout")...)
+	j.MisfireGrace = d.dur(0, b.MisfireGrace, 0, "", jp("misfire_grace")...)
+	j.Backoff = d.dur(0, b.Backoff, 0, "", jp("backoff")...)
 	j.HistoryKeep, j.HistoryMaxAge = d.retention(b.HistoryKeep, b.HistoryMaxAge, jp("history_keep"), jp("history_max_age"))
 	run := d.decodeKind(b, &j, jp, cfg)
 	sj := j.Job
@@ -108,7 +107,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		case fe.Field == "name":
 			d.errf(jp("name"), "%s", fe.Msg)
 		default:
-			d.errf(jp(cmpOr(schedulerFields[fe.Field], fe.Field)), "%s", fe.Msg)
+			d.errf(jp(cmp.Or(schedulerFields[fe.Field], fe.Field)), "%s", fe.Msg)
 		}
 	}
 	sj.Run = nil
@@ -126,13 +125,6 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		}
 	}
 	return j
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // unjoin returns the errors joined in err (errors.Join), or err alone.
@@ -196,15 +188,13 @@ func (d *decoder) decodeKind(b *jobBlock, j *Job, jp func(...string) []string, c
 	j.Kind = kinds[0]
 	switch j.Kind {
 	case KindExec:
-		x := &ExecJob{Command: b.Exec.Command, Env: b.Exec.Env, Dir: b.Exec.Dir, Grace: jobs.DefaultGrace}
+		x := &jobs.Exec{Command: b.Exec.Command, Env: b.Exec.Env, Dir: b.Exec.Dir, Grace: jobs.DefaultGrace}
 		if !d.set(jp("exec", "command")...) {
 			d.errf(jp("exec", "command"), `missing: the program and its arguments, such as ["sh", "-c", "echo hello"]`)
 		} else if len(x.Command) == 0 {
 			d.errf(jp("exec", "command"), "empty: give the program and its arguments")
 		}
-		if v, ok := d.dur(b.Exec.Grace, jp("exec", "grace")...); ok {
-			x.Grace = v
-		}
+		x.Grace = d.dur(x.Grace, b.Exec.Grace, 0, "", jp("exec", "grace")...)
 		if x.Grace >= cfg.ShutdownTimeout {
 			path := jp("exec", "grace")
 			if !d.set(path...) {
@@ -215,19 +205,16 @@ func (d *decoder) decodeKind(b *jobBlock, j *Job, jp func(...string) []string, c
 			d.errs = append(d.errs, e)
 		}
 		j.Exec = x
-		run := x.runner(nil, nil)
-		d.kindErrors(jp, "exec", run.Validate(), len(x.Command) == 0)
-		return run
+		d.kindErrors(jp, "exec", x.Validate(), len(x.Command) == 0)
+		return x
 	case KindHTTP:
 		h := b.HTTP
-		x := &HTTPJob{URL: h.URL, Method: h.Method, Headers: h.Headers, Body: h.Body, ExpectStatus: h.ExpectStatus}
+		j.HTTP = &jobs.HTTP{URL: h.URL, Method: h.Method, Headers: h.Headers, Body: h.Body, ExpectStatus: h.ExpectStatus}
 		if !d.set(jp("http", "url")...) {
 			d.errf(jp("http", "url"), "missing: the http(s) URL to call")
 		}
-		j.HTTP = x
-		run := x.runner()
-		d.kindErrors(jp, "http", run.Validate(), !d.set(jp("http", "url")...))
-		return run
+		d.kindErrors(jp, "http", j.HTTP.Validate(), !d.set(jp("http", "url")...))
+		return j.HTTP
 	}
 	name := *b.Func
 	if name == "" {
@@ -241,14 +228,6 @@ func (d *decoder) decodeKind(b *jobBlock, j *Job, jp func(...string) []string, c
 	}
 	j.Func = name
 	return f
-}
-
-func (x *ExecJob) runner(unset []string, log hclog.Logger) *jobs.Exec {
-	return &jobs.Exec{Command: slices.Clone(x.Command), Env: maps.Clone(x.Env), Dir: x.Dir, Grace: x.Grace, Unset: unset, Logger: log}
-}
-
-func (x *HTTPJob) runner() *jobs.HTTP {
-	return &jobs.HTTP{URL: x.URL, Method: x.Method, Headers: maps.Clone(x.Headers), Body: x.Body, ExpectStatus: slices.Clone(x.ExpectStatus)}
 }
 
 // funcError words a registry's lookup error: the name, and the names it
@@ -265,37 +244,28 @@ func funcError(name string, err error) string {
 	return msg
 }
 
-// goFields maps the field names in jobs' Validate errors to the file's.
-var goFields = map[string]string{
-	"Command": "command", "Env": "env", "Dir": "dir", "Grace": "grace",
-	"URL": "url", "Method": "method", "Headers": "headers", "Body": "body", "ExpectStatus": "expect_status",
-}
+// goField matches the start of an error of jobs.Exec.Validate or
+// jobs.HTTP.Validate: "exec Command[0]: jobs: invalid argument: ".
+var goField = regexp.MustCompile(`^(\w+) (\w+)(\[.*?\])?: ` + regexp.QuoteMeta(jobs.ErrInvalid.Error()) + `: `)
 
 // kindErrors reports the errors of jobs.Exec.Validate or jobs.HTTP.Validate
-// under the file's names for the fields: each is "exec Command[0]: jobs:
-// invalid argument: empty program name". If missing, the main field was
-// reported missing (or empty) already: its error is left out.
+// at the file's settings: ExpectStatus[1] is expect_status[1]. If missing,
+// the main field was reported missing (or empty) already: its error is
+// left out.
 func (d *decoder) kindErrors(jp func(...string) []string, kind string, err error, missing bool) {
 	for _, e := range unjoin(err) {
-		msg := e.Error()
-		field, rest := "", msg
-		if head, tail, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(head, kind+" ") {
-			base, index, _ := strings.Cut(strings.TrimPrefix(head, kind+" "), "[")
-			if f, ok := goFields[base]; ok {
-				field = f
-				if index != "" {
-					index = "[" + index
-				}
-				rest = strings.TrimPrefix(tail, jobs.ErrInvalid.Error()+": ")
-				if missing && (f == "command" || f == "url") {
-					continue
-				}
-				d.errs = append(d.errs, d.at(jp(kind, field), "%s", rest))
-				d.errs[len(d.errs)-1].Field += index
-				continue
-			}
+		m := goField.FindStringSubmatch(e.Error())
+		if m == nil || m[1] != kind {
+			d.errf(jp(kind), "%v", e)
+			continue
 		}
-		d.errf(jp(kind), "%s", rest)
+		field := strings.ToLower(regexp.MustCompile("([a-z])([A-Z])").ReplaceAllString(m[2], "${1}_${2}"))
+		if missing && (field == "command" || field == "url") {
+			continue
+		}
+		fe := d.at(jp(kind, field), "%s", strings.TrimPrefix(e.Error(), m[0]))
+		fe.Field += m[3]
+		d.errs = append(d.errs, fe)
 	}
 }
 

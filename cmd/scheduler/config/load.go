@@ -241,17 +241,6 @@ func (d *decoder) at(path []string, format string, args ...any) *Error {
 			return e
 		}
 	}
-	// A block that only the environment made: name a variable in it.
-	prefix := pathKey(path...) + delim
-	var names []string
-	for k, name := range d.env {
-		if strings.HasPrefix(k, prefix) {
-			names = append(names, name)
-		}
-	}
-	if len(names) > 0 {
-		e.Env = slices.Min(names)
-	}
 	return e
 }
 
@@ -287,18 +276,19 @@ func (d *decoder) lookupEnv(name string) string {
 	return ""
 }
 
-// finish scrubs secrets from the messages and returns cfg, or the errors.
+// finish scrubs the secrets from the messages (which are written not to
+// hold any: this is the net under that rule) and returns cfg, or the
+// errors.
 func (d *decoder) finish(cfg *Config) (*Config, error) {
-	for _, e := range slices.Concat(d.errs, d.warns) {
-		e.Msg = d.scrub(e.Msg)
-	}
-	sortErrors(d.warns)
 	// The longest first: a URL before the password inside it.
-	secrets := slices.Clone(d.secrets)
-	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, s := range secrets {
+	slices.SortStableFunc(d.secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range d.secrets {
 		cfg.secrets = append(cfg.secrets, NewSecret(s))
 	}
+	for _, e := range slices.Concat(d.errs, d.warns) {
+		e.Msg = cfg.Redact(e.Msg)
+	}
+	sortErrors(d.warns)
 	for _, w := range d.warns {
 		cfg.Warnings = append(cfg.Warnings, w.Error())
 	}
@@ -307,15 +297,4 @@ func (d *decoder) finish(cfg *Config) (*Config, error) {
 		return nil, d.errs
 	}
 	return cfg, nil
-}
-
-// scrub replaces every secret found in msg. Messages are written not to
-// hold secrets; this is the net under that rule.
-func (d *decoder) scrub(msg string) string {
-	for _, s := range d.secrets {
-		if len(s) >= 3 {
-			msg = strings.ReplaceAll(msg, s, redacted)
-		}
-	}
-	return msg
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -84,9 +85,7 @@ func (d *decoder) decodeNotify(cfg *Config) {
 			Timeout: DefaultNotifyTimeout, Retries: DefaultNotifyRetries}
 		nerrs := len(d.errs)
 		d.decodeNotifyURL(&b, np, &n)
-		if v, ok := d.oneOf(b.Format, np("format"), NotifyJSON, NotifySlack); ok {
-			n.Format = v
-		}
+		n.Format = cmp.Or(d.oneOf(b.Format, np("format"), NotifyJSON, NotifySlack), n.Format)
 		if d.set(np("on")...) {
 			for _, out := range b.On {
 				if !slices.Contains(notifyOutcomes, out) {
@@ -104,9 +103,7 @@ func (d *decoder) decodeNotify(cfg *Config) {
 			}
 		}
 		n.Jobs = b.Jobs
-		if v, ok := d.dur(b.Timeout, np("timeout")...); ok {
-			n.Timeout = v
-		}
+		n.Timeout = d.dur(n.Timeout, b.Timeout, 0, "", np("timeout")...)
 		if d.set(np("retries")...) {
 			if b.Retries < 0 || b.Retries > MaxNotifyRetries {
 				d.errf(np("retries"), "%d: give 0 to %d", b.Retries, MaxNotifyRetries)
@@ -123,41 +120,30 @@ func (d *decoder) decodeNotify(cfg *Config) {
 // decodeNotifyURL reads url or url_env (exactly one) into n. Its messages
 // never quote the URL.
 func (d *decoder) decodeNotifyURL(b *notifyBlock, np func(...string) []string, n *Notify) {
-	u, fromFile, fromEnv := b.URL, d.set(np("url")...), d.set(np("url_env")...)
-	key := "url"
-	switch {
-	case fromFile && fromEnv:
-		d.errf(np("url_env"), "url and url_env are both set: give one")
-		return
-	case !fromFile && !fromEnv:
+	if !d.set(np("url")...) && !d.set(np("url_env")...) {
 		d.errf(np("url"), "missing: give the webhook's URL in url, or the name of the environment variable that holds it in url_env")
 		return
-	case fromEnv:
-		key = "url_env"
-		if u = d.lookupEnv(b.URLEnv); u == "" {
-			if d.o.readOnly {
-				d.warnf(np("url_env"), "the environment variable %q is not set, or empty: this command does not need it, but run does", b.URLEnv)
-			} else {
-				d.errf(np("url_env"), "the environment variable %q is not set, or empty", b.URLEnv)
-			}
-			return
-		}
-		n.URLEnv = b.URLEnv
-	default:
-		d.fileSecrets = append(d.fileSecrets, np("url"))
 	}
-	d.secrets = append(d.secrets, u)
+	nerrs := len(d.errs)
+	u, from := d.secret(b.URL, np("url"), b.URLEnv, np("url_env"), true)
+	if u == "" || len(d.errs) > nerrs {
+		return
+	}
 	if p := urlPassword(u); p != "" {
 		d.secrets = append(d.secrets, p)
+	}
+	key := np("url")
+	if from != "" {
+		key, n.URLEnv = np("url_env"), from
 	}
 	pu, err := url.Parse(u)
 	switch {
 	case err != nil:
-		d.errf(np(key), "not a valid URL (the URL is not shown: it may hold a token)")
+		d.errf(key, "not a valid URL (the URL is not shown: it may hold a token)")
 	case pu.Scheme != "http" && pu.Scheme != "https":
-		d.errf(np(key), "scheme %q: the webhook must be an http or https URL", pu.Scheme)
+		d.errf(key, "scheme %q: the webhook must be an http or https URL", pu.Scheme)
 	case pu.Host == "":
-		d.errf(np(key), "the URL has no host")
+		d.errf(key, "the URL has no host")
 	default:
 		n.URL = NewSecret(u)
 	}
