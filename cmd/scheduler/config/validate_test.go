@@ -324,6 +324,14 @@ job "backup" {
 			{mark: 4, job: "backup", field: "on_shutdown", msg: `"wait" is not one of "handoff", "abandon"`},
 		},
 	}, {
+		name: "lock, the kind's name before lock_kind",
+		src: `job "backup" {
+  schedule = "@every 1m"
+  @@lock = "fair"
+  func = "cleanup"
+}`,
+		want: []want{{mark: 1, job: "backup", field: "lock", msg: `renamed: write lock_kind = "fair" (the lock's kind; lock_name names the lock)`}},
+	}, {
 		name: "func not registered",
 		src: `job "report" {
   schedule = "@every 1m"
@@ -762,5 +770,31 @@ func TestUnknownKeySuggestions(t *testing.T) {
 				t.Errorf("got %v", err)
 			}
 		})
+	}
+}
+
+// TestWriteText: what validate prints, each error with its place and then
+// the line of the file it is about (HCL's diagnostic writer).
+func TestWriteText(t *testing.T) {
+	_, places, err := load(t, `job "x" {
+  @@scheduel = "@every 1m"
+  func = "cleanup"
+}
+log {
+  @@level = "loud"
+}`)
+	var b strings.Builder
+	if werr := errorList(t, err).WriteText(&b); werr != nil {
+		t.Fatal(werr)
+	}
+	for _, want := range []string{
+		"Error: " + places[0] + `: job "x": scheduel: Unsupported argument: An argument named "scheduel" is not expected here. Did you mean "schedule"?`,
+		`   2:   scheduel = "@every 1m"`,
+		"Error: " + places[1] + `: log.level: "loud" is not one of "trace", "debug", "info", "warn", "error"`,
+		`   6:   level = "loud"`,
+	} {
+		if !strings.Contains(b.String(), want+"\n") {
+			t.Errorf("WriteText lacks %q:\n%s", want, b.String())
+		}
 	}
 }

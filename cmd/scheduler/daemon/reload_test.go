@@ -24,7 +24,9 @@ import (
 )
 
 func TestDiffJobs(t *testing.T) {
-	job := func(name, digest string) config.Job { return config.Job{Job: scheduler.Job{Name: name}, Digest: digest} }
+	job := func(name, digest string) config.Job {
+		return config.Job{Job: scheduler.Job{Name: name}, Digest: digest}
+	}
 	running := map[string]string{"a": "1", "b": "2", "c": "3"}
 	for _, tc := range []struct {
 		name string
