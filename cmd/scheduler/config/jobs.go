@@ -28,9 +28,6 @@ func (d *decoder) decodeJobs(cfg *Config) {
 	first := make(map[string]Pos)
 	for i := range d.raw.Jobs {
 		b := &d.raw.Jobs[i]
-		if d.badJobs[i] {
-			continue // HCL reported it
-		}
 		jp := func(key ...string) []string { return append([]string{"job", strconv.Itoa(i)}, key...) }
 		nerrs := len(d.errs)
 		switch {
@@ -74,7 +71,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		}
 	}
 	if !d.set(jp("schedule")...) {
-		d.errf(jp("schedule"), "missing: every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\"")
+		d.missing(jp("schedule"), "missing: every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\"")
 	} else if j.TimeZone != "" && hasZonePrefix(b.Schedule) {
 		d.warnf(jp("time_zone"), "the schedule names its own zone (CRON_TZ=), which wins over time_zone")
 	}
@@ -125,6 +122,15 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		}
 	}
 	return j
+}
+
+// missing reports a setting a job lacks, unless HCL found errors in the
+// job: an unknown argument may be the missing one misspelt, and one of the
+// wrong type is reported already.
+func (d *decoder) missing(path []string, msg string) {
+	if i, _ := strconv.Atoi(path[1]); !d.badJobs[i] {
+		d.errf(path, "%s", msg)
+	}
 }
 
 // unjoin returns the errors joined in err (errors.Join), or err alone.
@@ -178,7 +184,7 @@ func (d *decoder) decodeKind(b *jobBlock, j *Job, jp func(...string) []string, c
 	slices.Sort(kinds)
 	switch len(kinds) {
 	case 0:
-		d.errf(jp("kind"), `no kind: give one of exec { command = [...] }, http { url = "..." } or func = "name"`)
+		d.missing(jp("kind"), `no kind: give one of exec { command = [...] }, http { url = "..." } or func = "name"`)
 		return nil
 	case 1:
 	default:
@@ -190,7 +196,7 @@ func (d *decoder) decodeKind(b *jobBlock, j *Job, jp func(...string) []string, c
 	case KindExec:
 		x := &jobs.Exec{Command: b.Exec.Command, Env: b.Exec.Env, Dir: b.Exec.Dir, Grace: jobs.DefaultGrace}
 		if !d.set(jp("exec", "command")...) {
-			d.errf(jp("exec", "command"), `missing: the program and its arguments, such as ["sh", "-c", "echo hello"]`)
+			d.missing(jp("exec", "command"), `missing: the program and its arguments, such as ["sh", "-c", "echo hello"]`)
 		} else if len(x.Command) == 0 {
 			d.errf(jp("exec", "command"), "empty: give the program and its arguments")
 		}
@@ -211,7 +217,7 @@ func (d *decoder) decodeKind(b *jobBlock, j *Job, jp func(...string) []string, c
 		h := b.HTTP
 		j.HTTP = &jobs.HTTP{URL: h.URL, Method: h.Method, Headers: h.Headers, Body: h.Body, ExpectStatus: h.ExpectStatus}
 		if !d.set(jp("http", "url")...) {
-			d.errf(jp("http", "url"), "missing: the http(s) URL to call")
+			d.missing(jp("http", "url"), "missing: the http(s) URL to call")
 		}
 		d.kindErrors(jp, "http", j.HTTP.Validate(), !d.set(jp("http", "url")...))
 		return j.HTTP

@@ -78,7 +78,7 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	d := &decoder{o: o, mode: mode, pos: make(map[string]span), env: make(map[string]string), badJobs: make(map[int]bool)}
+	d := &decoder{o: o, mode: mode, pos: make(map[string]span), env: make(map[string]string), badJobs: make(map[int]bool), bad: make(map[string]bool)}
 	f, diags := hclparse.NewParser().ParseHCL(data, path)
 	d.file = f
 	if body, ok := f.Body.(*hclsyntax.Body); ok {
@@ -108,12 +108,13 @@ type decoder struct {
 	mode fs.FileMode
 	file *hcl.File
 	raw  fileConfig
-	// pos indexes the file's settings by path: "redis", "url"; a labeled
-	// block by its type and index among the blocks of its type: "job", "0".
+	// pos indexes the file's settings by path: "redis", "url"; a job by
+	// its index among the jobs ("job", "0"), a notify block by its name.
 	pos map[string]span
 	// env maps a setting's path to the environment variable that set it.
 	env     map[string]string
-	badJobs map[int]bool // jobs HCL found errors in: not checked further
+	badJobs map[int]bool    // jobs HCL found errors in: nothing is missing from them
+	bad     map[string]bool // settings HCL found errors in: not checked further
 	errs    Errors
 	warns   Errors
 	secrets []string // values to scrub from every message
@@ -132,15 +133,18 @@ func (d *decoder) index(b *hclsyntax.Body, path []string) {
 	for name, a := range b.Attributes {
 		d.pos[pathKey(append(slices.Clone(path), name)...)] = span{a.NameRange, a.SrcRange}
 	}
-	n := make(map[string]int)
+	n := 0
 	for _, blk := range b.Blocks {
 		p := append(slices.Clone(path), blk.Type)
-		if len(path) == 0 && (blk.Type == "job" || blk.Type == "notify") {
-			if len(blk.Labels) != 1 {
-				continue // HCL reports it; gohcl leaves it out
-			}
-			p = append(p, strconv.Itoa(n[blk.Type]))
-			n[blk.Type]++
+		switch {
+		case len(path) > 0 || blk.Type != "job" && blk.Type != "notify":
+		case len(blk.Labels) != 1:
+			continue // HCL reports it; gohcl leaves it out
+		case blk.Type == "job":
+			p = append(p, strconv.Itoa(n))
+			n++
+		default:
+			p = append(p, blk.Labels[0])
 		}
 		d.pos[pathKey(p...)] = span{blk.TypeRange, blk.Range()}
 		d.index(blk.Body, p)
@@ -161,32 +165,16 @@ func (d *decoder) locate(r hcl.Range) []string {
 	return strings.Split(best, delim)
 }
 
-// job returns the index of the job a path is in, or -1.
-func jobIndex(path []string) int {
+// describe returns the index of the job a path is in (or -1), its name,
+// and the setting's name: "redis.url"; "schedule" within a job.
+func (d *decoder) describe(path []string) (i int, job, field string) {
 	if len(path) < 2 || path[0] != "job" {
-		return -1
+		return -1, "", strings.Join(path, ".")
 	}
-	i, _ := strconv.Atoi(path[1])
-	return i
-}
-
-// describe returns the job a path is in (or "") and the setting's name:
-// "redis.url"; "schedule" within a job; "notify.ops.url".
-func (d *decoder) describe(path []string) (job, field string) {
-	switch {
-	case len(path) >= 2 && path[0] == "job":
-		if i := jobIndex(path); i < len(d.raw.Jobs) {
-			job = d.raw.Jobs[i].Name
-		}
-		return job, strings.Join(path[2:], ".")
-	case len(path) >= 2 && path[0] == "notify":
-		name := path[1]
-		if i, err := strconv.Atoi(name); err == nil && i < len(d.raw.Notify) {
-			name = d.raw.Notify[i].Name
-		}
-		return "", strings.Join(append([]string{"notify", name}, path[2:]...), ".")
+	if i, _ = strconv.Atoi(path[1]); i < len(d.raw.Jobs) {
+		job = d.raw.Jobs[i].Name
 	}
-	return "", strings.Join(path, ".")
+	return i, job, strings.Join(path[2:], ".")
 }
 
 // addDiags adds HCL's diagnostics: errors to the errors, warnings to the
@@ -209,8 +197,9 @@ func (d *decoder) addDiags(diags hcl.Diagnostics) {
 				if s, ok := d.pos[pathKey(path...)]; ok && s.name.Start.Line == r.Start.Line {
 					e.Pos = posOf(s.name) // the setting's place, as for every other error
 				}
-				e.Job, e.Field = d.describe(path)
-				if i := jobIndex(path); i >= 0 {
+				var i int
+				d.bad[pathKey(path...)] = true
+				if i, e.Job, e.Field = d.describe(path); i >= 0 {
 					d.badJobs[i] = true
 				}
 			}
@@ -229,7 +218,7 @@ func posOf(r hcl.Range) Pos { return Pos{File: r.Filename, Line: r.Start.Line, C
 // the nearest place of it (or of its blocks) in the file.
 func (d *decoder) at(path []string, format string, args ...any) *Error {
 	e := &Error{Msg: fmt.Sprintf(format, args...)}
-	e.Job, e.Field = d.describe(path)
+	_, e.Job, e.Field = d.describe(path)
 	if name, ok := d.env[pathKey(path...)]; ok {
 		e.Env = name
 		return e
@@ -252,8 +241,12 @@ func (d *decoder) warnf(path []string, format string, args ...any) {
 	d.warns = append(d.warns, d.at(path, format, args...))
 }
 
-// set reports whether path was set, in the file or the environment.
+// set reports whether path was set, in the file or the environment, and
+// HCL found no error in it.
 func (d *decoder) set(path ...string) bool {
+	if d.bad[pathKey(path...)] {
+		return false
+	}
 	_, env := d.env[pathKey(path...)]
 	_, file := d.pos[pathKey(path...)]
 	return file || env

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -70,8 +69,8 @@ type Notify struct {
 // name).
 func (d *decoder) decodeNotify(cfg *Config) {
 	seen := make(map[string]Pos)
-	for i, b := range d.raw.Notify {
-		np := func(key ...string) []string { return append([]string{"notify", strconv.Itoa(i)}, key...) }
+	for _, b := range d.raw.Notify {
+		np := func(key ...string) []string { return append([]string{"notify", b.Name}, key...) }
 		switch first, dup := seen[b.Name]; {
 		case b.Name == "" || strings.ContainsFunc(b.Name, unicode.IsControl):
 			d.errf(np(), "%q is not a name: give each notify block a plain name", b.Name)

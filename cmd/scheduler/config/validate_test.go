@@ -396,7 +396,7 @@ job "x" {
 		// HCL converts a number to a string and "3" to a number; what it
 		// cannot convert is an error.
 		src: `job "x" {
-  schedule = 5
+  @@schedule = 5
   retries = "3"
   exec { @@command = "true" }
 }
@@ -404,8 +404,9 @@ log {
   @@json = "yes"
 }`,
 		want: []want{
-			{mark: 1, job: "x", field: "exec.command", msg: "Unsuitable value: list of string required, but have string"},
-			{mark: 2, field: "log.json", msg: "Unsuitable value: a bool is required"},
+			{mark: 1, job: "x", field: "schedule", msg: `"5": expected 5 to 6 fields`},
+			{mark: 2, job: "x", field: "exec.command", msg: "Unsuitable value: list of string required, but have string"},
+			{mark: 3, field: "log.json", msg: "Unsuitable value: a bool is required"},
 		},
 	}, {
 		name: "url and addrs both set",

@@ -267,7 +267,7 @@ func TestReloadOfAnInvalidFileKeepsTheJobs(t *testing.T) {
 		name, text string
 		places     []string // line:col of each error, in order
 	}{
-		{"syntax error", good + "job \"b\" {\n  schedule = \"@every 1m\"\n", []string{":13:2"}},
+		{"syntax error", good + "job \"b\" {\n  schedule = \"@every 1m\"\n", []string{":11:1"}}, // the block left open
 		{"unknown key and bad schedule", good + "job \"b\" {\n  schedule = \"every minute\"\n  colour = \"red\"\n  exec { command = [\"true\"] }\n}\n",
 			[]string{":12:3", ":13:3"}},
 		{"no file", "", []string{""}},
