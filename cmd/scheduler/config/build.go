@@ -157,9 +157,8 @@ func (c *Config) LockOptions() []lock.Option {
 
 // SchedulerOptions returns the scheduler's options from the config:
 // replica id, shutdown timeout, the run history's retention, who claims
-// (the fleet block), and Redact
-// for the error text the history keeps. Add the logger and the telemetry
-// providers yourself.
+// (the fleet block), and Redact for the error text the history keeps. Add
+// the logger and the telemetry providers yourself.
 func (c *Config) SchedulerOptions() []scheduler.Option {
 	fallback := c.Fleet.ClaimFallback
 	if !c.Fleet.Ranking {
@@ -182,20 +181,20 @@ func (c *Config) secretEnv() []string {
 	if c.Redis != nil && c.Redis.PasswordEnv != "" {
 		names = append(names, c.Redis.PasswordEnv)
 	}
-	if c.Admin.TokenEnv != "" {
-		names = append(names, c.Admin.TokenEnv)
+	names = append(names, c.Admin.TokenEnv)
+	for _, n := range c.Notify {
+		names = append(names, n.URLEnv)
 	}
-	return append(names, c.notifyEnv()...)
+	return slices.DeleteFunc(names, func(n string) bool { return n == "" })
 }
 
 // SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *jobs.Exec
 // logging to log.Named(job name), http jobs as *jobs.HTTP, func jobs looked
 // up in reg (nil means jobs.DefaultRegistry), with every policy, and
 // Revision the job's Digest (so that each run records which definition of
-// the job it ran). It returns
-// Errors (with places) for funcs reg does not hold: Load checked them
-// against its own registry, which may differ. A nil log discards the
-// jobs' output.
+// the job it ran). It returns Errors (with places) for funcs reg does not
+// hold: Load checked them against its own registry, which may differ. A
+// nil log discards the jobs' output.
 func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]scheduler.Job, error) {
 	if reg == nil {
 		reg = jobs.DefaultRegistry

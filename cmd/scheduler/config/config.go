@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -276,35 +277,23 @@ func redactURL(u string) string {
 // defaultReplicaID is lock's default client id: host name and process id.
 func defaultReplicaID() string {
 	host, _ := os.Hostname()
-	if host == "" {
-		host = "lockcron"
-	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
+	return fmt.Sprintf("%s-%d", cmp.Or(host, "lockcron"), os.Getpid())
 }
 
 // isLoopback reports whether the host of a host:port listens on loopback
 // only.
 func isLoopback(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
 }
 
 // defaults returns a Config with every default, before the file and the
 // environment.
 func defaults() *Config {
 	return &Config{
-		ReplicaID: defaultReplicaID(),
-		Lock: Lock{
-			Lease:     lock.DefaultLeaseTime,
-			WaiterTTL: lock.DefaultWaiterTTL,
-		},
+		ReplicaID:       defaultReplicaID(),
+		Lock:            Lock{Lease: lock.DefaultLeaseTime, WaiterTTL: lock.DefaultWaiterTTL},
 		Admin:           Admin{Listen: DefaultAdminListen},
 		Telemetry:       Telemetry{Traces: DefaultTraces, Metrics: DefaultMetrics},
 		Log:             Log{Level: DefaultLogLevel},

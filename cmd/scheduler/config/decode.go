@@ -43,6 +43,24 @@ func (d *decoder) dur(def time.Duration, s string, least time.Duration, why stri
 	return def
 }
 
+// str reads the string at path, which must not be empty and which bad
+// (saying what is wrong with it, or "") must accept; def if it is not set
+// or not valid.
+func (d *decoder) str(def, s string, bad func(string) string, path ...string) string {
+	if !d.set(path...) {
+		return def
+	}
+	msg := bad(s)
+	if strings.TrimSpace(s) == "" {
+		msg = "empty: leave it out for the default"
+	}
+	if msg != "" {
+		d.errf(path, "%s", msg)
+		return def
+	}
+	return s
+}
+
 // oneOf reads the string at path, which must be one of choices; "" if
 // it is not set or not valid.
 func (d *decoder) oneOf(s string, path []string, choices ...string) string {
@@ -68,16 +86,12 @@ func quoteAll(ss []string) string {
 func (d *decoder) decode() *Config {
 	cfg := defaults()
 	r := &d.raw
-	if d.set("replica_id") {
-		switch s := r.ReplicaID; {
-		case strings.TrimSpace(s) == "":
-			d.errf([]string{"replica_id"}, "empty: leave it out for the default (host name and process id)")
-		case strings.ContainsFunc(s, unicode.IsControl):
-			d.errf([]string{"replica_id"}, "%q has control characters", s)
-		default:
-			cfg.ReplicaID = s
+	cfg.ReplicaID = d.str(cfg.ReplicaID, r.ReplicaID, func(s string) string {
+		if strings.ContainsFunc(s, unicode.IsControl) {
+			return fmt.Sprintf("%q has control characters", s)
 		}
-	}
+		return ""
+	}, "replica_id")
 	cfg.ShutdownTimeout = d.dur(cfg.ShutdownTimeout, r.ShutdownTimeout, 0, "", "shutdown_timeout")
 	cfg.Watch = r.Watch
 	if f := r.Fleet; f != nil {
@@ -195,16 +209,12 @@ func (d *decoder) decodeRedis(r *redisBlock) *Redis {
 			out.DB, out.dbSet = v, true
 		}
 	}
-	if d.set(p("key_prefix")...) {
-		switch v := r.KeyPrefix; {
-		case v == "":
-			d.errf(p("key_prefix"), "empty: leave it out for the default %q", DefaultKeyPrefix)
-		case strings.ContainsAny(v, "{}"):
-			d.errf(p("key_prefix"), "%q has a brace, which would break the keys' hash tags", v)
-		default:
-			out.KeyPrefix = v
+	out.KeyPrefix = d.str(out.KeyPrefix, r.KeyPrefix, func(s string) string {
+		if strings.ContainsAny(s, "{}") {
+			return fmt.Sprintf("%q has a brace, which would break the keys' hash tags", s)
 		}
-	}
+		return ""
+	}, p("key_prefix")...)
 	out.Timeout = d.dur(out.Timeout, r.Timeout, 0, "", p("timeout")...)
 	out.ConnectTimeout = d.dur(out.ConnectTimeout, r.ConnectTimeout, 0, "", p("connect_timeout")...)
 	if t := r.TLS; t != nil {
@@ -364,13 +374,10 @@ func (d *decoder) decodeLock(l *lockBlock, cfg *Config) bool {
 	return leaseOK
 }
 
-// checkLease checks the lock settings against Redis's. Renewals are sent
-// every lease/3, counted from when the last one was sent, and the lease
-// counts as lost at 9/10 of it after the last successful renewal was sent.
-// A renewal that hangs for the whole command timeout (plus the replicas'
-// acknowledgement) must therefore end before lease/2, so that the next
-// one, sent at the latest lease/3 after it ended, still has time to
-// succeed before 9/10 of the lease.
+// checkLease checks the lock settings against Redis's: a renewal that
+// hangs for the whole command timeout (plus the replicas' acknowledgement)
+// must end before lease/2, so that the next one, sent at the latest lease/3
+// after it, still succeeds before the lease counts as lost at 9/10 of it.
 func (d *decoder) checkLease(cfg *Config) {
 	if cfg.Redis == nil {
 		if cfg.Lock.ReplicaAck != nil {
@@ -464,14 +471,8 @@ func (d *decoder) checkFileMode() {
 	if d.mode&0o044 == 0 {
 		return
 	}
+	hints := map[string]string{"redis": ", or give the password in password_env", "admin": ", or give the token in token_env", "notify": ", or give it in url_env"}
 	for _, path := range d.fileSecrets {
-		hint := "chmod 600 the file"
-		switch strings.Join(path, ".") {
-		case "redis.password", "redis.url":
-			hint += ", or give the password in password_env"
-		case "admin.token":
-			hint += ", or give the token in token_env"
-		}
-		d.warnf(path, "a secret in a file that other users can read (mode %04o): %s", d.mode, hint)
+		d.warnf(path, "a secret in a file that other users can read (mode %04o): chmod 600 the file%s", d.mode, hints[path[0]])
 	}
 }

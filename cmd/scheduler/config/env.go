@@ -10,24 +10,20 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// EnvPrefix starts the names of the environment variables that override
-// the file: LOCKCRON_LOG__LEVEL sets log.level.
-const EnvPrefix = "LOCKCRON_"
+const (
+	// EnvPrefix starts the names of the environment variables that
+	// override the file: LOCKCRON_LOG__LEVEL sets log.level.
+	EnvPrefix = "LOCKCRON_"
+	envLevel  = "__" // between the levels of a setting's path in a variable's name
+	// envFile is the "file name" of a variable's setting: HCL's
+	// diagnostics about it carry envFile and the variable's name.
+	envFile = "\x00env "
+)
 
-// envLevel separates the levels of a setting's path in a variable's name.
-const envLevel = "__"
-
-// envFile is the "file name" of a variable's setting: HCL's diagnostics
-// about it carry envFile + the variable's name.
-const envFile = "\x00env "
-
-// notSettings are LOCKCRON_ variables that are not settings: the run info
-// that exec jobs get (jobs.Info.Env), and LOCKCRON_CONFIG, the config
-// file's path for the command. They are ignored.
-var notSettings = map[string]bool{
-	"JOB": true, "TICK": true, "TOKEN": true, "REPLICA": true, "ATTEMPT": true, "TRIGGER": true,
-	"CONFIG": true,
-}
+// notSettings are LOCKCRON_ variables that are not settings, and are
+// ignored: the run info that exec jobs get (jobs.Info.Env), and
+// LOCKCRON_CONFIG, the config file's path for the command.
+var notSettings = map[string]bool{"JOB": true, "TICK": true, "TOKEN": true, "REPLICA": true, "ATTEMPT": true, "TRIGGER": true, "CONFIG": true}
 
 // envPath is the path a variable sets, as written: LOCKCRON_LOG__LEVEL is
 // log.level; REDIS_URL is redis.url.

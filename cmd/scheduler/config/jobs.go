@@ -17,9 +17,7 @@ import (
 
 // schedulerFields maps the fields of scheduler.FieldError to the file's
 // names where they differ.
-var schedulerFields = map[string]string{
-	"lock": "lock_name", "history.keep": "history_keep", "history.max_age": "history_max_age",
-}
+var schedulerFields = map[string]string{"lock": "lock_name", "history.keep": "history_keep", "history.max_age": "history_max_age"}
 
 // decodeJobs decodes the job blocks: what is about the file here, the
 // rest (defaults, enums, bounds, the schedule) by scheduler.Job.Validate,
@@ -36,13 +34,12 @@ func (d *decoder) decodeJobs(cfg *Config) {
 		case strings.ContainsFunc(b.Name, unicode.IsControl):
 			d.errf(jp("name"), "has control characters")
 		}
-		if p, dup := first[b.Name]; dup {
+		if p, dup := first[b.Name]; dup && b.Name != "" {
 			d.errf(jp("name"), "duplicate job name: a job %q is at line %d already", b.Name, p.Line)
-		}
-		nameOK := len(d.errs) == nerrs
-		if _, dup := first[b.Name]; !dup {
+		} else {
 			first[b.Name] = posOf(b.At)
 		}
+		nameOK := len(d.errs) == nerrs
 		j := d.decodeJob(b, jp, cfg)
 		if nameOK {
 			cfg.Jobs = append(cfg.Jobs, j)
@@ -72,7 +69,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 	}
 	if !d.set(jp("schedule")...) {
 		d.missing(jp("schedule"), "missing: every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\"")
-	} else if j.TimeZone != "" && hasZonePrefix(b.Schedule) {
+	} else if s := strings.TrimSpace(b.Schedule); j.TimeZone != "" && (strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ=")) {
 		d.warnf(jp("time_zone"), "the schedule names its own zone (CRON_TZ=), which wins over time_zone")
 	}
 	if d.set(jp("lock_name")...) && b.LockName == "" {
@@ -107,7 +104,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 			d.errf(jp(cmp.Or(schedulerFields[fe.Field], fe.Field)), "%s", fe.Msg)
 		}
 	}
-	sj.Run = nil
+	sj.Run, sj.Location = nil, j.Location // nil without time_zone: the scheduler's zone
 	j.Job = sj
 	if d.set(jp("misfire_grace")...) && j.Misfire != scheduler.MisfireRunOnce {
 		d.warnf(jp("misfire_grace"), "has no effect unless misfire = %q", scheduler.MisfireRunOnce)
@@ -142,12 +139,6 @@ func unjoin(err error) []error {
 		return nil
 	}
 	return []error{err}
-}
-
-// hasZonePrefix reports whether a schedule names its own time zone.
-func hasZonePrefix(spec string) bool {
-	s := strings.TrimSpace(spec)
-	return strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ=")
 }
 
 // shortestGap is the shortest time between the next few ticks of a job's

@@ -219,14 +219,12 @@ func posOf(r hcl.Range) Pos { return Pos{File: r.Filename, Line: r.Start.Line, C
 func (d *decoder) at(path []string, format string, args ...any) *Error {
 	e := &Error{Msg: fmt.Sprintf(format, args...)}
 	_, e.Job, e.Field = d.describe(path)
-	if name, ok := d.env[pathKey(path...)]; ok {
-		e.Env = name
+	if e.Env = d.env[pathKey(path...)]; e.Env != "" {
 		return e
 	}
 	for n := len(path); n > 0; n-- {
 		if s, ok := d.pos[pathKey(path[:n]...)]; ok {
-			r := s.name
-			e.Pos, e.subject, e.file = posOf(r), &r, d.file
+			e.Pos, e.subject, e.file = posOf(s.name), &s.name, d.file
 			return e
 		}
 	}

@@ -148,17 +148,6 @@ func (d *decoder) decodeNotifyURL(b *notifyBlock, np func(...string) []string, n
 	}
 }
 
-// notifyEnv are the variables the notify blocks read their URLs from.
-func (c *Config) notifyEnv() []string {
-	var out []string
-	for _, n := range c.Notify {
-		if n.URLEnv != "" {
-			out = append(out, n.URLEnv)
-		}
-	}
-	return out
-}
-
 // Describe is the block's name, format, the host it sends to and its
 // outcomes: safe to log (the URL's path and query, which may hold a token,
 // are left out).
