@@ -278,6 +278,7 @@ type FieldError struct {
 	Job, Field, Msg string
 }
 
+// Error returns "scheduler: job NAME: FIELD: MSG: scheduler: invalid".
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("scheduler: job %q: %s: %s: %v", e.Job, e.Field, e.Msg, ErrInvalid)
 }

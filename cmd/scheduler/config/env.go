@@ -68,7 +68,7 @@ func (d *decoder) applyEnv() {
 			d.errs = append(d.errs, &Error{Env: name, Field: path[0], Msg: "jobs cannot be set from the environment, nor notify blocks: edit the file"})
 			continue
 		}
-		if prev, dup := d.env[pathKey(path...)]; dup && prev != name {
+		if prev := d.env[pathKey(path...)]; prev != "" && prev != name && len(envPath(prev)) == len(path) {
 			d.errs = append(d.errs, &Error{Env: name, Field: field, Msg: "also set by " + prev + ": set one"})
 			continue
 		}
