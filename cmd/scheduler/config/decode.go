@@ -175,14 +175,13 @@ func (d *decoder) decodeRedis(r *redisBlock) *Redis {
 		if len(r.Addrs) == 0 {
 			d.errf(p("addrs"), "empty: give one host:port, several Cluster nodes, or the Sentinels with master_name")
 		}
-		good := true
+		nerrs := len(d.errs)
 		for _, a := range r.Addrs {
 			if msg := checkHostPort(a, false); msg != "" {
 				d.errf(p("addrs"), "%s", msg)
-				good = false
 			}
 		}
-		if good {
+		if len(d.errs) == nerrs {
 			out.Addrs = r.Addrs
 		}
 	}
@@ -361,12 +360,10 @@ func (d *decoder) decodeLock(l *lockBlock, cfg *Config) bool {
 	cfg.Lock.WaiterTTL = d.dur(cfg.Lock.WaiterTTL, l.WaiterTTL, lock.MinLeaseTime, "since a waiter renews its place every third of it", "lock", "waiter_ttl")
 	if a := l.ReplicaAck; a != nil {
 		ack := &ReplicaAck{Replicas: DefaultAckReplicas, Timeout: DefaultAckTimeout}
-		if d.set("lock", "replica_ack", "replicas") {
-			if a.Replicas < 1 {
-				d.errf([]string{"lock", "replica_ack", "replicas"}, "%d: must be at least 1 (leave replica_ack out to wait for none)", a.Replicas)
-			} else {
-				ack.Replicas = a.Replicas
-			}
+		if set := d.set("lock", "replica_ack", "replicas"); set && a.Replicas < 1 {
+			d.errf([]string{"lock", "replica_ack", "replicas"}, "%d: must be at least 1 (leave replica_ack out to wait for none)", a.Replicas)
+		} else if set {
+			ack.Replicas = a.Replicas
 		}
 		ack.Timeout = d.dur(ack.Timeout, a.Timeout, 0, "", "lock", "replica_ack", "timeout")
 		cfg.Lock.ReplicaAck = ack
@@ -405,13 +402,7 @@ func (d *decoder) checkLease(cfg *Config) {
 
 func (d *decoder) decodeAdmin(a *adminBlock, cfg *Config) {
 	p := func(key string) []string { return []string{"admin", key} }
-	if d.set(p("listen")...) {
-		if msg := checkHostPort(a.Listen, true); msg != "" {
-			d.errf(p("listen"), "%s", msg)
-		} else {
-			cfg.Admin.Listen = a.Listen
-		}
-	}
+	cfg.Admin.Listen = d.str(cfg.Admin.Listen, a.Listen, func(s string) string { return checkHostPort(s, true) }, p("listen")...)
 	tok, tokEnv := d.secret(a.Token, p("token"), a.TokenEnv, p("token_env"), true)
 	cfg.Admin.Token, cfg.Admin.TokenEnv = NewSecret(tok), tokEnv
 	if !isLoopback(cfg.Admin.Listen) && !cfg.Admin.Token.IsSet() && d.set(p("listen")...) {
@@ -428,13 +419,7 @@ func (d *decoder) decodeTelemetry(t *Telemetry, cfg *Config) {
 		cfg.Telemetry.Metrics, cfg.Telemetry.MetricsNamed = v, true
 	}
 	hasEP := d.set(p("otlp_endpoint")...)
-	if hasEP {
-		if msg := checkEndpoint(t.OTLPEndpoint); msg != "" {
-			d.errf(p("otlp_endpoint"), "%s", msg)
-		} else {
-			cfg.Telemetry.OTLPEndpoint = t.OTLPEndpoint
-		}
-	}
+	cfg.Telemetry.OTLPEndpoint = d.str("", t.OTLPEndpoint, checkEndpoint, p("otlp_endpoint")...)
 	usesOTLP := cfg.Telemetry.Traces == TracesOTLP || cfg.Telemetry.Metrics == MetricsOTLP
 	switch {
 	case usesOTLP && !hasEP:

@@ -24,7 +24,8 @@
 // http.headers) are { NAME = "value" }; a block written on one line holds
 // one argument. HCL converts a number to a string, and a numeric string to
 // a number, where the schema asks for one. Expressions may not name
-// variables or call functions.
+// variables or call functions; in a string, write $${ and %%{ for the
+// characters ${ and %{ (a password that holds them, say).
 //
 // A job's lock kind is lock_kind ("reentrant" or "fair"), as in Go
 // (scheduler.Job.LockKind); lock_name names the lock (scheduler.Job.Lock).

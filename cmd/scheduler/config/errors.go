@@ -1,9 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -90,20 +92,32 @@ func (es Errors) Error() string {
 }
 
 // WriteText writes es for a person, with HCL's diagnostic writer: each
-// Error on its line, then the lines of the file it is about.
+// Error on its line, then the lines of the file it is about, unless they
+// set a secret (a password, a token or a URL, which may hold one).
 func (es Errors) WriteText(w io.Writer) error {
 	for _, e := range es {
-		files := map[string]*hcl.File{}
-		if e.file != nil {
-			files[e.subject.Filename] = e.file
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: e.Error()}
+		if e.file != nil && !secretLine.Match(linesOf(e.file.Bytes, *e.subject)) {
+			d.Subject = e.subject
 		}
-		if err := hcl.NewDiagnosticTextWriter(w, files, 0, false).WriteDiagnostic(&hcl.Diagnostic{
-			Severity: hcl.DiagError, Summary: e.Error(), Subject: e.subject,
-		}); err != nil {
+		if err := hcl.NewDiagnosticTextWriter(w, map[string]*hcl.File{e.Pos.File: e.file}, 0, false).WriteDiagnostic(d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// secretLine matches the text of a setting that holds a secret.
+var secretLine = regexp.MustCompile(`\b(password|token|url)\s*=`)
+
+// linesOf returns the lines of src that r is on.
+func linesOf(src []byte, r hcl.Range) []byte {
+	start := bytes.LastIndexByte(src[:min(r.Start.Byte, len(src))], '\n') + 1
+	end := bytes.IndexByte(src[min(r.End.Byte, len(src)):], '\n')
+	if end < 0 {
+		return src[start:]
+	}
+	return src[start : min(r.End.Byte, len(src))+end]
 }
 
 // Unwrap returns each Error, for errors.As and errors.Is.

@@ -84,10 +84,8 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	if body, ok := f.Body.(*hclsyntax.Body); ok {
 		d.index(body, nil)
 	}
-	if diags.HasErrors() {
-		d.addDiags(diags)
-		sortErrors(d.errs)
-		return nil, d.errs
+	if d.addDiags(diags); diags.HasErrors() {
+		return d.finish(defaults()) // the syntax errors alone
 	}
 	d.addDiags(gohcl.DecodeBody(f.Body, nil, &d.raw))
 	d.applyEnv()

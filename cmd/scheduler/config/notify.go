@@ -103,12 +103,10 @@ func (d *decoder) decodeNotify(cfg *Config) {
 		}
 		n.Jobs = b.Jobs
 		n.Timeout = d.dur(n.Timeout, b.Timeout, 0, "", np("timeout")...)
-		if d.set(np("retries")...) {
-			if b.Retries < 0 || b.Retries > MaxNotifyRetries {
-				d.errf(np("retries"), "%d: give 0 to %d", b.Retries, MaxNotifyRetries)
-			} else {
-				n.Retries = b.Retries
-			}
+		if set := d.set(np("retries")...); set && (b.Retries < 0 || b.Retries > MaxNotifyRetries) {
+			d.errf(np("retries"), "%d: give 0 to %d", b.Retries, MaxNotifyRetries)
+		} else if set {
+			n.Retries = b.Retries
 		}
 		if len(d.errs) == nerrs && n.URL.IsSet() {
 			cfg.Notify = append(cfg.Notify, n)

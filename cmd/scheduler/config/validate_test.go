@@ -799,3 +799,38 @@ log {
 		}
 	}
 }
+
+// TestWriteTextHidesSecretLines: the line of a setting that may hold a
+// secret is not printed, even where the message names it (the message
+// masks the password; the file's line would not).
+func TestWriteTextHidesSecretLines(t *testing.T) {
+	_, places, err := load(t, `redis {
+  @@url = "redis://app:hunter2-secret@db.internal:99999/0"
+}
+admin {
+  @@token = "s3cr${x}"
+}
+`+job)
+	var b strings.Builder
+	if werr := errorList(t, err).WriteText(&b); werr != nil {
+		t.Fatal(werr)
+	}
+	out := b.String()
+	if strings.Contains(out, "hunter2") || strings.Contains(out, "s3cr") || strings.Contains(out, "  on ") {
+		t.Errorf("WriteText shows a secret's line:\n%s", out)
+	}
+	for _, p := range places {
+		if !strings.Contains(out, "Error: "+p+": ") {
+			t.Errorf("WriteText lacks the error at %s:\n%s", p, out)
+		}
+	}
+}
+
+// TestTemplateEscapes: ${ and %{ start HCL templates; $${ and %%{ are the
+// characters.
+func TestTemplateEscapes(t *testing.T) {
+	cfg := mustLoad(t, "admin {\n  token = \"ab$${x}%%{y}\"\n}\n"+job)
+	if got := cfg.Admin.Token.Value(); got != "ab${x}%{y}" {
+		t.Errorf("token = %q, want ab${x}%%{y}", got)
+	}
+}
