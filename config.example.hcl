@@ -214,7 +214,7 @@ job "hello" {
   # "reentrant" (default) or "fair": claims that wait for the lock (jobs
   # sharing it, a tick queued behind a run) get it first come, first served
   # across replicas. Jobs that share a lock must use the same kind.
-  lock = "reentrant"
+  lock_kind = "reentrant"
 
   # The lock the runs take; jobs that share one never run at the same time.
   # Default: the job's name.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -260,42 +261,62 @@ func parseBase(spec, name string, loc *time.Location) (schedule, error) {
 	return inZone{s: cs, loc: loc}, nil
 }
 
+// Validate checks j as Scheduler.Add does and fills in its defaults
+// (Lock, LockKind, Overlap, Misfire, OnShutdown, MisfireGrace, Backoff,
+// ConcurrencyGroup, Location UTC). It returns every problem
+// found, each a *FieldError (which wraps ErrInvalid) naming the setting at
+// fault, joined with errors.Join; nil if j is valid.
+func (j *Job) Validate() error {
+	_, err := j.validate(time.UTC)
+	return err
+}
+
+// FieldError is one invalid setting of a Job: Field is the setting, named
+// as in the config file ("schedule", "lock", "lock_kind", "history.keep"),
+// and Msg what is wrong with it. It wraps ErrInvalid.
+type FieldError struct {
+	Job, Field, Msg string
+}
+
+// Error returns "scheduler: job NAME: FIELD: MSG: scheduler: invalid".
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("scheduler: job %q: %s: %s: %v", e.Job, e.Field, e.Msg, ErrInvalid)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
 // validate checks j and fills in its defaults.
 func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
-	bad := func(field string, format string, args ...any) error {
-		return fmt.Errorf("scheduler: job %q: %s: %s: %w", j.Name, field, fmt.Sprintf(format, args...), ErrInvalid)
+	var errs []error
+	bad := func(field string, format string, args ...any) {
+		errs = append(errs, &FieldError{Job: j.Name, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
-	switch {
-	case j.Name == "":
+	if j.Name == "" {
 		return nil, fmt.Errorf("scheduler: job with schedule %q: empty name: %w", j.Schedule, ErrInvalid)
-	case strings.ContainsAny(j.Name, "{}"):
-		return nil, bad("name", "must not hold { or }")
-	case strings.HasSuffix(j.Name, ManualSuffix):
-		return nil, bad("name", "must not end with %q, which names the ledger of a job's manual runs", ManualSuffix)
-	case j.Run == nil:
-		return nil, bad("run", "no Runner")
-	case strings.ContainsAny(j.Lock, "{}"):
-		return nil, bad("lock", "%q must not hold { or }", j.Lock)
-	case j.Jitter < 0:
-		return nil, bad("jitter", "%v is negative", j.Jitter)
-	case j.Jitter > MaxJitter:
-		return nil, bad("jitter", "%v is above MaxJitter (%v)", j.Jitter, MaxJitter)
-	case j.Timeout < 0:
-		return nil, bad("timeout", "%v is negative", j.Timeout)
-	case j.Retries < 0:
-		return nil, bad("retries", "%d is negative", j.Retries)
-	case j.Backoff < 0:
-		return nil, bad("backoff", "%v is negative", j.Backoff)
-	case j.MisfireGrace < 0:
-		return nil, bad("misfire_grace", "%v is negative", j.MisfireGrace)
-	case j.MaxConcurrency < 0:
-		return nil, bad("max_concurrency", "%d is negative", j.MaxConcurrency)
-	case j.HistoryKeep < 0:
-		return nil, bad("history.keep", "%d is negative", j.HistoryKeep)
-	case j.HistoryMaxAge < 0:
-		return nil, bad("history.max_age", "%v is negative", j.HistoryMaxAge)
-	case strings.ContainsAny(j.ConcurrencyGroup, "{}"):
-		return nil, bad("concurrency_group", "%q must not hold { or }", j.ConcurrencyGroup)
+	}
+	for _, c := range []struct {
+		bad        bool
+		field, msg string
+	}{
+		{strings.ContainsAny(j.Name, "{}"), "name", "must not hold { or }"},
+		{strings.HasSuffix(j.Name, ManualSuffix), "name", fmt.Sprintf("must not end with %q, which names the ledger of a job's manual runs", ManualSuffix)},
+		{j.Run == nil, "run", "no Runner"},
+		{strings.ContainsAny(j.Lock, "{}"), "lock", fmt.Sprintf("%q must not hold { or }", j.Lock)},
+		{j.Jitter < 0, "jitter", fmt.Sprintf("%v is negative", j.Jitter)},
+		{j.Jitter > MaxJitter, "jitter", fmt.Sprintf("%v is above MaxJitter (%v)", j.Jitter, MaxJitter)},
+		{j.Timeout < 0, "timeout", fmt.Sprintf("%v is negative", j.Timeout)},
+		{j.Retries < 0, "retries", fmt.Sprintf("%d is negative", j.Retries)},
+		{j.Backoff < 0, "backoff", fmt.Sprintf("%v is negative", j.Backoff)},
+		{j.MisfireGrace < 0, "misfire_grace", fmt.Sprintf("%v is negative", j.MisfireGrace)},
+		{j.MaxConcurrency < 0, "max_concurrency", fmt.Sprintf("%d is negative", j.MaxConcurrency)},
+		{j.HistoryKeep < 0, "history.keep", fmt.Sprintf("%d is negative", j.HistoryKeep)},
+		{j.HistoryMaxAge < 0, "history.max_age", fmt.Sprintf("%v is negative", j.HistoryMaxAge)},
+		{strings.ContainsAny(j.ConcurrencyGroup, "{}"), "concurrency_group", fmt.Sprintf("%q must not hold { or }", j.ConcurrencyGroup)},
+	} {
+		if c.bad {
+			bad(c.field, "%s", c.msg)
+		}
 	}
 	if j.ConcurrencyGroup == "" && j.MaxConcurrency > 0 {
 		j.ConcurrencyGroup = j.Lock
@@ -312,28 +333,28 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	case LockReentrant:
 	case LockFair:
 	default:
-		return nil, bad("lock_kind", "%q is not one of %q, %q", j.LockKind, LockReentrant, LockFair)
+		bad("lock_kind", "%q is not one of %q, %q", j.LockKind, LockReentrant, LockFair)
 	}
 	switch j.Overlap {
 	case "":
 		j.Overlap = OverlapSkip
 	case OverlapSkip, OverlapQueue:
 	default:
-		return nil, bad("overlap", "%q is not one of %q, %q", j.Overlap, OverlapSkip, OverlapQueue)
+		bad("overlap", "%q is not one of %q, %q", j.Overlap, OverlapSkip, OverlapQueue)
 	}
 	switch j.Misfire {
 	case "":
 		j.Misfire = MisfireSkip
 	case MisfireSkip, MisfireRunOnce:
 	default:
-		return nil, bad("misfire", "%q is not one of %q, %q", j.Misfire, MisfireSkip, MisfireRunOnce)
+		bad("misfire", "%q is not one of %q, %q", j.Misfire, MisfireSkip, MisfireRunOnce)
 	}
 	switch j.OnShutdown {
 	case "":
 		j.OnShutdown = ShutdownHandoff
 	case ShutdownHandoff, ShutdownAbandon:
 	default:
-		return nil, bad("on_shutdown", "%q is not one of %q, %q", j.OnShutdown, ShutdownHandoff, ShutdownAbandon)
+		bad("on_shutdown", "%q is not one of %q, %q", j.OnShutdown, ShutdownHandoff, ShutdownAbandon)
 	}
 	if j.MisfireGrace == 0 {
 		j.MisfireGrace = DefaultMisfireGrace
@@ -346,7 +367,10 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	}
 	s, err := parseJobSchedule(j.Schedule, j.Name, j.Jitter, j.Location)
 	if err != nil {
-		return nil, bad("schedule", "%q: %v", j.Schedule, err)
+		bad("schedule", "%q: %v", j.Schedule, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return s, nil
 }

@@ -796,14 +796,29 @@ func TestValidate(t *testing.T) {
 	t.Run("broken", func(t *testing.T) {
 		t.Parallel()
 		r := mustCLI(t, 1, ".", "validate", "-config", "testdata/broken.hcl")
+		// Each error with its place, then (HCL's diagnostic writer) the
+		// line of the file it is about.
 		want := []string{
-			`testdata/broken.hcl:5:3: log.level: "loud" is not one of`,
-			`testdata/broken.hcl:9:3: unknown key "scheduel" in job "typo"; did you mean "schedule"?`,
-			`testdata/broken.hcl:14:3: job "bad-cron": schedule: `,
-			`testdata/broken.hcl:17:5: job "bad-cron": exec.command: empty`,
+			`Error: testdata/broken.hcl:5:3: log.level: "loud" is not one of`,
+			`  on testdata/broken.hcl line 5, in log:`,
+			`   5:   level = "loud"`,
+			`Error: testdata/broken.hcl:9:3: job "typo": scheduel: Unsupported argument: An argument named "scheduel" is not expected here. Did you mean "schedule"?`,
+			`  on testdata/broken.hcl line 9, in job "typo":`,
+			`   9:   scheduel = "@every 1s"`,
+			`Error: testdata/broken.hcl:14:3: job "bad-cron": schedule: `,
+			`  on testdata/broken.hcl line 14, in job "bad-cron":`,
+			`  14:   schedule = "* * *"`,
+			`Error: testdata/broken.hcl:17:5: job "bad-cron": exec.command: empty`,
+			`  on testdata/broken.hcl line 17, in job "bad-cron":`,
+			`  17:     command = []`,
 			`scheduler: 4 problem(s) in the config`,
 		}
-		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
 		if len(lines) != len(want) {
 			t.Errorf("validate printed %d lines, want %d:\n%s", len(lines), len(want), r.stderr)
 		}

@@ -118,7 +118,8 @@ func recordJob(name, schedule string) string {
 }
 
 // validateErrors is what `scheduler validate` prints for a broken config:
-// its lines, without the count at the end.
+// its errors (the lines "Error: ..."), without the lines of the file
+// under each and the count at the end.
 func validateErrors(t *testing.T, dir, cfg string) []string {
 	t.Helper()
 	r := mustCLI(t, 1, dir, "validate", "-config", cfg)
@@ -126,7 +127,13 @@ func validateErrors(t *testing.T, dir, cfg string) []string {
 	if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-1], "scheduler: ") {
 		t.Fatalf("validate printed:\n%s", r.stderr)
 	}
-	return lines[:len(lines)-1]
+	var errs []string
+	for _, l := range lines {
+		if e, ok := strings.CutPrefix(l, "Error: "); ok {
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }
 
 func TestReload(t *testing.T) {

@@ -14,8 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/jobs"
-	"github.com/lockcron/lockcron/jobs/execjob"
-	"github.com/lockcron/lockcron/jobs/httpjob"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -39,15 +37,17 @@ const (
 // primary's slots to it for too long.
 const ClusterStateReloadInterval = time.Second
 
-// RedisClient returns a client for c.Redis: redis.NewClient for a url or a
-// single address, redis.NewFailoverClient for addrs with master_name
-// (Sentinel), redis.NewClusterClient for several addrs. Every command is
-// bounded by redis.timeout (dial, read, write) and by its ctx's deadline
-// (ContextTimeoutEnabled); a failed dial is retried every
-// DialerRetryTimeout within those bounds. It connects to nothing: go-redis dials on the
-// first command. It returns ErrNoRedis without a redis block, and an error
-// naming the file for TLS files that cannot be read; its errors never show
-// the password. The caller closes the client.
+// RedisClient returns a client for c.Redis: for a url, redis.NewClient
+// with the URL's options (username, password, db and tls replace the
+// URL's when set); for addrs, redis.NewUniversalClient, which makes a
+// Sentinel client with master_name, a Cluster client for several
+// addresses (then with ClusterStateReloadInterval) and a plain client for
+// one. Every command is bounded by redis.timeout (dial, read, write) and
+// by its ctx's deadline (ContextTimeoutEnabled); a failed dial is retried
+// every DialerRetryTimeout within those bounds. It connects to nothing:
+// go-redis dials on the first command. It returns ErrNoRedis without a
+// redis block, and an error naming the file for TLS files that cannot be
+// read; its errors never show the password. The caller closes the client.
 func (c *Config) RedisClient() (redis.UniversalClient, error) {
 	r := c.Redis
 	if r == nil {
@@ -57,77 +57,48 @@ func (c *Config) RedisClient() (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case r.URL.IsSet():
-		o, err := redis.ParseURL(r.URL.Value())
-		if err != nil {
-			// Load checked it; this is a config built by hand.
-			return nil, fmt.Errorf("config: redis.url %q: not a valid Redis URL", redactURL(r.URL.Value()))
+	if !r.URL.IsSet() {
+		if len(r.Addrs) == 0 {
+			return nil, errors.New("config: redis: neither url nor addrs")
 		}
-		if r.Username != "" {
-			o.Username = r.Username
+		uo := &redis.UniversalOptions{
+			Addrs: slices.Clone(r.Addrs), MasterName: r.MasterName, Username: r.Username, Password: r.Password.Value(),
+			DB: r.DB, TLSConfig: tc, DialTimeout: r.Timeout, ReadTimeout: r.Timeout, WriteTimeout: r.Timeout,
+			ContextTimeoutEnabled: true, DialerRetries: DialerRetries, DialerRetryTimeout: DialerRetryTimeout,
 		}
-		if r.Password.IsSet() {
-			o.Password = r.Password.Value()
+		if r.MasterName == "" && len(r.Addrs) > 1 {
+			// What NewUniversalClient does, with the one option its
+			// UniversalOptions lacks.
+			o := uo.Cluster()
+			o.ClusterStateReloadInterval = ClusterStateReloadInterval
+			return redis.NewClusterClient(o), nil
 		}
-		if r.dbSet {
-			o.DB = r.DB
-		}
-		if tc != nil {
-			if o.TLSConfig != nil && tc.ServerName == "" {
-				tc.ServerName = o.TLSConfig.ServerName
-			}
-			o.TLSConfig = tc
-		}
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.Timeout, r.Timeout, r.Timeout
-		o.ContextTimeoutEnabled = true
-		o.DialerRetries, o.DialerRetryTimeout = DialerRetries, DialerRetryTimeout
-		return redis.NewClient(o), nil
-	case r.MasterName != "":
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:            r.MasterName,
-			SentinelAddrs:         slices.Clone(r.Addrs),
-			Username:              r.Username,
-			Password:              r.Password.Value(),
-			DB:                    r.DB,
-			TLSConfig:             tc,
-			DialTimeout:           r.Timeout,
-			ReadTimeout:           r.Timeout,
-			WriteTimeout:          r.Timeout,
-			ContextTimeoutEnabled: true,
-			DialerRetries:         DialerRetries,
-			DialerRetryTimeout:    DialerRetryTimeout,
-		}), nil
-	case len(r.Addrs) > 1:
-		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                      slices.Clone(r.Addrs),
-			Username:                   r.Username,
-			Password:                   r.Password.Value(),
-			TLSConfig:                  tc,
-			DialTimeout:                r.Timeout,
-			ReadTimeout:                r.Timeout,
-			WriteTimeout:               r.Timeout,
-			ContextTimeoutEnabled:      true,
-			DialerRetries:              DialerRetries,
-			DialerRetryTimeout:         DialerRetryTimeout,
-			ClusterStateReloadInterval: ClusterStateReloadInterval,
-		}), nil
-	case len(r.Addrs) == 1:
-		return redis.NewClient(&redis.Options{
-			Addr:                  r.Addrs[0],
-			Username:              r.Username,
-			Password:              r.Password.Value(),
-			DB:                    r.DB,
-			TLSConfig:             tc,
-			DialTimeout:           r.Timeout,
-			ReadTimeout:           r.Timeout,
-			WriteTimeout:          r.Timeout,
-			ContextTimeoutEnabled: true,
-			DialerRetries:         DialerRetries,
-			DialerRetryTimeout:    DialerRetryTimeout,
-		}), nil
+		return redis.NewUniversalClient(uo), nil
 	}
-	return nil, errors.New("config: redis: neither url nor addrs")
+	o, err := redis.ParseURL(r.URL.Value())
+	if err != nil {
+		// Load checked it; this is a config built by hand.
+		return nil, fmt.Errorf("config: redis.url %q: not a valid Redis URL", redactURL(r.URL.Value()))
+	}
+	if r.Username != "" {
+		o.Username = r.Username
+	}
+	if r.Password.IsSet() {
+		o.Password = r.Password.Value()
+	}
+	if r.dbSet {
+		o.DB = r.DB
+	}
+	if tc != nil {
+		if o.TLSConfig != nil && tc.ServerName == "" {
+			tc.ServerName = o.TLSConfig.ServerName
+		}
+		o.TLSConfig = tc
+	}
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.Timeout, r.Timeout, r.Timeout
+	o.ContextTimeoutEnabled = true
+	o.DialerRetries, o.DialerRetryTimeout = DialerRetries, DialerRetryTimeout
+	return redis.NewClient(o), nil
 }
 
 // tlsConfig builds the TLS settings, reading the files; nil without TLS.
@@ -186,9 +157,8 @@ func (c *Config) LockOptions() []lock.Option {
 
 // SchedulerOptions returns the scheduler's options from the config:
 // replica id, shutdown timeout, the run history's retention, who claims
-// (the fleet block), and Redact
-// for the error text the history keeps. Add the logger and the telemetry
-// providers yourself.
+// (the fleet block), and Redact for the error text the history keeps. Add
+// the logger and the telemetry providers yourself.
 func (c *Config) SchedulerOptions() []scheduler.Option {
 	fallback := c.Fleet.ClaimFallback
 	if !c.Fleet.Ranking {
@@ -211,20 +181,20 @@ func (c *Config) secretEnv() []string {
 	if c.Redis != nil && c.Redis.PasswordEnv != "" {
 		names = append(names, c.Redis.PasswordEnv)
 	}
-	if c.Admin.TokenEnv != "" {
-		names = append(names, c.Admin.TokenEnv)
+	names = append(names, c.Admin.TokenEnv)
+	for _, n := range c.Notify {
+		names = append(names, n.URLEnv)
 	}
-	return append(names, c.notifyEnv()...)
+	return slices.DeleteFunc(names, func(n string) bool { return n == "" })
 }
 
 // SchedulerJobs builds the jobs for scheduler.Add: exec jobs as *execjob.Exec
 // logging to log.Named(job name), http jobs as *httpjob.HTTP, func jobs looked
 // up in reg (nil means jobs.DefaultRegistry), with every policy, and
 // Revision the job's Digest (so that each run records which definition of
-// the job it ran). It returns
-// Errors (with places) for funcs reg does not hold: Load checked them
-// against its own registry, which may differ. A nil log discards the
-// jobs' output.
+// the job it ran). It returns Errors (with places) for funcs reg does not
+// hold: Load checked them against its own registry, which may differ. A
+// nil log discards the jobs' output.
 func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]scheduler.Job, error) {
 	if reg == nil {
 		reg = jobs.DefaultRegistry
@@ -235,44 +205,17 @@ func (c *Config) SchedulerJobs(reg *jobs.Registry, log hclog.Logger) ([]schedule
 	out := make([]scheduler.Job, 0, len(c.Jobs))
 	var errs Errors
 	for _, j := range c.Jobs {
-		sj := scheduler.Job{
-			Name:             j.Name,
-			Revision:         j.Digest,
-			Schedule:         j.Schedule,
-			Jitter:           j.Jitter,
-			Lock:             j.LockName,
-			LockKind:         j.Lock,
-			Timeout:          j.Timeout,
-			Overlap:          j.Overlap,
-			Misfire:          j.Misfire,
-			MisfireGrace:     j.MisfireGrace,
-			Retries:          j.Retries,
-			Backoff:          j.Backoff,
-			OnShutdown:       j.OnShutdown,
-			Location:         j.Location,
-			MaxConcurrency:   j.MaxConcurrency,
-			ConcurrencyGroup: j.ConcurrencyGroup,
-			HistoryKeep:      j.HistoryKeep,
-			HistoryMaxAge:    j.HistoryMaxAge,
-		}
+		sj := j.Job
+		sj.Revision = j.Digest
 		switch {
 		case j.Exec != nil:
-			sj.Run = &execjob.Exec{
-				Command: slices.Clone(j.Exec.Command),
-				Env:     maps.Clone(j.Exec.Env),
-				Unset:   c.secretEnv(),
-				Dir:     j.Exec.Dir,
-				Grace:   j.Exec.Grace,
-				Logger:  log.Named(j.Name),
-			}
+			x := *j.Exec
+			x.Command, x.Env, x.Unset, x.Logger = slices.Clone(x.Command), maps.Clone(x.Env), c.secretEnv(), log.Named(j.Name)
+			sj.Run = &x
 		case j.HTTP != nil:
-			sj.Run = &httpjob.HTTP{
-				URL:          j.HTTP.URL,
-				Method:       j.HTTP.Method,
-				Headers:      maps.Clone(j.HTTP.Headers),
-				Body:         j.HTTP.Body,
-				ExpectStatus: slices.Clone(j.HTTP.ExpectStatus),
-			}
+			x := *j.HTTP
+			x.Headers, x.ExpectStatus = maps.Clone(x.Headers), slices.Clone(x.ExpectStatus)
+			sj.Run = &x
 		case j.Func != "":
 			f, err := reg.Lookup(j.Func)
 			if err != nil {

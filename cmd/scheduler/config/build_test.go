@@ -316,7 +316,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("fleet = %+v", cfg.Fleet)
 	}
 	j := cfg.Jobs[0]
-	if j.Lock != scheduler.LockReentrant || j.LockName != "x" || j.Overlap != scheduler.OverlapSkip || j.Misfire != scheduler.MisfireSkip ||
+	if j.LockKind != scheduler.LockReentrant || j.Lock != "x" || j.Overlap != scheduler.OverlapSkip || j.Misfire != scheduler.MisfireSkip ||
 		j.MisfireGrace != time.Hour || j.Backoff != time.Second || j.OnShutdown != scheduler.ShutdownHandoff || j.Exec.Grace != execjob.DefaultGrace ||
 		j.Jitter != 0 {
 		t.Errorf("job defaults: %+v", j)
@@ -330,7 +330,7 @@ job "backup" {
   schedule = "0 3 * * *"
   time_zone = "Europe/Berlin"
   jitter = "5m"
-  lock = "fair"
+  lock_kind = "fair"
   lock_name = "db"
   timeout = "30m"
   overlap = "queue"

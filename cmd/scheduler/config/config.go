@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lockcron/lockcron/jobs/execjob"
+	"github.com/lockcron/lockcron/jobs/httpjob"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -186,9 +189,9 @@ type Admin struct {
 
 // Telemetry is the telemetry block.
 type Telemetry struct {
-	Traces       string // "none" (default), "stdout" or "otlp"
-	Metrics      string // "prometheus" (default, on the admin listener), "otlp" or "none"
-	OTLPEndpoint string // needed when Traces or Metrics is "otlp"
+	Traces       string `hcl:"traces,optional"`        // "none" (default), "stdout" or "otlp"
+	Metrics      string `hcl:"metrics,optional"`       // "prometheus" (default, on the admin listener), "otlp" or "none"
+	OTLPEndpoint string `hcl:"otlp_endpoint,optional"` // needed when Traces or Metrics is "otlp"
 	// TracesNamed and MetricsNamed report whether the config (the file or a
 	// LOCKCRON_ variable) named Traces and Metrics. When it did not, the
 	// daemon lets OpenTelemetry's standard variables choose, if they are
@@ -198,8 +201,8 @@ type Telemetry struct {
 
 // Log is the log block.
 type Log struct {
-	Level string // "trace", "debug", "info" (default), "warn" or "error"
-	JSON  bool
+	Level string `hcl:"level,optional"` // "trace", "debug", "info" (default), "warn" or "error"
+	JSON  bool   `hcl:"json,optional"`
 }
 
 // History is the history block: how much of each job's run history Redis
@@ -213,9 +216,11 @@ type History struct {
 // HCLogLevel returns Level as an hclog.Level.
 func (l Log) HCLogLevel() hclog.Level { return hclog.LevelFromString(l.Level) }
 
-// Job is one job block, with the scheduler's defaults filled in.
+// Job is one job block: the scheduler.Job it makes, with the defaults
+// filled in (scheduler.Job.Validate) and without its Run, which
+// SchedulerJobs builds.
 type Job struct {
-	Name string
+	scheduler.Job
 	// Pos is where the job's block starts.
 	Pos Pos
 	// Digest is a digest of the job's block as written (16 hex digits):
@@ -223,48 +228,16 @@ type Job struct {
 	// a variable the block names is there by its name, never its value.
 	// The daemon sets it as the scheduler.Job's Revision, and compares it
 	// to tell a changed job at a reload.
-	Digest           string
-	Schedule         string
-	TimeZone         string         // "" for the scheduler's zone (UTC)
-	Location         *time.Location `json:"-"` // TimeZone loaded; nil if TimeZone is ""
-	Jitter           time.Duration  // 0: none (scheduler.Job.Jitter)
-	Lock             scheduler.LockKind
-	LockName         string // default Name
-	Timeout          time.Duration
-	Overlap          scheduler.Overlap
-	Misfire          scheduler.Misfire
-	MisfireGrace     time.Duration
-	Retries          int
-	Backoff          time.Duration
-	OnShutdown       scheduler.ShutdownPolicy
-	MaxConcurrency   int           // 0: no limit
-	ConcurrencyGroup string        // default LockName when MaxConcurrency is set
-	HistoryKeep      int           // 0: History.Keep
-	HistoryMaxAge    time.Duration // 0: History.MaxAge
+	Digest   string
+	TimeZone string // "" for the scheduler's zone (UTC)
 
-	// Kind is KindExec, KindHTTP or KindFunc; the matching one of Exec,
-	// HTTP and Func is set.
+	// Kind is KindExec, KindHTTP or KindFunc; the matching one of Exec
+	// (without Logger and Unset, which SchedulerJobs sets), HTTP and Func
+	// is set.
 	Kind string
-	Exec *ExecJob
-	HTTP *HTTPJob
+	Exec *execjob.Exec
+	HTTP *httpjob.HTTP
 	Func string
-}
-
-// ExecJob is a job's exec block (execjob.Exec).
-type ExecJob struct {
-	Command []string
-	Env     map[string]string
-	Dir     string
-	Grace   time.Duration // default execjob.DefaultGrace (10s)
-}
-
-// HTTPJob is a job's http block (httpjob.HTTP).
-type HTTPJob struct {
-	URL          string
-	Method       string
-	Headers      map[string]string
-	Body         string
-	ExpectStatus []int
 }
 
 // UsesRedis reports whether the config names a Redis; if not, the daemon
@@ -304,35 +277,23 @@ func redactURL(u string) string {
 // defaultReplicaID is lock's default client id: host name and process id.
 func defaultReplicaID() string {
 	host, _ := os.Hostname()
-	if host == "" {
-		host = "lockcron"
-	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
+	return fmt.Sprintf("%s-%d", cmp.Or(host, "lockcron"), os.Getpid())
 }
 
 // isLoopback reports whether the host of a host:port listens on loopback
 // only.
 func isLoopback(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
 }
 
 // defaults returns a Config with every default, before the file and the
 // environment.
 func defaults() *Config {
 	return &Config{
-		ReplicaID: defaultReplicaID(),
-		Lock: Lock{
-			Lease:     lock.DefaultLeaseTime,
-			WaiterTTL: lock.DefaultWaiterTTL,
-		},
+		ReplicaID:       defaultReplicaID(),
+		Lock:            Lock{Lease: lock.DefaultLeaseTime, WaiterTTL: lock.DefaultWaiterTTL},
 		Admin:           Admin{Listen: DefaultAdminListen},
 		Telemetry:       Telemetry{Traces: DefaultTraces, Metrics: DefaultMetrics},
 		Log:             Log{Level: DefaultLogLevel},

@@ -1,12 +1,14 @@
 package config
 
 import (
+	"cmp"
 	_ "time/tzdata" // time zones by name, also on machines without zoneinfo
 
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,237 +20,258 @@ import (
 	"github.com/lockcron/lockcron/scheduler"
 )
 
-// decode turns the merged values into a Config.
-func (d *decoder) decode(root map[string]any) *Config {
-	cfg := defaults()
-	top := obj{d: d, m: root}
+// dur reads the duration at path, written as a string ("30s", "1m30s"),
+// which must be positive and at least least (why says why); def if it is
+// not set or not valid.
+func (d *decoder) dur(def time.Duration, s string, least time.Duration, why string, path ...string) time.Duration {
+	if !d.set(path...) {
+		return def
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		d.errf(path, "%q is not a duration (write it as \"500ms\", \"30s\", \"5m\" or \"1h30m\")", s)
+	case v < 0:
+		d.errf(path, "%q is negative: must be positive", s)
+	case v == 0:
+		d.errf(path, "%q is zero: must be positive (leave it out for the default)", s)
+	case v < least:
+		d.errf(path, "%v is too short: at least %v, %s", v, least, why)
+	default:
+		return v
+	}
+	return def
+}
 
-	if s, ok := top.str("replica_id"); ok {
-		switch {
-		case strings.TrimSpace(s) == "":
-			top.errf("replica_id", "empty: leave it out for the default (host name and process id)")
-		case strings.ContainsFunc(s, unicode.IsControl):
-			top.errf("replica_id", "%q has control characters", s)
-		default:
-			cfg.ReplicaID = s
+// str reads the string at path, which must not be empty and which bad
+// (saying what is wrong with it, or "") must accept; def if it is not set
+// or not valid.
+func (d *decoder) str(def, s string, bad func(string) string, path ...string) string {
+	if !d.set(path...) {
+		return def
+	}
+	msg := bad(s)
+	if strings.TrimSpace(s) == "" {
+		msg = "empty: leave it out for the default"
+	}
+	if msg != "" {
+		d.errf(path, "%s", msg)
+		return def
+	}
+	return s
+}
+
+// oneOf reads the string at path, which must be one of choices; "" if
+// it is not set or not valid.
+func (d *decoder) oneOf(s string, path []string, choices ...string) string {
+	if !d.set(path...) {
+		return ""
+	}
+	if l := strings.ToLower(strings.TrimSpace(s)); slices.Contains(choices, l) {
+		return l
+	}
+	d.errf(path, "%q is not one of %s", s, quoteAll(choices))
+	return ""
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// decode turns the file, with the environment over it, into a Config.
+func (d *decoder) decode() *Config {
+	cfg := defaults()
+	r := &d.raw
+	cfg.ReplicaID = d.str(cfg.ReplicaID, r.ReplicaID, func(s string) string {
+		if strings.ContainsFunc(s, unicode.IsControl) {
+			return fmt.Sprintf("%q has control characters", s)
 		}
-	}
-	if v, ok := top.dur("shutdown_timeout"); ok {
-		cfg.ShutdownTimeout = v
-	}
-	if v, ok := top.bool("watch"); ok {
-		cfg.Watch = v
-	}
-	if f, ok := top.block("fleet"); ok {
-		if v, ok := f.bool("ranking"); ok {
-			cfg.Fleet.Ranking = v
+		return ""
+	}, "replica_id")
+	cfg.ShutdownTimeout = d.dur(cfg.ShutdownTimeout, r.ShutdownTimeout, 0, "", "shutdown_timeout")
+	cfg.Watch = r.Watch
+	if f := r.Fleet; f != nil {
+		if f.Ranking != nil {
+			cfg.Fleet.Ranking = *f.Ranking
 		}
-		if v, ok := f.dur("claim_fallback"); ok {
-			cfg.Fleet.ClaimFallback = v
-		}
-		if v, ok := f.dur("member_ttl"); ok {
-			if v < 30*time.Millisecond {
-				f.errf("member_ttl", "%v is too short: at least 30ms (a replica heartbeats every third of it)", v)
-			} else {
-				cfg.Fleet.MemberTTL = v
-			}
-		}
+		cfg.Fleet.ClaimFallback = d.dur(cfg.Fleet.ClaimFallback, f.ClaimFallback, 0, "", "fleet", "claim_fallback")
+		cfg.Fleet.MemberTTL = d.dur(cfg.Fleet.MemberTTL, f.MemberTTL, 30*time.Millisecond, "since a replica heartbeats every third of it", "fleet", "member_ttl")
 	}
-	if r, ok := top.block("redis"); ok {
-		cfg.Redis = d.decodeRedis(r)
+	if r.Redis != nil {
+		cfg.Redis = d.decodeRedis(r.Redis)
 	}
-	if l, ok := top.block("lock"); ok {
-		d.decodeLock(l, cfg)
+	leaseOK := true
+	if l := r.Lock; l != nil {
+		leaseOK = d.decodeLock(l, cfg)
 	}
-	if a, ok := top.block("admin"); ok {
+	if a := r.Admin; a != nil {
 		d.decodeAdmin(a, cfg)
 	}
-	if t, ok := top.block("telemetry"); ok {
+	if t := r.Telemetry; t != nil {
 		d.decodeTelemetry(t, cfg)
 	}
-	if l, ok := top.block("log"); ok {
-		if v, ok := l.oneOf("level", "trace", "debug", "info", "warn", "error"); ok {
-			cfg.Log.Level = v
-		}
-		if v, ok := l.bool("json"); ok {
-			cfg.Log.JSON = v
-		}
+	if l := r.Log; l != nil {
+		cfg.Log.Level = cmp.Or(d.oneOf(l.Level, []string{"log", "level"}, "trace", "debug", "info", "warn", "error"), cfg.Log.Level)
+		cfg.Log.JSON = l.JSON
 	}
-	if h, ok := top.block("history"); ok {
-		cfg.History.Keep, cfg.History.MaxAge = decodeRetention(h, "keep", "max_age")
+	if h := r.History; h != nil {
+		cfg.History.Keep, cfg.History.MaxAge = d.retention(h.Keep, h.MaxAge, []string{"history", "keep"}, []string{"history", "max_age"})
 	}
-	d.checkLease(cfg)
-	d.decodeJobs(root["job"], cfg)
-	d.decodeNotify(root["notify"], cfg)
+	if leaseOK {
+		d.checkLease(cfg)
+	}
+	d.decodeJobs(cfg)
+	d.decodeNotify(cfg)
 	d.checkFileMode()
 	return cfg
 }
 
-// decodeRetention reads a run history's retention: a count of entries
-// (at least 1) and an age (at least a second); 0 for one left out.
-func decodeRetention(o obj, keepKey, ageKey string) (keep int, maxAge time.Duration) {
-	if v, ok := o.int(keepKey); ok {
-		if v < 1 {
-			o.errf(keepKey, "%d: the history keeps at least 1 run (leave it out for the default, %d)", v, scheduler.DefaultHistoryKeep)
-		} else {
-			keep = v
-		}
+// retention reads a run history's retention: a count of entries (at least
+// 1) and an age (at least a second); 0 for one left out.
+func (d *decoder) retention(keep int, age string, keepPath, agePath []string) (int, time.Duration) {
+	if d.set(keepPath...) && keep < 1 {
+		d.errf(keepPath, "%d: the history keeps at least 1 run (leave it out for the default, %d)", keep, scheduler.DefaultHistoryKeep)
+		keep = 0
 	}
-	if v, ok := o.dur(ageKey); ok {
-		if v < time.Second {
-			o.errf(ageKey, "%v: the history keeps runs at least 1s (leave it out for the default, %v)", v, scheduler.DefaultHistoryMaxAge)
-		} else {
-			maxAge = v
-		}
-	}
-	return keep, maxAge
+	return keep, d.dur(0, age, time.Second, fmt.Sprintf("the history keeps runs at least 1s (leave it out for the default, %v)", scheduler.DefaultHistoryMaxAge), agePath...)
 }
 
-func (d *decoder) decodeRedis(r obj) *Redis {
+func (d *decoder) decodeRedis(r *redisBlock) *Redis {
 	out := &Redis{KeyPrefix: DefaultKeyPrefix, Timeout: DefaultRedisTimeout, ConnectTimeout: DefaultConnectTimeout}
-	hasURL, hasAddrs, hasMaster := r.has("url"), r.has("addrs"), r.has("master_name")
-	_, urlEnv := r.env("url")
-	_, addrsEnv := r.env("addrs")
-	_, masterEnv := r.env("master_name")
+	p := func(key string) []string { return []string{"redis", key} }
+	useURL, useAddrs, useMaster := d.set(p("url")...), d.set(p("addrs")...), d.set(p("master_name")...)
+	urlEnv, addrsEnv, masterEnv := d.env[pathKey(p("url")...)], d.env[pathKey(p("addrs")...)], d.env[pathKey(p("master_name")...)]
 	// An address from the environment replaces the file's other form.
-	useURL, useAddrs := hasURL, hasAddrs
-	if hasURL && urlEnv && (hasAddrs && !addrsEnv || hasMaster && !masterEnv) {
-		name, _ := r.env("url")
-		r.warnf("addrs", "%s replaces the file's redis.addrs and redis.master_name", name)
-		useAddrs, hasMaster = false, false
-	} else if hasAddrs && addrsEnv && hasURL && !urlEnv {
-		name, _ := r.env("addrs")
-		r.warnf("url", "%s replaces the file's redis.url", name)
+	if useURL && urlEnv != "" && (useAddrs && addrsEnv == "" || useMaster && masterEnv == "") {
+		d.warnf(p("addrs"), "%s replaces the file's redis.addrs and redis.master_name", urlEnv)
+		useAddrs, useMaster = false, false
+	} else if useAddrs && addrsEnv != "" && useURL && urlEnv == "" {
+		d.warnf(p("url"), "%s replaces the file's redis.url", addrsEnv)
 		useURL = false
 	}
 	switch {
 	case useURL && useAddrs:
-		r.errf("url", "url and addrs are both set: give url for one server, or addrs (with master_name for Sentinel)")
+		d.errf(p("url"), "url and addrs are both set: give url for one server, or addrs (with master_name for Sentinel)")
 		useURL, useAddrs = false, false
 	case !useURL && !useAddrs:
-		d.errAt(r.path, "", "redis", "needs url or addrs (or leave the redis block out for the in-memory backend)")
+		d.errf([]string{"redis"}, "needs url or addrs (or leave the redis block out for the in-memory backend)")
 	}
 	if useURL {
-		if u, ok := r.secret("url"); ok {
-			d.addSecretURL(u)
-			if d.inFile("redis", "url") && urlPassword(u) != "" {
-				d.fileSecrets = append(d.fileSecrets, []string{"redis", "url"})
-			}
-			if msg := checkRedisURL(u); msg != "" {
-				r.errf("url", "%s", msg)
-			} else {
-				out.URL = NewSecret(u)
-			}
+		d.addSecretURL(r.URL)
+		if d.inFile(p("url")...) && urlPassword(r.URL) != "" {
+			d.fileSecrets = append(d.fileSecrets, p("url"))
+		}
+		if msg := checkRedisURL(r.URL); msg != "" {
+			d.errf(p("url"), "%s", msg)
+		} else {
+			out.URL = NewSecret(r.URL)
 		}
 	}
 	if useAddrs {
-		if addrs, ok := r.strs("addrs"); ok {
-			if len(addrs) == 0 {
-				r.errf("addrs", "empty: give one host:port, several Cluster nodes, or the Sentinels with master_name")
-			}
-			good := true
-			for _, a := range addrs {
-				if msg := checkHostPort(a, false); msg != "" {
-					r.errf("addrs", "%s", msg)
-					good = false
-				}
-			}
-			if good {
-				out.Addrs = addrs
+		if len(r.Addrs) == 0 {
+			d.errf(p("addrs"), "empty: give one host:port, several Cluster nodes, or the Sentinels with master_name")
+		}
+		nerrs := len(d.errs)
+		for _, a := range r.Addrs {
+			if msg := checkHostPort(a, false); msg != "" {
+				d.errf(p("addrs"), "%s", msg)
 			}
 		}
-	}
-	if hasMaster {
-		if m, ok := r.str("master_name"); ok {
-			switch {
-			case !useAddrs:
-				r.errf("master_name", "needs addrs, the Sentinels' host:port addresses (a url names one server)")
-			case strings.TrimSpace(m) == "":
-				r.errf("master_name", "empty")
-			default:
-				out.MasterName = m
-			}
+		if len(d.errs) == nerrs {
+			out.Addrs = r.Addrs
 		}
 	}
-	if v, ok := r.str("username"); ok {
-		out.Username = v
-	}
-	if v, ok := r.secret("password"); ok {
-		d.secrets = append(d.secrets, v)
-		out.Password = NewSecret(v)
-		if d.inFile("redis", "password") && v != "" {
-			d.fileSecrets = append(d.fileSecrets, []string{"redis", "password"})
-		}
-	}
-	if name, ok := r.str("password_env"); ok {
-		if r.has("password") {
-			r.errf("password_env", "password and password_env are both set: give one")
-		} else if v := d.lookupEnv(name); v == "" {
-			r.errf("password_env", "the environment variable %q is not set, or empty", name)
-		} else {
-			d.secrets = append(d.secrets, v)
-			out.Password, out.PasswordEnv = NewSecret(v), name
-		}
-	}
-	if v, ok := r.int("db"); ok {
+	if useMaster {
 		switch {
+		case !useAddrs:
+			d.errf(p("master_name"), "needs addrs, the Sentinels' host:port addresses (a url names one server)")
+		case strings.TrimSpace(r.MasterName) == "":
+			d.errf(p("master_name"), "empty")
+		default:
+			out.MasterName = r.MasterName
+		}
+	}
+	out.Username = r.Username
+	pw, pwEnv := d.secret(r.Password, p("password"), r.PasswordEnv, p("password_env"), false)
+	out.Password, out.PasswordEnv = NewSecret(pw), pwEnv
+	if d.set(p("db")...) {
+		switch v := r.DB; {
 		case v < 0:
-			r.errf("db", "%d is negative", v)
+			d.errf(p("db"), "%d is negative", v)
 		case v != 0 && len(out.Addrs) > 1 && out.MasterName == "":
-			r.errf("db", "Redis Cluster has only database 0, not %d", v)
+			d.errf(p("db"), "Redis Cluster has only database 0, not %d", v)
 		default:
 			out.DB, out.dbSet = v, true
 		}
 	}
-	if v, ok := r.str("key_prefix"); ok {
-		switch {
-		case v == "":
-			r.errf("key_prefix", "empty: leave it out for the default %q", DefaultKeyPrefix)
-		case strings.ContainsAny(v, "{}"):
-			r.errf("key_prefix", "%q has a brace, which would break the keys' hash tags", v)
-		default:
-			out.KeyPrefix = v
+	out.KeyPrefix = d.str(out.KeyPrefix, r.KeyPrefix, func(s string) string {
+		if strings.ContainsAny(s, "{}") {
+			return fmt.Sprintf("%q has a brace, which would break the keys' hash tags", s)
 		}
-	}
-	if v, ok := r.dur("timeout"); ok {
-		out.Timeout = v
-	}
-	if v, ok := r.dur("connect_timeout"); ok {
-		out.ConnectTimeout = v
-	}
-	if t, ok := r.block("tls"); ok {
+		return ""
+	}, p("key_prefix")...)
+	out.Timeout = d.dur(out.Timeout, r.Timeout, 0, "", p("timeout")...)
+	out.ConnectTimeout = d.dur(out.ConnectTimeout, r.ConnectTimeout, 0, "", p("connect_timeout")...)
+	if t := r.TLS; t != nil {
 		out.TLS = d.decodeTLS(t)
 	}
 	return out
 }
 
-func (d *decoder) decodeTLS(t obj) *TLS {
-	tl := &TLS{}
-	enabled := true // a tls block turns TLS on, unless it says enabled = false
-	if v, ok := t.bool("enabled"); ok {
-		enabled = v
-	}
-	tl.CAFile, _ = t.str("ca_file")
-	tl.CertFile, _ = t.str("cert_file")
-	tl.KeyFile, _ = t.str("key_file")
-	tl.ServerName, _ = t.str("server_name")
-	tl.InsecureSkipVerify, _ = t.bool("insecure_skip_verify")
+func (d *decoder) decodeTLS(t *tlsBlock) *TLS {
+	p := func(key string) []string { return []string{"redis", "tls", key} }
+	tl := &TLS{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
 	switch {
 	case tl.CertFile != "" && tl.KeyFile == "":
-		t.errf("cert_file", "needs key_file: a client certificate goes with its key")
+		d.errf(p("cert_file"), "needs key_file: a client certificate goes with its key")
 	case tl.KeyFile != "" && tl.CertFile == "":
-		t.errf("key_file", "needs cert_file: a client key goes with its certificate")
+		d.errf(p("key_file"), "needs cert_file: a client key goes with its certificate")
 	}
-	if !enabled {
+	if t.Enabled != nil && !*t.Enabled { // a tls block turns TLS on, unless it says enabled = false
 		if *tl != (TLS{}) {
-			t.warnf("enabled", "false: the other tls settings are ignored")
+			d.warnf(p("enabled"), "false: the other tls settings are ignored")
 		}
 		return nil
 	}
 	if tl.InsecureSkipVerify {
-		t.warnf("insecure_skip_verify", "the server's certificate is not checked: anyone on the path can read and change the traffic, passwords included")
+		d.warnf(p("insecure_skip_verify"), "the server's certificate is not checked: anyone on the path can read and change the traffic, passwords included")
 	}
 	return tl
+}
+
+// secret reads a secret given at valuePath (in the file or the
+// environment) or in the environment variable named at envPath, one of
+// them, and returns it with the variable's name if it came from one. An
+// unset variable is an error, or a warning if notNeeded and the command
+// only reads (ForReading).
+func (d *decoder) secret(value string, valuePath []string, envName string, envPath []string, notNeeded bool) (v, from string) {
+	switch byValue, byEnv := d.set(valuePath...), d.set(envPath...); {
+	case byValue && byEnv:
+		d.errf(envPath, "%s and %s are both set: give one", valuePath[len(valuePath)-1], envPath[len(envPath)-1])
+	case byValue:
+		if d.inFile(valuePath...) && value != "" {
+			d.fileSecrets = append(d.fileSecrets, valuePath)
+		}
+		v = value
+	case byEnv:
+		v = d.lookupEnv(envName)
+		switch {
+		case v != "":
+			from = envName
+		case notNeeded && d.o.readOnly:
+			d.warnf(envPath, "the environment variable %q is not set, or empty: this command does not need it, but run does", envName)
+		default:
+			d.errf(envPath, "the environment variable %q is not set, or empty", envName)
+		}
+	}
+	if v != "" {
+		d.secrets = append(d.secrets, v)
+	}
+	return v, from
 }
 
 // checkRedisURL returns what is wrong with a Redis URL, or "". It never
@@ -329,56 +352,35 @@ func checkHostPort(a string, listener bool) string {
 	return ""
 }
 
-func (d *decoder) decodeLock(l obj, cfg *Config) {
-	d.leaseBad = l.has("lease")
-	if v, ok := l.dur("lease"); ok {
-		d.leaseBad = false
-		if v < MinLease {
-			d.leaseBad = true
-			l.errf("lease", "%v is too short: at least %v, since the watchdog renews every lease/3 and needs several round trips of margin", v, MinLease)
-		} else {
-			cfg.Lock.Lease = v
-		}
-	}
-	if v, ok := l.dur("waiter_ttl"); ok {
-		if v < lock.MinLeaseTime {
-			l.errf("waiter_ttl", "%v is too short: at least %v, since a waiter renews its place every third of it", v, lock.MinLeaseTime)
-		} else {
-			cfg.Lock.WaiterTTL = v
-		}
-	}
-	if a, ok := l.block("replica_ack"); ok {
+// decodeLock decodes the lock block; false if its lease is not valid.
+func (d *decoder) decodeLock(l *lockBlock, cfg *Config) bool {
+	nerrs := len(d.errs)
+	cfg.Lock.Lease = d.dur(cfg.Lock.Lease, l.Lease, MinLease, "since the watchdog renews every lease/3 and needs several round trips of margin", "lock", "lease")
+	leaseOK := len(d.errs) == nerrs
+	cfg.Lock.WaiterTTL = d.dur(cfg.Lock.WaiterTTL, l.WaiterTTL, lock.MinLeaseTime, "since a waiter renews its place every third of it", "lock", "waiter_ttl")
+	if a := l.ReplicaAck; a != nil {
 		ack := &ReplicaAck{Replicas: DefaultAckReplicas, Timeout: DefaultAckTimeout}
-		if v, ok := a.int("replicas"); ok {
-			if v < 1 {
-				a.errf("replicas", "%d: must be at least 1 (leave replica_ack out to wait for none)", v)
-			} else {
-				ack.Replicas = v
-			}
+		if set := d.set("lock", "replica_ack", "replicas"); set && a.Replicas < 1 {
+			d.errf([]string{"lock", "replica_ack", "replicas"}, "%d: must be at least 1 (leave replica_ack out to wait for none)", a.Replicas)
+		} else if set {
+			ack.Replicas = a.Replicas
 		}
-		if v, ok := a.dur("timeout"); ok {
-			ack.Timeout = v
-		}
+		ack.Timeout = d.dur(ack.Timeout, a.Timeout, 0, "", "lock", "replica_ack", "timeout")
 		cfg.Lock.ReplicaAck = ack
 	}
+	return leaseOK
 }
 
-// checkLease checks the lock settings against Redis's. Renewals are sent
-// every lease/3, counted from when the last one was sent, and the lease
-// counts as lost at 9/10 of it after the last successful renewal was sent.
-// A renewal that hangs for the whole command timeout (plus the replicas'
-// acknowledgement) must therefore end before lease/2, so that the next
-// one, sent at the latest lease/3 after it ended, still has time to
-// succeed before 9/10 of the lease.
+// checkLease checks the lock settings against Redis's: a renewal that
+// hangs for the whole command timeout (plus the replicas' acknowledgement)
+// must end before lease/2, so that the next one, sent at the latest lease/3
+// after it, still succeeds before the lease counts as lost at 9/10 of it.
 func (d *decoder) checkLease(cfg *Config) {
 	if cfg.Redis == nil {
 		if cfg.Lock.ReplicaAck != nil {
-			d.errAt([]string{"lock", "replica_ack"}, "", "lock.replica_ack", "needs redis: the in-memory backend has no replicas")
+			d.errf([]string{"lock", "replica_ack"}, "needs redis: the in-memory backend has no replicas")
 		}
 		return
-	}
-	if d.leaseBad {
-		return // reported already
 	}
 	limit := cfg.Lock.Lease / 2
 	budget := cfg.Redis.Timeout
@@ -390,71 +392,44 @@ func (d *decoder) checkLease(cfg *Config) {
 	if budget < limit {
 		return
 	}
-	path, field := []string{"lock", "lease"}, "lock.lease"
+	path := []string{"lock", "lease"}
 	if !d.set(path...) {
-		path, field = []string{"redis", "timeout"}, "redis.timeout"
+		path = []string{"redis", "timeout"}
 	}
-	d.errAt(path, "", field, fmt.Sprintf("%s must be shorter than half the lease of %v (%v): a renewal that hangs that long must leave time for another before the lease counts as lost at 9/10 of it; raise lock.lease or lower redis.timeout",
-		what, cfg.Lock.Lease, limit.Round(time.Millisecond)))
+	d.errf(path, "%s must be shorter than half the lease of %v (%v): a renewal that hangs that long must leave time for another before the lease counts as lost at 9/10 of it; raise lock.lease or lower redis.timeout",
+		what, cfg.Lock.Lease, limit.Round(time.Millisecond))
 }
 
-func (d *decoder) decodeAdmin(a obj, cfg *Config) {
-	if v, ok := a.str("listen"); ok {
-		if msg := checkHostPort(v, true); msg != "" {
-			a.errf("listen", "%s", msg)
-		} else {
-			cfg.Admin.Listen = v
-		}
-	}
-	if v, ok := a.secret("token"); ok {
-		d.secrets = append(d.secrets, v)
-		cfg.Admin.Token = NewSecret(v)
-		if d.inFile("admin", "token") && v != "" {
-			d.fileSecrets = append(d.fileSecrets, []string{"admin", "token"})
-		}
-	}
-	if name, ok := a.str("token_env"); ok {
-		if a.has("token") {
-			a.errf("token_env", "token and token_env are both set: give one")
-		} else if v := d.lookupEnv(name); v == "" && d.o.readOnly {
-			a.warnf("token_env", "the environment variable %q is not set, or empty: this command does not need it, but run does", name)
-		} else if v == "" {
-			a.errf("token_env", "the environment variable %q is not set, or empty", name)
-		} else {
-			d.secrets = append(d.secrets, v)
-			cfg.Admin.Token, cfg.Admin.TokenEnv = NewSecret(v), name
-		}
-	}
-	if !isLoopback(cfg.Admin.Listen) && !cfg.Admin.Token.IsSet() && a.has("listen") {
-		a.warnf("listen", "%q is reachable from other machines, and there is no admin token: anyone who reaches it can trigger, pause and resume jobs; set token_env", cfg.Admin.Listen)
+func (d *decoder) decodeAdmin(a *adminBlock, cfg *Config) {
+	p := func(key string) []string { return []string{"admin", key} }
+	cfg.Admin.Listen = d.str(cfg.Admin.Listen, a.Listen, func(s string) string { return checkHostPort(s, true) }, p("listen")...)
+	tok, tokEnv := d.secret(a.Token, p("token"), a.TokenEnv, p("token_env"), true)
+	cfg.Admin.Token, cfg.Admin.TokenEnv = NewSecret(tok), tokEnv
+	if !isLoopback(cfg.Admin.Listen) && !cfg.Admin.Token.IsSet() && d.set(p("listen")...) {
+		d.warnf(p("listen"), "%q is reachable from other machines, and there is no admin token: anyone who reaches it can trigger, pause and resume jobs; set token_env", cfg.Admin.Listen)
 	}
 }
 
-func (d *decoder) decodeTelemetry(t obj, cfg *Config) {
-	if v, ok := t.oneOf("traces", TracesNone, TracesStdout, TracesOTLP); ok {
+func (d *decoder) decodeTelemetry(t *Telemetry, cfg *Config) {
+	p := func(key string) []string { return []string{"telemetry", key} }
+	if v := d.oneOf(t.Traces, p("traces"), TracesNone, TracesStdout, TracesOTLP); v != "" {
 		cfg.Telemetry.Traces, cfg.Telemetry.TracesNamed = v, true
 	}
-	if v, ok := t.oneOf("metrics", MetricsPrometheus, MetricsOTLP, MetricsNone); ok {
+	if v := d.oneOf(t.Metrics, p("metrics"), MetricsPrometheus, MetricsOTLP, MetricsNone); v != "" {
 		cfg.Telemetry.Metrics, cfg.Telemetry.MetricsNamed = v, true
 	}
-	ep, hasEP := t.str("otlp_endpoint")
-	if hasEP {
-		if msg := checkEndpoint(ep); msg != "" {
-			t.errf("otlp_endpoint", "%s", msg)
-		} else {
-			cfg.Telemetry.OTLPEndpoint = ep
-		}
-	}
+	hasEP := d.set(p("otlp_endpoint")...)
+	cfg.Telemetry.OTLPEndpoint = d.str("", t.OTLPEndpoint, checkEndpoint, p("otlp_endpoint")...)
 	usesOTLP := cfg.Telemetry.Traces == TracesOTLP || cfg.Telemetry.Metrics == MetricsOTLP
 	switch {
-	case usesOTLP && !t.has("otlp_endpoint"):
+	case usesOTLP && !hasEP:
 		key := "traces"
 		if cfg.Telemetry.Traces != TracesOTLP {
 			key = "metrics"
 		}
-		t.errf(key, "%q needs otlp_endpoint (host:port, or an http(s) URL)", TracesOTLP)
+		d.errf(p(key), "%q needs otlp_endpoint (host:port, or an http(s) URL)", TracesOTLP)
 	case !usesOTLP && hasEP:
-		t.warnf("otlp_endpoint", "set, but neither traces nor metrics is \"otlp\": it is not used")
+		d.warnf(p("otlp_endpoint"), "set, but neither traces nor metrics is \"otlp\": it is not used")
 	}
 }
 
@@ -481,14 +456,8 @@ func (d *decoder) checkFileMode() {
 	if d.mode&0o044 == 0 {
 		return
 	}
+	hints := map[string]string{"redis": ", or give the password in password_env", "admin": ", or give the token in token_env", "notify": ", or give it in url_env"}
 	for _, path := range d.fileSecrets {
-		hint := "chmod 600 the file"
-		switch strings.Join(path, ".") {
-		case "redis.password", "redis.url":
-			hint += ", or give the password in password_env"
-		case "admin.token":
-			hint += ", or give the token in token_env"
-		}
-		d.warnAt(path, "", strings.Join(path, "."), fmt.Sprintf("a secret in a file that other users can read (mode %04o): %s", d.mode, hint))
+		d.warnf(path, "a secret in a file that other users can read (mode %04o): chmod 600 the file%s", d.mode, hints[path[0]])
 	}
 }

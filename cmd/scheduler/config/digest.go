@@ -19,23 +19,17 @@ func fileDigest(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// jobDigest is the digest of a job block as written: its name and its
-// decoded values (koanf's, of the file alone, since jobs cannot be set from
-// the environment), as JSON with sorted keys. Comments, blank lines, the
-// order of keys and the job's place in the file do not change it; an
-// environment variable that a job names (or a secret of the config) is
+// jobDigest is the digest of a job block as written: its name and values
+// (of the file alone, since jobs cannot be set from the environment), as
+// JSON. Comments, blank lines, the order of keys and the job's place in
+// the file do not change it; an environment variable that a job names is
 // there by its name only, never by its value.
-func jobDigest(name string, body map[string]any) string {
-	b, err := json.Marshal(struct {
-		Job   string         `json:"job"`
-		Block map[string]any `json:"block"`
-	}{name, body})
+func jobDigest(b *jobBlock) string {
+	data, err := json.Marshal(b)
 	if err != nil {
-		// HCL decodes to strings, numbers, bools, lists and maps, all of
-		// which marshal; fall back on the name alone rather than fail.
-		b = []byte(name)
+		data = []byte(b.Name) // strings, numbers, lists and maps always marshal
 	}
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:jobDigestLen]
 }
 

@@ -49,8 +49,10 @@ job "c" {
   schedule = "*/5 * * * *"
 }
 
-job "b" { func = "cleanup"
-  schedule = "@hourly" }
+job "b" {
+      func = "cleanup"
+  schedule   =   "@hourly"
+}
 
 job "a" {
   exec {

@@ -124,8 +124,8 @@ func TestEnvErrors(t *testing.T) {
 		src:  "redis { url = \"redis://h:6379\" }\n" + envBase,
 		env:  []string{"LOCKCRON_REDIS__DB=one", "LOCKCRON_LOG__JSON=maybe"},
 		want: []want{
-			{env: "LOCKCRON_REDIS__DB", field: "redis.db", msg: `"one" is not a whole number`},
-			{env: "LOCKCRON_LOG__JSON", field: "log.json", msg: `"maybe" is not true or false`},
+			{env: "LOCKCRON_REDIS__DB", field: "redis.db", msg: "Unsuitable value: a number is required"},
+			{env: "LOCKCRON_LOG__JSON", field: "log.json", msg: "Unsuitable value: a bool is required"},
 		},
 	}, {
 		name: "lease from the environment too short for redis",
@@ -146,7 +146,7 @@ func TestEnvErrors(t *testing.T) {
 		name: "typo in a nested key",
 		src:  envBase,
 		env:  []string{"LOCKCRON_LOG__LEVLE=debug"},
-		want: []want{{env: "LOCKCRON_LOG__LEVLE", field: "log.levle", msg: "did you mean LOCKCRON_LOG__LEVEL?"}},
+		want: []want{{env: "LOCKCRON_LOG__LEVLE", field: "log.levle", msg: `Did you mean "level"?`}},
 	}, {
 		name: "jobs cannot be set",
 		src:  envBase,
@@ -156,12 +156,12 @@ func TestEnvErrors(t *testing.T) {
 		name: "a block set whole",
 		src:  envBase,
 		env:  []string{"LOCKCRON_REDIS=redis://h:6379"},
-		want: []want{{env: "LOCKCRON_REDIS", field: "redis", msg: "is a block: set its keys, such as LOCKCRON_REDIS__ADDRS"}},
+		want: []want{{env: "LOCKCRON_REDIS", field: "redis", msg: `Did you mean to define a block of type "redis"?`}},
 	}, {
 		name: "a value given levels",
 		src:  envBase,
 		env:  []string{"LOCKCRON_LOG__LEVEL__X=debug"},
-		want: []want{{env: "LOCKCRON_LOG__LEVEL__X", field: "log.level.x", msg: "log.level is not a block"}},
+		want: []want{{env: "LOCKCRON_LOG__LEVEL__X", field: "log.level.x", msg: `Blocks of type "level" are not expected here. Did you mean to define argument "level"?`}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,7 +181,7 @@ func TestEnvUnknownTopLevelIsAWarning(t *testing.T) {
 	if len(cfg.Warnings) != 1 {
 		t.Fatalf("warnings = %q, want one", cfg.Warnings)
 	}
-	if w := cfg.Warnings[0]; !strings.Contains(w, "env LOCKCRON_REPLCA_ID") || !strings.Contains(w, "did you mean LOCKCRON_REPLICA_ID?") {
+	if w := cfg.Warnings[0]; !strings.Contains(w, "env LOCKCRON_REPLCA_ID") || !strings.Contains(w, `Did you mean "replica_id"?`) {
 		t.Errorf("warning = %q", w)
 	}
 }

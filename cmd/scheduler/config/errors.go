@@ -1,10 +1,15 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"io"
+	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 // Pos is a place in a config file. The zero Pos is no place: the setting
@@ -44,15 +49,16 @@ type Error struct {
 	// Msg says what is wrong.
 	Msg string
 
-	// whole: Msg names the job and the field itself (unknown keys).
-	whole bool
+	// subject is the place in file, for WriteText.
+	subject *hcl.Range
+	file    *hcl.File
 }
 
 // Error formats e on one line:
 //
 //	config.hcl:12:3: job "backup": schedule: expected 5 to 6 fields, found 3: "* * *"
 //	env LOCKCRON_LOG__LEVEL: log.level: "loud" is not one of trace, debug, info, warn, error
-//	config.hcl:13:3: unknown key "scheduel" in job "backup"; did you mean "schedule"?
+//	config.hcl:13:3: job "backup": scheduel: Unsupported argument: An argument named "scheduel" is not expected here. Did you mean "schedule"?
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
@@ -60,10 +66,6 @@ func (e *Error) Error() string {
 		b.WriteString("env " + e.Env + ": ")
 	case e.Pos.IsValid():
 		b.WriteString(e.Pos.String() + ": ")
-	}
-	if e.whole {
-		b.WriteString(e.Msg)
-		return b.String()
 	}
 	if e.Job != "" {
 		fmt.Fprintf(&b, "job %q: ", e.Job)
@@ -89,6 +91,35 @@ func (es Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// WriteText writes es for a person, with HCL's diagnostic writer: each
+// Error on its line, then the lines of the file it is about, unless they
+// set a secret (a password, a token or a URL, which may hold one).
+func (es Errors) WriteText(w io.Writer) error {
+	for _, e := range es {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: e.Error()}
+		if e.file != nil && !secretLine.Match(linesOf(e.file.Bytes, *e.subject)) {
+			d.Subject = e.subject
+		}
+		if err := hcl.NewDiagnosticTextWriter(w, map[string]*hcl.File{e.Pos.File: e.file}, 0, false).WriteDiagnostic(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// secretLine matches the text of a setting that holds a secret.
+var secretLine = regexp.MustCompile(`\b(password|token|url)\s*=`)
+
+// linesOf returns the lines of src that r is on.
+func linesOf(src []byte, r hcl.Range) []byte {
+	start := bytes.LastIndexByte(src[:min(r.Start.Byte, len(src))], '\n') + 1
+	end := bytes.IndexByte(src[min(r.End.Byte, len(src)):], '\n')
+	if end < 0 {
+		return src[start:]
+	}
+	return src[start : min(r.End.Byte, len(src))+end]
+}
+
 // Unwrap returns each Error, for errors.As and errors.Is.
 func (es Errors) Unwrap() []error {
 	out := make([]error, len(es))
@@ -102,21 +133,13 @@ func (es Errors) Unwrap() []error {
 // those without a place, then the environment's by variable name. Errors at
 // the same place keep their order.
 func sortErrors(es Errors) {
-	rank := func(e *Error) int {
-		switch {
-		case e.Env != "":
-			return 2
-		case e.Pos.IsValid():
-			return 0
-		}
-		return 1
-	}
+	rank := func(e *Error) int { return min(len(e.Env), 1) - min(e.Pos.Line, 1) }
 	slices.SortStableFunc(es, func(a, b *Error) int {
 		return cmp.Or(
 			cmp.Compare(rank(a), rank(b)),
+			cmp.Compare(a.Env, b.Env),
 			cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Column, b.Pos.Column),
-			strings.Compare(a.Env, b.Env),
 		)
 	})
 }

@@ -1,20 +1,17 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/hashicorp/hcl"
-	"github.com/hashicorp/hcl/hcl/ast"
-	hclparser "github.com/hashicorp/hcl/hcl/parser"
-	hclkoanf "github.com/knadh/koanf/parsers/hcl"
-	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
-	"github.com/knadh/koanf/v2"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/lockcron/lockcron/jobs"
 )
@@ -31,8 +28,9 @@ type loadOptions struct {
 
 // ForReading loads the config for a command that only reads (validate,
 // jobs, locks, history): a secret it does not use that names an
-// environment variable (admin.token_env) is not needed, so an unset
-// variable is a warning, not an error, and the secret stays empty.
+// environment variable (admin.token_env, a notify block's url_env) is not
+// needed, so an unset variable is a warning, not an error, and the secret
+// stays empty.
 func ForReading() LoadOption {
 	return func(o *loadOptions) { o.readOnly = true }
 }
@@ -45,7 +43,8 @@ func WithRegistry(r *jobs.Registry) LoadOption {
 }
 
 // WithEnviron sets the environment ("NAME=value" strings) that overrides
-// the file, and that password_env and token_env read. Default os.Environ().
+// the file, and that password_env, token_env and url_env read. Default
+// os.Environ().
 func WithEnviron(env []string) LoadOption {
 	return func(o *loadOptions) { o.environ, o.envSet = slices.Clone(env), true }
 }
@@ -57,7 +56,7 @@ func WithEnviron(env []string) LoadOption {
 // A file that cannot be read gives an error wrapping the fs error
 // (fs.ErrNotExist, ...). Anything wrong with the config gives Errors: every
 // problem found, each an *Error with its place (or environment variable),
-// job and field; a file that does not parse gives the parse error alone.
+// job and field; a file that does not parse gives its syntax errors alone.
 // Warnings, things allowed but risky, are in Config.Warnings. No error or
 // warning shows the value of a secret.
 func Load(path string, opts ...LoadOption) (*Config, error) {
@@ -71,7 +70,7 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	if !o.envSet {
 		o.environ = os.Environ()
 	}
-	data, err := file.Provider(path).ReadBytes()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -79,184 +78,181 @@ func Load(path string, opts ...LoadOption) (*Config, error) {
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	return load(path, data, mode, o)
-}
-
-// bytesProvider gives koanf a file's bytes, read once by Load.
-type bytesProvider []byte
-
-func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
-
-func (b bytesProvider) Read() (map[string]any, error) {
-	return nil, errors.New("config: bytesProvider does not support Read")
-}
-
-func load(path string, data []byte, mode fs.FileMode, o loadOptions) (cfg *Config, err error) {
-	w := newWalker(path)
-	f, err := parseHCL(data)
-	if err != nil {
-		return nil, Errors{parseError(path, err)}
+	d := &decoder{o: o, mode: mode, pos: make(map[string]span), env: make(map[string]string), badJobs: make(map[int]bool), bad: make(map[string]bool)}
+	f, diags := hclparse.NewParser().ParseHCL(data, path)
+	d.file = f
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		d.index(body, nil)
 	}
-	w.walkFile(f)
-
-	k := koanf.New(delim)
-	if err := loadKoanf(k, data); err != nil {
-		// The tree holds something the decoder cannot map (a job block
-		// without a name, say): the walk has reported it, with its place.
-		errs := w.errs
-		if len(errs) == 0 {
-			errs = Errors{{Pos: Pos{File: path, Line: 1, Column: 1}, Msg: "cannot decode: " + err.Error()}}
-		}
-		sortErrors(errs)
-		return nil, errs
+	if d.addDiags(diags); diags.HasErrors() {
+		return d.finish(defaults()) // the syntax errors alone
 	}
-	d := newDecoder(w, o, mode)
-	ep := env.Provider(delim, env.Opt{
-		TransformFunc: d.envKey,
-		EnvironFunc:   func() []string { return o.environ },
-	})
-	if err := k.Load(ep, nil); err != nil {
-		return nil, fmt.Errorf("config: environment: %w", err)
-	}
-	root, _ := normalize(k.Raw()).(map[string]any)
-	cfg = d.decode(root)
+	d.addDiags(gohcl.DecodeBody(f.Body, nil, &d.raw))
+	d.applyEnv()
+	cfg := d.decode()
 	cfg.Path = path
 	cfg.Digest = fileDigest(data)
 	return d.finish(cfg)
 }
 
-// parseHCL parses data as the koanf parser does (HCL, or JSON), into a
-// syntax tree that keeps the places of keys.
-func parseHCL(data []byte) (f *ast.File, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("%v", r)
-		}
-	}()
-	return hcl.ParseBytes(data)
-}
+// span is where a setting is: its name (the place errors give) and all of
+// it (what a diagnostic's place is found in).
+type span struct{ name, all hcl.Range }
 
-// loadKoanf loads the file's values into k with koanf's HCL parser.
-func loadKoanf(k *koanf.Koanf, data []byte) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	return k.Load(bytesProvider(data), hclkoanf.Parser(true))
-}
-
-// parseError turns an HCL parse error into an Error at its place.
-func parseError(path string, err error) *Error {
-	var pe *hclparser.PosError
-	if errors.As(err, &pe) {
-		return &Error{Pos: Pos{File: path, Line: pe.Pos.Line, Column: pe.Pos.Column}, Msg: "syntax: " + pe.Err.Error()}
-	}
-	return &Error{Pos: Pos{File: path, Line: 1, Column: 1}, Msg: "syntax: " + err.Error()}
-}
-
-// normalize undoes the HCL decoder's habit of wrapping each block in a
-// list: a list of one map becomes the map. A list of several maps (a block
-// given twice, which the walk reports) stays a list.
-func normalize(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = normalize(e)
-		}
-		return t
-	case []map[string]any:
-		if len(t) == 1 {
-			return normalize(t[0])
-		}
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = normalize(e)
-		}
-		return out
-	case []any:
-		for i, e := range t {
-			t[i] = normalize(e)
-		}
-		return t
-	}
-	return v
-}
-
-// decoder turns the merged values into a Config, collecting errors and
-// warnings.
+// decoder turns the decoded file, with the environment over it, into a
+// Config, collecting errors and warnings.
 type decoder struct {
-	w       *walker
-	o       loadOptions
-	mode    fs.FileMode
-	env     map[string]string // path key -> the environment variable that set it
-	envErrs Errors
-	warns   []warning
+	o    loadOptions
+	mode fs.FileMode
+	file *hcl.File
+	raw  fileConfig
+	// pos indexes the file's settings by path: "redis", "url"; a job by
+	// its index among the jobs ("job", "0"), a notify block by its name.
+	pos map[string]span
+	// env maps a setting's path to the environment variable that set it.
+	env     map[string]string
+	badJobs map[int]bool    // jobs HCL found errors in: nothing is missing from them
+	bad     map[string]bool // settings HCL found errors in: not checked further
+	errs    Errors
+	warns   Errors
 	secrets []string // values to scrub from every message
 	// fileSecrets are the paths of secrets written in the file itself.
 	fileSecrets [][]string
-	leaseBad    bool // lock.lease was given but not valid
 }
 
-// warning is a warning with its place.
-type warning struct{ e *Error }
+// delim separates the levels of a path in the index. It cannot appear in a
+// key or a label, so a job named "db.backup" stays one level.
+const delim = "\x1f"
 
-func newDecoder(w *walker, o loadOptions, mode fs.FileMode) *decoder {
-	return &decoder{w: w, o: o, mode: mode, env: make(map[string]string)}
+func pathKey(path ...string) string { return strings.Join(path, delim) }
+
+// index records where every argument and block of b is.
+func (d *decoder) index(b *hclsyntax.Body, path []string) {
+	for name, a := range b.Attributes {
+		d.pos[pathKey(append(slices.Clone(path), name)...)] = span{a.NameRange, a.SrcRange}
+	}
+	n := 0
+	for _, blk := range b.Blocks {
+		p := append(slices.Clone(path), blk.Type)
+		switch {
+		case len(path) > 0 || blk.Type != "job" && blk.Type != "notify":
+		case len(blk.Labels) != 1:
+			continue // HCL reports it; gohcl leaves it out
+		case blk.Type == "job":
+			p = append(p, strconv.Itoa(n))
+			n++
+		default:
+			p = append(p, blk.Labels[0])
+		}
+		d.pos[pathKey(p...)] = span{blk.TypeRange, blk.Range()}
+		d.index(blk.Body, p)
+	}
 }
 
-// where returns the place of path: its environment variable if one set
-// it, else the place of the nearest key of it (or of its blocks) in the
-// file.
-func (d *decoder) where(path []string) (Pos, string) {
-	if name, ok := d.env[pathKey(path...)]; ok {
-		return Pos{}, name
+// locate returns the path of the innermost setting of the file at r.
+func (d *decoder) locate(r hcl.Range) []string {
+	best, size := "", 0
+	for k, s := range d.pos {
+		if s.all.ContainsPos(r.Start) && (best == "" || s.all.End.Byte-s.all.Start.Byte < size) {
+			best, size = k, s.all.End.Byte-s.all.Start.Byte
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return strings.Split(best, delim)
+}
+
+// describe returns the index of the job a path is in (or -1), its name,
+// and the setting's name: "redis.url"; "schedule" within a job.
+func (d *decoder) describe(path []string) (i int, job, field string) {
+	if len(path) < 2 || path[0] != "job" {
+		return -1, "", strings.Join(path, ".")
+	}
+	if i, _ = strconv.Atoi(path[1]); i < len(d.raw.Jobs) {
+		job = d.raw.Jobs[i].Name
+	}
+	return i, job, strings.Join(path[2:], ".")
+}
+
+// addDiags adds HCL's diagnostics: errors to the errors, warnings to the
+// warnings, each at its place in the file or under its variable.
+func (d *decoder) addDiags(diags hcl.Diagnostics) {
+	for _, dg := range diags {
+		msg := dg.Summary
+		if dg.Detail != "" {
+			msg += ": " + dg.Detail
+		}
+		e := &Error{Msg: msg}
+		if dg.Subject != nil {
+			r := *dg.Subject
+			if strings.HasPrefix(r.Filename, envFile) {
+				e.Env = strings.TrimPrefix(r.Filename, envFile)
+				e.Field = strings.ToLower(strings.Join(envPath(e.Env), "."))
+			} else {
+				e.Pos, e.subject, e.file = posOf(r), &r, d.file
+				path := d.locate(r)
+				if s, ok := d.pos[pathKey(path...)]; ok && s.name.Start.Line == r.Start.Line {
+					e.Pos = posOf(s.name) // the setting's place, as for every other error
+				}
+				var i int
+				d.bad[pathKey(path...)] = true
+				if i, e.Job, e.Field = d.describe(path); i >= 0 {
+					d.badJobs[i] = true
+				}
+			}
+		}
+		if dg.Severity == hcl.DiagWarning {
+			d.warns = append(d.warns, e)
+		} else {
+			d.errs = append(d.errs, e)
+		}
+	}
+}
+
+func posOf(r hcl.Range) Pos { return Pos{File: r.Filename, Line: r.Start.Line, Column: r.Start.Column} }
+
+// at returns an Error about path: at its variable if one set it, else at
+// the nearest place of it (or of its blocks) in the file.
+func (d *decoder) at(path []string, format string, args ...any) *Error {
+	e := &Error{Msg: fmt.Sprintf(format, args...)}
+	_, e.Job, e.Field = d.describe(path)
+	if e.Env = d.env[pathKey(path...)]; e.Env != "" {
+		return e
 	}
 	for n := len(path); n > 0; n-- {
-		if p, ok := d.w.pos[pathKey(path[:n]...)]; ok {
-			return p, ""
+		if s, ok := d.pos[pathKey(path[:n]...)]; ok {
+			e.Pos, e.subject, e.file = posOf(s.name), &s.name, d.file
+			return e
 		}
 	}
-	// A block that only the environment made: name a variable in it.
-	prefix := pathKey(path...) + delim
-	var names []string
-	for k, name := range d.env {
-		if strings.HasPrefix(k, prefix) {
-			names = append(names, name)
-		}
-	}
-	if len(names) > 0 {
-		slices.Sort(names)
-		return Pos{}, names[0]
-	}
-	return Pos{}, ""
+	return e
 }
 
-// inFile reports whether path was set in the file (and not overridden by
-// the environment).
-func (d *decoder) inFile(path ...string) bool {
-	k := pathKey(path...)
-	_, env := d.env[k]
-	_, file := d.w.pos[k]
-	return file && !env
+func (d *decoder) errf(path []string, format string, args ...any) {
+	d.errs = append(d.errs, d.at(path, format, args...))
 }
 
-// set reports whether path was set at all, in the file or the environment.
+func (d *decoder) warnf(path []string, format string, args ...any) {
+	d.warns = append(d.warns, d.at(path, format, args...))
+}
+
+// set reports whether path was set, in the file or the environment, and
+// HCL found no error in it.
 func (d *decoder) set(path ...string) bool {
-	k := pathKey(path...)
-	_, env := d.env[k]
-	_, file := d.w.pos[k]
+	if d.bad[pathKey(path...)] {
+		return false
+	}
+	_, env := d.env[pathKey(path...)]
+	_, file := d.pos[pathKey(path...)]
 	return file || env
 }
 
-func (d *decoder) errAt(path []string, job, field, msg string) {
-	p, env := d.where(path)
-	d.w.errs = append(d.w.errs, &Error{Pos: p, Env: env, Job: job, Field: field, Msg: msg})
-}
-
-func (d *decoder) warnAt(path []string, job, field, msg string) {
-	p, env := d.where(path)
-	d.warns = append(d.warns, warning{&Error{Pos: p, Env: env, Job: job, Field: field, Msg: msg}})
+// inFile reports whether path was set in the file and not overridden.
+func (d *decoder) inFile(path ...string) bool {
+	_, env := d.env[pathKey(path...)]
+	_, file := d.pos[pathKey(path...)]
+	return file && !env
 }
 
 // lookupEnv returns the value of the environment variable name.
@@ -269,41 +265,25 @@ func (d *decoder) lookupEnv(name string) string {
 	return ""
 }
 
-// finish scrubs secrets from the messages and returns cfg, or the errors.
+// finish scrubs the secrets from the messages (which are written not to
+// hold any: this is the net under that rule) and returns cfg, or the
+// errors.
 func (d *decoder) finish(cfg *Config) (*Config, error) {
-	errs := append(d.w.errs, d.envErrs...)
-	for _, e := range errs {
-		e.Msg = d.scrub(e.Msg)
-	}
-	ws := make(Errors, len(d.warns))
-	for i, w := range d.warns {
-		w.e.Msg = d.scrub(w.e.Msg)
-		ws[i] = w.e
-	}
-	sortErrors(ws)
 	// The longest first: a URL before the password inside it.
-	secrets := slices.Clone(d.secrets)
-	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, s := range secrets {
+	slices.SortStableFunc(d.secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range d.secrets {
 		cfg.secrets = append(cfg.secrets, NewSecret(s))
 	}
-	for _, w := range ws {
+	for _, e := range slices.Concat(d.errs, d.warns) {
+		e.Msg = cfg.Redact(e.Msg)
+	}
+	sortErrors(d.warns)
+	for _, w := range d.warns {
 		cfg.Warnings = append(cfg.Warnings, w.Error())
 	}
-	if len(errs) > 0 {
-		sortErrors(errs)
-		return nil, errs
+	if len(d.errs) > 0 {
+		sortErrors(d.errs)
+		return nil, d.errs
 	}
 	return cfg, nil
-}
-
-// scrub replaces every secret found in msg. Messages are written not to
-// hold secrets; this is the net under that rule.
-func (d *decoder) scrub(msg string) string {
-	for _, s := range d.secrets {
-		if len(s) >= 3 {
-			msg = strings.ReplaceAll(msg, s, redacted)
-		}
-	}
-	return msg
 }

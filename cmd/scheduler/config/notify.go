@@ -1,11 +1,13 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -65,127 +67,83 @@ type Notify struct {
 
 // decodeNotify decodes the notify blocks, after the jobs (which Jobs must
 // name).
-func (d *decoder) decodeNotify(raw any, cfg *Config) {
-	bodies := make(map[string]map[string]any)
-	for _, e := range jobEntries(raw) {
-		// A second block of a name is an error (walkNamed): the first is
-		// the one decoded.
-		if m, ok := e.body.(map[string]any); ok && bodies[e.name] == nil {
-			bodies[e.name] = m
+func (d *decoder) decodeNotify(cfg *Config) {
+	seen := make(map[string]Pos)
+	for _, b := range d.raw.Notify {
+		np := func(key ...string) []string { return append([]string{"notify", b.Name}, key...) }
+		switch first, dup := seen[b.Name]; {
+		case b.Name == "" || strings.ContainsFunc(b.Name, unicode.IsControl):
+			d.errf(np(), "%q is not a name: give each notify block a plain name", b.Name)
+			continue
+		case dup:
+			d.errf(np(), "a notify block %q is at line %d already: give each its own name", b.Name, first.Line)
+			continue
 		}
-	}
-	for _, item := range d.w.named["notify"] {
-		m := bodies[item.name]
-		if m == nil {
-			m = map[string]any{}
-		}
-		o := obj{d: d, m: m, path: []string{"notify", item.name}}
-		n := Notify{Name: item.name, Pos: item.pos, Format: NotifyJSON, On: slices.Clone(DefaultNotifyOn),
+		seen[b.Name] = posOf(b.At)
+		n := Notify{Name: b.Name, Pos: posOf(b.At), Format: NotifyJSON, On: slices.Clone(DefaultNotifyOn),
 			Timeout: DefaultNotifyTimeout, Retries: DefaultNotifyRetries}
-		ok := d.decodeNotifyURL(o, &n)
-		if v, ok := o.oneOf("format", NotifyJSON, NotifySlack); ok {
-			n.Format = v
-		}
-		if v, ok2 := o.strs("on"); ok2 {
-			for _, out := range v {
+		nerrs := len(d.errs)
+		d.decodeNotifyURL(&b, np, &n)
+		n.Format = cmp.Or(d.oneOf(b.Format, np("format"), NotifyJSON, NotifySlack), n.Format)
+		if d.set(np("on")...) {
+			for _, out := range b.On {
 				if !slices.Contains(notifyOutcomes, out) {
-					o.errf("on", "%q is not an outcome a run can have: use %s", out, quoteAll(notifyOutcomes))
-					ok = false
+					d.errf(np("on"), "%q is not an outcome a run can have: use %s", out, quoteAll(notifyOutcomes))
 				}
 			}
-			if len(v) == 0 {
-				o.errf("on", "empty: leave it out for the default, %s", quoteAll(DefaultNotifyOn))
-				ok = false
+			if len(b.On) == 0 {
+				d.errf(np("on"), "empty: leave it out for the default, %s", quoteAll(DefaultNotifyOn))
 			}
-			n.On = v
+			n.On = b.On
 		}
-		if v, ok2 := o.strs("jobs"); ok2 {
-			for _, j := range v {
-				if !slices.ContainsFunc(cfg.Jobs, func(x Job) bool { return x.Name == j }) {
-					o.errf("jobs", "%q is not a job of this file", j)
-					ok = false
-				}
-			}
-			n.Jobs = v
-		}
-		if v, ok2 := o.dur("timeout"); ok2 {
-			n.Timeout = v
-		}
-		if v, ok2 := o.int("retries"); ok2 {
-			if v < 0 || v > MaxNotifyRetries {
-				o.errf("retries", "%d: give 0 to %d", v, MaxNotifyRetries)
-				ok = false
-			} else {
-				n.Retries = v
+		for _, j := range b.Jobs {
+			if !slices.ContainsFunc(cfg.Jobs, func(x Job) bool { return x.Name == j }) {
+				d.errf(np("jobs"), "%q is not a job of this file", j)
 			}
 		}
-		if ok {
+		n.Jobs = b.Jobs
+		n.Timeout = d.dur(n.Timeout, b.Timeout, 0, "", np("timeout")...)
+		if set := d.set(np("retries")...); set && (b.Retries < 0 || b.Retries > MaxNotifyRetries) {
+			d.errf(np("retries"), "%d: give 0 to %d", b.Retries, MaxNotifyRetries)
+		} else if set {
+			n.Retries = b.Retries
+		}
+		if len(d.errs) == nerrs && n.URL.IsSet() {
 			cfg.Notify = append(cfg.Notify, n)
 		}
 	}
 }
 
-// decodeNotifyURL reads url or url_env (exactly one) into n; false if the
-// block cannot be used. Its messages never quote the URL.
-func (d *decoder) decodeNotifyURL(o obj, n *Notify) bool {
-	u, fromFile := o.secret("url")
-	name, fromEnv := o.str("url_env")
-	switch {
-	case fromFile && fromEnv:
-		o.errf("url_env", "url and url_env are both set: give one")
-		return false
-	case !fromFile && !fromEnv:
-		if !o.has("url") && !o.has("url_env") {
-			o.missing("url", "give the webhook's URL in url, or the name of the environment variable that holds it in url_env")
-		}
-		return false
-	case fromEnv:
-		u = d.lookupEnv(name)
-		if u == "" {
-			if d.o.readOnly {
-				o.warnf("url_env", "the environment variable %q is not set, or empty: this command does not need it, but run does", name)
-			} else {
-				o.errf("url_env", "the environment variable %q is not set, or empty", name)
-			}
-			return false
-		}
-		n.URLEnv = name
+// decodeNotifyURL reads url or url_env (exactly one) into n. Its messages
+// never quote the URL.
+func (d *decoder) decodeNotifyURL(b *notifyBlock, np func(...string) []string, n *Notify) {
+	if !d.set(np("url")...) && !d.set(np("url_env")...) {
+		d.errf(np("url"), "missing: give the webhook's URL in url, or the name of the environment variable that holds it in url_env")
+		return
 	}
-	d.secrets = append(d.secrets, u)
+	nerrs := len(d.errs)
+	u, from := d.secret(b.URL, np("url"), b.URLEnv, np("url_env"), true)
+	if u == "" || len(d.errs) > nerrs {
+		return
+	}
 	if p := urlPassword(u); p != "" {
 		d.secrets = append(d.secrets, p)
 	}
-	key := "url"
-	if fromEnv {
-		key = "url_env"
-	} else if d.inFile(o.full("url")...) {
-		d.fileSecrets = append(d.fileSecrets, o.full("url"))
+	key := np("url")
+	if from != "" {
+		key, n.URLEnv = np("url_env"), from
 	}
 	pu, err := url.Parse(u)
 	switch {
 	case err != nil:
-		o.errf(key, "not a valid URL (the URL is not shown: it may hold a token)")
-		return false
+		d.errf(key, "not a valid URL (the URL is not shown: it may hold a token)")
 	case pu.Scheme != "http" && pu.Scheme != "https":
-		o.errf(key, "scheme %q: the webhook must be an http or https URL", pu.Scheme)
-		return false
+		d.errf(key, "scheme %q: the webhook must be an http or https URL", pu.Scheme)
 	case pu.Host == "":
-		o.errf(key, "the URL has no host")
-		return false
+		d.errf(key, "the URL has no host")
+	default:
+		n.URL = NewSecret(u)
 	}
-	n.URL = NewSecret(u)
-	return true
-}
-
-// notifyEnv are the variables the notify blocks read their URLs from.
-func (c *Config) notifyEnv() []string {
-	var out []string
-	for _, n := range c.Notify {
-		if n.URLEnv != "" {
-			out = append(out, n.URLEnv)
-		}
-	}
-	return out
 }
 
 // Describe is the block's name, format, the host it sends to and its

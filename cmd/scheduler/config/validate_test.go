@@ -94,7 +94,7 @@ func TestValidationErrors(t *testing.T) {
   @@jitter = "9000h"
   func = "cleanup"
 }`,
-		want: []want{{mark: 1, job: "backup", field: "jitter", msg: "longer than a year"}},
+		want: []want{{mark: 1, job: "backup", field: "jitter", msg: "is above MaxJitter"}},
 	}, {
 		name: "missing schedule",
 		src: `@@job "backup" {
@@ -152,7 +152,7 @@ func TestValidationErrors(t *testing.T) {
   schedule = "@every 1m"
   func = "cleanup"
 }`,
-		want: []want{{mark: 1, field: "job", msg: "empty name"}},
+		want: []want{{mark: 1, field: "name", msg: "empty name"}},
 	}, {
 		name: "job name with braces",
 		src: `@@job "a{b}" {
@@ -162,16 +162,16 @@ func TestValidationErrors(t *testing.T) {
 		want: []want{{mark: 1, job: "a{b}", field: "name", msg: "must not hold { or }"}},
 	}, {
 		name: "job without a name",
-		src: `@@job {
+		src: `job @@{
   schedule = "@every 1m"
 }`,
-		want: []want{{mark: 1, field: "job", msg: "a job needs a name"}},
+		want: []want{{mark: 1, field: "", msg: "Missing name for job: All job blocks must have 1 labels (name)."}},
 	}, {
 		name: "job with two names",
 		src: `job "a" @@"b" {
   schedule = "@every 1m"
 }`,
-		want: []want{{mark: 1, job: "a", field: "name", msg: "a job has one name"}},
+		want: []want{{mark: 1, field: "", msg: "Extraneous label for job: Only 1 labels (name) are expected for job blocks."}},
 	}, {
 		name: "negative duration",
 		src: `job "backup" {
@@ -199,7 +199,7 @@ func TestValidationErrors(t *testing.T) {
   @@lease = 30
 }
 ` + job,
-		want: []want{{mark: 1, field: "lock.lease", msg: "must be a duration"}},
+		want: []want{{mark: 1, field: "lock.lease", msg: `"30" is not a duration`}},
 	}, {
 		name: "fleet member_ttl too short",
 		src: `fleet {
@@ -263,7 +263,7 @@ lock {
   @@connect_timeout = 30
 }
 ` + job,
-		want: []want{{mark: 1, field: "redis.connect_timeout", msg: "must be a duration"}},
+		want: []want{{mark: 1, field: "redis.connect_timeout", msg: `"30" is not a duration`}},
 	}, {
 		name: "redis connect_timeout misspelt",
 		src: `redis {
@@ -271,7 +271,7 @@ lock {
   @@connect_timout = "5s"
 }
 ` + job,
-		want: []want{{mark: 1, field: "redis.connect_timout", msg: `did you mean "connect_timeout"?`}},
+		want: []want{{mark: 1, field: "redis.connect_timout", msg: `Did you mean "connect_timeout"?`}},
 	}, {
 		name: "replica ack without redis",
 		src: `lock {
@@ -311,18 +311,26 @@ job "backup" {
 		name: "unknown policy values",
 		src: `job "backup" {
   schedule = "@every 1m"
-  @@lock = "shared"
+  @@lock_kind = "shared"
   @@overlap = "parallel"
   @@misfire = "catch_up"
   @@on_shutdown = "wait"
   func = "cleanup"
 }`,
 		want: []want{
-			{mark: 1, job: "backup", field: "lock", msg: `"shared" is not one of "reentrant", "fair"`},
+			{mark: 1, job: "backup", field: "lock_kind", msg: `"shared" is not one of "reentrant", "fair"`},
 			{mark: 2, job: "backup", field: "overlap", msg: `"parallel" is not one of "skip", "queue"`},
 			{mark: 3, job: "backup", field: "misfire", msg: `"catch_up" is not one of "skip", "run_once"`},
 			{mark: 4, job: "backup", field: "on_shutdown", msg: `"wait" is not one of "handoff", "abandon"`},
 		},
+	}, {
+		name: "lock, the kind's name before lock_kind",
+		src: `job "backup" {
+  schedule = "@every 1m"
+  @@lock = "fair"
+  func = "cleanup"
+}`,
+		want: []want{{mark: 1, job: "backup", field: "lock", msg: `renamed: write lock_kind = "fair" (the lock's kind; lock_name names the lock)`}},
 	}, {
 		name: "func not registered",
 		src: `job "report" {
@@ -336,7 +344,7 @@ job "backup" {
   @@scheduel = "@every 1m"
   func = "cleanup"
 }`,
-		want: []want{{mark: 1, job: "x", field: "scheduel", msg: `unknown key "scheduel" in job "x"; did you mean "schedule"?`}},
+		want: []want{{mark: 1, job: "x", field: "scheduel", msg: `Unsupported argument: An argument named "scheduel" is not expected here. Did you mean "schedule"?`}},
 	}, {
 		name: "unknown keys everywhere",
 		src: `@@replicaid = "a"
@@ -358,11 +366,11 @@ job "x" {
   }
 }`,
 		want: []want{
-			{mark: 1, field: "replicaid", msg: `unknown key "replicaid"; did you mean "replica_id"?`},
-			{mark: 2, field: "redis.pasword", msg: `unknown key "pasword" in redis; did you mean "password"?`},
-			{mark: 3, field: "redis.tls.ca_flie", msg: `unknown key "ca_flie" in redis.tls; did you mean "ca_file"?`},
-			{mark: 4, field: "log.colour", msg: `unknown key "colour" in log; known keys: json, level`},
-			{mark: 5, job: "x", field: "exec.envs", msg: `unknown key "envs" in exec of job "x"; did you mean "env"?`},
+			{mark: 1, field: "replicaid", msg: `Unsupported argument: An argument named "replicaid" is not expected here. Did you mean "replica_id"?`},
+			{mark: 2, field: "redis.pasword", msg: `Unsupported argument: An argument named "pasword" is not expected here. Did you mean "password"?`},
+			{mark: 3, field: "redis.tls.ca_flie", msg: `Unsupported argument: An argument named "ca_flie" is not expected here. Did you mean "ca_file"?`},
+			{mark: 4, field: "log.colour", msg: `Unsupported argument: An argument named "colour" is not expected here.`},
+			{mark: 5, job: "x", field: "exec.envs", msg: `Unsupported argument: An argument named "envs" is not expected here. Did you mean "env"?`},
 		},
 	}, {
 		name: "key set twice",
@@ -371,33 +379,34 @@ job "x" {
   @@level = "debug"
 }
 ` + job,
-		want: []want{{mark: 1, field: "log.level", msg: "set twice (first at line 2)"}},
+		want: []want{{mark: 1, field: "log", msg: `Attribute redefined: The argument "level" was already set at `}},
 	}, {
 		name: "block given twice",
 		src: `log { level = "info" }
 @@log { json = true }
 ` + job,
-		want: []want{{mark: 1, field: "log", msg: "set twice (first at line 1)"}},
+		want: []want{{mark: 1, field: "log", msg: "Duplicate log block: Only one log block is allowed. Another was defined at "}},
 	}, {
 		name: "label on a plain block",
 		src: `@@redis "main" { url = "redis://h:6379" }
 ` + job,
-		want: []want{{mark: 1, field: "redis", msg: "takes no name"}},
+		want: []want{{mark: 1, field: "redis", msg: "Extraneous label for redis: No labels are expected for redis blocks."}},
 	}, {
 		name: "wrong types",
+		// HCL converts a number to a string and "3" to a number; what it
+		// cannot convert is an error.
 		src: `job "x" {
   @@schedule = 5
-  @@retries = "3"
+  retries = "3"
   exec { @@command = "true" }
 }
 log {
   @@json = "yes"
 }`,
 		want: []want{
-			{mark: 1, job: "x", field: "schedule", msg: "must be a string, not the number 5"},
-			{mark: 2, job: "x", field: "retries", msg: `must be a whole number, not the string "3"`},
-			{mark: 3, job: "x", field: "exec.command", msg: "must be a list of strings"},
-			{mark: 4, field: "log.json", msg: "must be true or false"},
+			{mark: 1, job: "x", field: "schedule", msg: `"5": expected 5 to 6 fields`},
+			{mark: 2, job: "x", field: "exec.command", msg: "Unsuitable value: list of string required, but have string"},
+			{mark: 3, field: "log.json", msg: "Unsuitable value: a bool is required"},
 		},
 	}, {
 		name: "url and addrs both set",
@@ -621,17 +630,17 @@ job "b" {
 		name: "one lock, two kinds",
 		src: `job "a" {
   schedule = "@every 1m"
-  lock = "fair"
+  lock_kind = "fair"
   lock_name = "shared"
   func = "cleanup"
 }
 job "b" {
   schedule = "@every 1m"
-  @@lock = "reentrant"
+  @@lock_kind = "reentrant"
   lock_name = "shared"
   func = "cleanup"
 }`,
-		want: []want{{mark: 1, job: "b", field: "lock", msg: `job "a" takes the same lock "shared" as "fair"`}},
+		want: []want{{mark: 1, job: "b", field: "lock_kind", msg: `job "a" takes the same lock "shared" as "fair"`}},
 	}, {
 		name: "name of a ledger of manual runs",
 		src: `@@job "x!manual" {
@@ -651,9 +660,9 @@ job "b" {
 		name: "syntax error",
 		src: `job "a" {
   schedule = "@every 1m"
-  func = }
-@@`,
-		want: []want{{mark: 1, field: "", msg: "syntax"}},
+  func = @@}
+`,
+		want: []want{{mark: 1, field: "", msg: "Invalid expression: Expected the start of an expression"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -742,26 +751,86 @@ job "b" {
 }
 
 func TestUnknownKeySuggestions(t *testing.T) {
+	// The suggestions are HCL's: a name within 2 edits of one not set.
 	tests := []struct{ key, want string }{
-		{"scheduel", `did you mean "schedule"?`},
-		{"Schedule", `did you mean "schedule"?`},
-		{"timezone", `did you mean "time_zone"?`},
-		{"retry", `did you mean "retries"?`},
-		{"onshutdown", `did you mean "on_shutdown"?`},
-		{"maxconcurrency", `did you mean "max_concurrency"?`},
-		{"colour", "known keys: backoff, concurrency_group"},
+		{"scheduel", `Did you mean "schedule"?`},
+		{"Schedule", `Did you mean "schedule"?`},
+		{"timezone", `Did you mean "time_zone"?`},
+		{"onshutdown", `Did you mean "on_shutdown"?`},
+		{"maxconcurrency", `Did you mean "max_concurrency"?`},
+		{"colour", `An argument named "colour" is not expected here.`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			_, places, err := load(t, `job "x" {
-  schedule = "@every 1m"
   func = "cleanup"
   @@`+tt.key+` = 1
 }`)
 			checkErrors(t, err, places, []want{{mark: 1, job: "x", field: tt.key, msg: tt.want}})
-			if !strings.Contains(err.Error(), fmt.Sprintf(`unknown key %q in job "x"`, tt.key)) {
+			if !strings.Contains(err.Error(), fmt.Sprintf(`job "x": %s: Unsupported argument: An argument named %q is not expected here.`, tt.key, tt.key)) {
 				t.Errorf("got %v", err)
 			}
 		})
+	}
+}
+
+// TestWriteText: what validate prints, each error with its place and then
+// the line of the file it is about (HCL's diagnostic writer).
+func TestWriteText(t *testing.T) {
+	_, places, err := load(t, `job "x" {
+  @@scheduel = "@every 1m"
+  func = "cleanup"
+}
+log {
+  @@level = "loud"
+}`)
+	var b strings.Builder
+	if werr := errorList(t, err).WriteText(&b); werr != nil {
+		t.Fatal(werr)
+	}
+	for _, want := range []string{
+		"Error: " + places[0] + `: job "x": scheduel: Unsupported argument: An argument named "scheduel" is not expected here. Did you mean "schedule"?`,
+		`   2:   scheduel = "@every 1m"`,
+		"Error: " + places[1] + `: log.level: "loud" is not one of "trace", "debug", "info", "warn", "error"`,
+		`   6:   level = "loud"`,
+	} {
+		if !strings.Contains(b.String(), want+"\n") {
+			t.Errorf("WriteText lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestWriteTextHidesSecretLines: the line of a setting that may hold a
+// secret is not printed, even where the message names it (the message
+// masks the password; the file's line would not).
+func TestWriteTextHidesSecretLines(t *testing.T) {
+	_, places, err := load(t, `redis {
+  @@url = "redis://app:hunter2-secret@db.internal:99999/0"
+}
+admin {
+  @@token = "s3cr${x}"
+}
+`+job)
+	var b strings.Builder
+	if werr := errorList(t, err).WriteText(&b); werr != nil {
+		t.Fatal(werr)
+	}
+	out := b.String()
+	if strings.Contains(out, "hunter2") || strings.Contains(out, "s3cr") || strings.Contains(out, "  on ") {
+		t.Errorf("WriteText shows a secret's line:\n%s", out)
+	}
+	for _, p := range places {
+		if !strings.Contains(out, "Error: "+p+": ") {
+			t.Errorf("WriteText lacks the error at %s:\n%s", p, out)
+		}
+	}
+}
+
+// TestTemplateEscapes: ${ and %{ start HCL templates; $${ and %%{ are the
+// characters.
+func TestTemplateEscapes(t *testing.T) {
+	cfg := mustLoad(t, "admin {\n  token = \"ab$${x}%%{y}\"\n}\n"+job)
+	if got := cfg.Admin.Token.Value(); got != "ab${x}%{y}" {
+		t.Errorf("token = %q, want ab${x}%%{y}", got)
 	}
 }

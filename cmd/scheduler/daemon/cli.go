@@ -75,7 +75,7 @@ func Main(args []string, o Options) int {
 	}
 	var cerrs config.Errors
 	if errors.As(err, &cerrs) {
-		fmt.Fprintln(o.Stderr, cerrs.Error())
+		_ = cerrs.WriteText(o.Stderr)
 		fmt.Fprintf(o.Stderr, "scheduler: %d problem(s) in the config\n", len(cerrs))
 		return ExitError
 	}
@@ -642,7 +642,7 @@ func printSummary(out, errOut io.Writer, cfg *config.Config) error {
 			t := sch.Next(now)
 			next = fmtTime(&t)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Kind, j.Schedule, j.LockName, next)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Kind, j.Schedule, j.Lock, next)
 	}
 	return tw.Flush()
 }

@@ -24,7 +24,9 @@ import (
 )
 
 func TestDiffJobs(t *testing.T) {
-	job := func(name, digest string) config.Job { return config.Job{Name: name, Digest: digest} }
+	job := func(name, digest string) config.Job {
+		return config.Job{Job: scheduler.Job{Name: name}, Digest: digest}
+	}
 	running := map[string]string{"a": "1", "b": "2", "c": "3"}
 	for _, tc := range []struct {
 		name string
@@ -265,7 +267,7 @@ func TestReloadOfAnInvalidFileKeepsTheJobs(t *testing.T) {
 		name, text string
 		places     []string // line:col of each error, in order
 	}{
-		{"syntax error", good + "job \"b\" {\n  schedule = \"@every 1m\"\n", []string{":13:2"}},
+		{"syntax error", good + "job \"b\" {\n  schedule = \"@every 1m\"\n", []string{":11:1"}}, // the block left open
 		{"unknown key and bad schedule", good + "job \"b\" {\n  schedule = \"every minute\"\n  colour = \"red\"\n  exec { command = [\"true\"] }\n}\n",
 			[]string{":12:3", ":13:3"}},
 		{"no file", "", []string{""}},
