@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -40,7 +41,7 @@ func TestChangesDuringFleetRun(t *testing.T) {
 	keepV2 := keepV1
 	keepV2.Revision = "v2"
 	keepV2.Run = j.fn(func(ctx context.Context) error {
-		info, _ := scheduler.RunInfo(ctx)
+		info, _ := jobs.InfoFrom(ctx)
 		v2.Store(info.Tick.UnixMilli(), true)
 		return nil
 	})

@@ -35,7 +35,7 @@ func Example() {
 	var once sync.Once
 	err = s.Add(scheduler.Job{Name: "report", Schedule: "@every 1s", Run: jobs.Func(func(ctx context.Context) error {
 		once.Do(func() {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			fmt.Printf("%s ran, attempt %d\n", info.Job, info.Attempt)
 			close(ran)
 		})
@@ -82,7 +82,7 @@ func Example_readme() {
 		Name:     "nightly-report",
 		Schedule: "CRON_TZ=Europe/Berlin 0 2 * * *", // or "*/10 * * * * *", "@every 30s", "@hourly"
 		Run: jobs.Func(func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx) // job, tick, fencing token, attempt, replica
+			info, _ := jobs.InfoFrom(ctx) // job, tick, fencing token, attempt, replica
 			return report(ctx, info.Tick, info.Token)
 		}),
 		Timeout: 10 * time.Minute,
@@ -132,7 +132,7 @@ end
 redis.call('HSET', KEYS[1], 'token', ARGV[1], 'body', ARGV[2])
 return 1`)
 	err = s.Add(scheduler.Job{Name: "report", Schedule: "0 6 * * *", Run: jobs.Func(func(ctx context.Context) error {
-		info, _ := scheduler.RunInfo(ctx)
+		info, _ := jobs.InfoFrom(ctx)
 		body := fmt.Sprintf("report of %s", info.Tick.Format(time.DateOnly))
 		ok, err := fencedSet.Run(ctx, rdb, []string{"report:latest"}, info.Token, body).Int()
 		if err != nil {

@@ -113,9 +113,9 @@ func newJournal() *journal { return &journal{ch: make(chan execution, 10000)} }
 // fn returns a job func that records its runs and then does work.
 func (j *journal) fn(work func(ctx context.Context) error) jobs.Func {
 	return func(ctx context.Context) error {
-		info, ok := scheduler.RunInfo(ctx)
+		info, ok := jobs.InfoFrom(ctx)
 		if !ok {
-			return errors.New("no RunInfo in the run's ctx")
+			return errors.New("no run info in the run's ctx")
 		}
 		x := execution{info: info, start: time.Now()}
 		select {

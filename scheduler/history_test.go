@@ -242,7 +242,7 @@ func TestHistoryTakeover(t *testing.T) {
 	started := make(chan string, 10)
 	work := func(id string) jobs.Func {
 		return func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			if info.Attempt > 1 {
 				return nil
 			}

@@ -48,7 +48,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options
 // WithMeterProvider sets where metrics go. Default otel.GetMeterProvider().
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meter = mp } }
 
-// WithReplicaID names this replica in logs, spans and RunInfo. Default the
+// WithReplicaID names this replica in logs, spans and jobs.Info. Default the
 // lock.Client's ID.
 func WithReplicaID(id string) Option { return func(o *options) { o.replica = id } }
 

@@ -371,7 +371,7 @@ func TestMisfireSkip(t *testing.T) {
 }
 
 // Under MisfireRunOnce the latest missed tick runs once at start, with its
-// own tick in RunInfo; the ones before it are counted missed.
+// own tick in its jobs.Info; the ones before it are counted missed.
 func TestMisfireRunOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -481,7 +481,7 @@ func TestRetries(t *testing.T) {
 	j := newJournal()
 	failUntil := func(ok int) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			if info.Attempt < ok {
 				return fmt.Errorf("attempt %d: %w", info.Attempt, errFlaky)
 			}
@@ -499,7 +499,7 @@ func TestRetries(t *testing.T) {
 	stopAll(t, fleet...)
 	byJob := j.byJob()
 	for job, want := range map[string]struct {
-		outcome string
+		outcome scheduler.Outcome
 		errs    []bool
 	}{
 		"flaky":  {scheduler.OutcomeRan, []bool{true, true, false}},
@@ -530,7 +530,7 @@ func TestRetries(t *testing.T) {
 		if st := statusOf(t, runner.s, job); st.LastOutcome != want.outcome {
 			t.Errorf("job %s: status on %s: last outcome %q, want %q", job, runner.id, st.LastOutcome, want.outcome)
 		}
-		if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Tries != 3 || st.Outcome != want.outcome {
+		if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Tries != 3 || st.Outcome != string(want.outcome) {
 			t.Errorf("job %s: ledger %+v; want done at the tick %d, 3 tries, outcome %s", job, st, tick.UnixMilli(), want.outcome)
 		}
 	}
@@ -576,7 +576,7 @@ func TestTimeout(t *testing.T) {
 		}
 		found = true
 		attrs := attribute.NewSet(s.Attributes()...)
-		if v, _ := attrs.Value("lockcron.outcome"); v.AsString() != scheduler.OutcomeFailed {
+		if v, _ := attrs.Value("lockcron.outcome"); v.AsString() != string(scheduler.OutcomeFailed) {
 			t.Errorf("job.run outcome %q, want failed", v.AsString())
 		}
 		if s.Status().Code != codes.Error || !strings.Contains(s.Status().Description, jobs.ErrTimeout.Error()) {
@@ -586,7 +586,7 @@ func TestTimeout(t *testing.T) {
 	if !found {
 		t.Error("no job.run span")
 	}
-	if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != scheduler.OutcomeFailed {
+	if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != string(scheduler.OutcomeFailed) {
 		t.Errorf("ledger %+v; want the tick %d done, failed", st, tick.UnixMilli())
 	}
 }
@@ -691,7 +691,7 @@ func TestShutdownInProcess(t *testing.T) {
 			causes := make(chan error, 2)
 			fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: spec, OnShutdown: policy,
 				Run: j.fn(func(ctx context.Context) error {
-					if info, _ := scheduler.RunInfo(ctx); info.Attempt > 1 {
+					if info, _ := jobs.InfoFrom(ctx); info.Attempt > 1 {
 						return nil // taken over: a short run
 					}
 					timer := time.NewTimer(5 * time.Second)
@@ -742,7 +742,7 @@ func TestShutdownInProcess(t *testing.T) {
 				return om.runs(t, job, scheduler.OutcomeSkippedDone) == 1
 			})
 			noStart(t, j)
-			if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != scheduler.OutcomeInterrupted {
+			if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != string(scheduler.OutcomeInterrupted) {
 				t.Errorf("ledger %+v; want the tick %d done, interrupted", st, tick.UnixMilli())
 			}
 		})

@@ -84,7 +84,7 @@ func replicaMain() int {
 	err = s.Add(scheduler.Job{
 		Name: cfg.Job, Schedule: cfg.Schedule, OnShutdown: scheduler.ShutdownPolicy(cfg.Policy),
 		Run: jobs.Func(func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			emit(event{Ev: "start", Tick: info.Tick, Token: info.Token, Attempt: info.Attempt})
 			t := time.NewTimer(cfg.Work)
 			defer t.Stop()
@@ -376,7 +376,7 @@ func TestProcessSIGKILLAbandon(t *testing.T) {
 	var st lock.LedgerState
 	eventually(t, lease+3*time.Second, "the tick recorded as interrupted", func() bool {
 		st, err = g.State(ctx)
-		return err == nil && st.Outcome == scheduler.OutcomeInterrupted
+		return err == nil && st.Outcome == string(scheduler.OutcomeInterrupted)
 	})
 	if st.Done != tick.UnixMilli() {
 		t.Fatalf("ledger done = %d, want the tick %d", st.Done, tick.UnixMilli())

@@ -129,7 +129,7 @@ func TestTelemetryOfARun(t *testing.T) {
 		"lockcron.replica": "r1",
 		"lockcron.token":   attribute.Int64Value(x.info.Token).Emit(),
 		"lockcron.attempt": "1",
-		"lockcron.outcome": scheduler.OutcomeRan,
+		"lockcron.outcome": string(scheduler.OutcomeRan),
 	}
 	for k, v := range want {
 		if got, ok := attrs.Value(k); !ok || got.Emit() != v {
@@ -152,7 +152,7 @@ func TestTelemetryOfARun(t *testing.T) {
 	if v := attrString(runAttrs, "lockcron.attempt"); v != "1" {
 		t.Errorf("job.run attribute attempt = %q, want 1", v)
 	}
-	if v := attrString(runAttrs, "lockcron.outcome"); v != scheduler.OutcomeRan {
+	if v := attrString(runAttrs, "lockcron.outcome"); v != string(scheduler.OutcomeRan) {
 		t.Errorf("job.run attribute outcome = %q, want ran", v)
 	}
 
@@ -188,7 +188,7 @@ func TestTelemetryOfAFailure(t *testing.T) {
 	if tick.Status().Code != codes.Error || !strings.Contains(tick.Status().Description, errBoom.Error()) {
 		t.Errorf("job.tick status %+v, want Error with %q", tick.Status(), errBoom)
 	}
-	if v := attrString(attribute.NewSet(tick.Attributes()...), "lockcron.outcome"); v != scheduler.OutcomeFailed {
+	if v := attrString(attribute.NewSet(tick.Attributes()...), "lockcron.outcome"); v != string(scheduler.OutcomeFailed) {
 		t.Errorf("job.tick attribute outcome = %q, want failed", v)
 	}
 	run := o.childOf(t, "job.run", tick)
@@ -271,7 +271,7 @@ func TestJobGauges(t *testing.T) {
 	o.stop(t)
 	for _, s := range o.spans.Ended() {
 		attrs := attribute.NewSet(s.Attributes()...)
-		if s.Name() == "job.tick" && attrString(attrs, "lockcron.outcome") == scheduler.OutcomePaused && s.Status().Code == codes.Error {
+		if s.Name() == "job.tick" && attrString(attrs, "lockcron.outcome") == string(scheduler.OutcomePaused) && s.Status().Code == codes.Error {
 			t.Errorf("a paused tick's span has status Error: %+v", s.Status())
 		}
 		if s.Name() == "lock.wait" && attrString(attrs, "lockcron.outcome") == "error" {
