@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -54,7 +55,7 @@ func TestChangesDuringFleetRun(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	eventually(t, 20*time.Second, "three ticks of keep", func() bool { return len(j.byJob()["keep"]) >= 3 })
+	testkit.Eventually(t, 20*time.Second, "three ticks of keep", func() bool { return len(j.byJob()["keep"]) >= 3 })
 
 	// One replica after the other, a tick apart or so: the fleet runs two
 	// definitions meanwhile.
@@ -71,7 +72,7 @@ func TestChangesDuringFleetRun(t *testing.T) {
 		time.Sleep(every / 2) // spaces the changes out; no synchronisation
 	}
 	changed := time.Now()
-	eventually(t, 20*time.Second, "three ticks of keep and new after the changes", func() bool {
+	testkit.Eventually(t, 20*time.Second, "three ticks of keep and new after the changes", func() bool {
 		b := j.byJob()
 		return runsSince(b["keep"], changed) >= 3 && runsSince(b["new"], changed) >= 3
 	})
@@ -85,7 +86,7 @@ func TestChangesDuringFleetRun(t *testing.T) {
 		}
 	}
 	rescheduled := time.Now()
-	eventually(t, 20*time.Second, "three ticks of the new schedule", func() bool {
+	testkit.Eventually(t, 20*time.Second, "three ticks of the new schedule", func() bool {
 		return runsSince(j.byJob()["keep"], rescheduled) >= 3
 	})
 	for _, r := range fleet {
@@ -149,7 +150,7 @@ func TestUpdateAtTheInstantOfTicks(t *testing.T) {
 	// The updates went on for 4 s: wait for one more tick, so that the
 	// last of them has a successor.
 	last := time.Now()
-	eventually(t, 10*time.Second, "a tick after the updates", func() bool { return runsSince(j.byJob()["busy"], last) >= 1 })
+	testkit.Eventually(t, 10*time.Second, "a tick after the updates", func() bool { return runsSince(j.byJob()["busy"], last) >= 1 })
 	r.stop(t)
 	xs := j.byJob()["busy"]
 	if len(xs) < 4 {
@@ -197,7 +198,7 @@ func TestRemoveRunInProgress(t *testing.T) {
 		if err := r.s.Remove(name, opts...); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.s.Trigger(testCtx(t), name); !errors.Is(err, scheduler.ErrUnknownJob) {
+		if _, err := r.s.Trigger(testkit.Context(t), name); !errors.Is(err, scheduler.ErrUnknownJob) {
 			t.Errorf("%s: Trigger after Remove: %v, want ErrUnknownJob", name, err)
 		}
 		if !cancelRuns {
@@ -207,7 +208,7 @@ func TestRemoveRunInProgress(t *testing.T) {
 			}
 			close(release)
 		}
-		eventually(t, 10*time.Second, name+": the run finished", func() bool { return len(j.all()) == 1 })
+		testkit.Eventually(t, 10*time.Second, name+": the run finished", func() bool { return len(j.all()) == 1 })
 		got := j.all()[0]
 		switch {
 		case !cancelRuns && got.err != nil:
@@ -215,8 +216,8 @@ func TestRemoveRunInProgress(t *testing.T) {
 		case cancelRuns && !errors.Is(cause.Load().(error), scheduler.ErrRemoved):
 			t.Errorf("%s: cancelled run's cause = %v, want ErrRemoved", name, cause.Load())
 		}
-		eventually(t, 10*time.Second, name+": the lock released", func() bool {
-			ls, err := r.locks.Locks(testCtx(t))
+		testkit.Eventually(t, 10*time.Second, name+": the lock released", func() bool {
+			ls, err := r.locks.Locks(testkit.Context(t))
 			for _, l := range ls {
 				if l.Name == name && len(l.Holders) > 0 {
 					return false
@@ -269,10 +270,10 @@ func TestDefinitionMismatch(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	eventually(t, 30*time.Second, "both replicas find the other's definition", func() bool {
+	testkit.Eventually(t, 30*time.Second, "both replicas find the other's definition", func() bool {
 		return logs[0].count("another definition") >= 1 && logs[1].count("another definition") >= 1
 	})
-	eventually(t, 30*time.Second, "six ticks", func() bool { return len(j.byJob()["mixed"]) >= 6 })
+	testkit.Eventually(t, 30*time.Second, "six ticks", func() bool { return len(j.byJob()["mixed"]) >= 6 })
 	for i, r := range fleet {
 		st := r.s.Status()[0]
 		if st.Digest == "" || st.Digest == fleet[1-i].s.Status()[0].Digest {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -19,7 +20,7 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 	for _, policy := range []scheduler.ShutdownPolicy{scheduler.ShutdownHandoff, scheduler.ShutdownAbandon} {
 		t.Run(string(policy), func(t *testing.T) {
 			srv := redistest.Start(t)
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			const job = "report"
 			// A replica that died mid-run: it claimed a tick an hour ago
 			// and vanished; its lock has expired.
@@ -74,7 +75,7 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 func TestManualRunIdentity(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "tagged"
 	j := newJournal()
 	r := newRedisReplica(t, srv, "r1", nil)
@@ -84,7 +85,7 @@ func TestManualRunIdentity(t *testing.T) {
 	if scheduled.info.Trigger != 0 {
 		t.Fatalf("scheduled run has Trigger %d, want 0", scheduled.info.Trigger)
 	}
-	eventually(t, 10*time.Second, "subscribed to fleet requests", func() bool {
+	testkit.Eventually(t, 10*time.Second, "subscribed to fleet requests", func() bool {
 		n, err := r.s.Trigger(ctx, job)
 		return err == nil && n > 0
 	})

@@ -187,22 +187,4 @@ func checkOncePerTick(t *testing.T, byJob map[string][]execution, every time.Dur
 	}
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually polls cond until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func jobName(i int) string { return fmt.Sprintf("job-%d", i) }

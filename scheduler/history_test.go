@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -43,7 +44,7 @@ func (k *runSink) all() []scheduler.Run {
 func TestHistoryFleetWide(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job, secret = "hist", "s3cr3t-token"
 	redact := scheduler.WithRedact(func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") })
 	sink := &runSink{}
@@ -67,7 +68,7 @@ func TestHistoryFleetWide(t *testing.T) {
 		r.start()
 		rs = append(rs, r)
 	}
-	eventually(t, 30*time.Second, "4 runs in the history", func() bool {
+	testkit.Eventually(t, 30*time.Second, "4 runs in the history", func() bool {
 		h, err := rs[0].s.History(ctx, job, 0, "")
 		return err == nil && len(h) >= 4
 	})
@@ -146,7 +147,7 @@ func TestHistoryFleetWide(t *testing.T) {
 func TestHistoryManualRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "hist-manual"
 	j := newJournal()
 	r := newRedisReplica(t, srv, "r1", nil)
@@ -154,7 +155,7 @@ func TestHistoryManualRun(t *testing.T) {
 	r.start()
 	// A trigger sent before the replica's subscription to fleet requests
 	// is in place is lost: wait for it.
-	eventually(t, 10*time.Second, "the replica subscribed to fleet requests", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the replica subscribed to fleet requests", func() bool {
 		n, err := srv.Client().PubSubNumSub(ctx, "lockcron:events:control").Result()
 		return err == nil && n["lockcron:events:control"] > 0
 	})
@@ -162,7 +163,7 @@ func TestHistoryManualRun(t *testing.T) {
 		t.Fatalf("Trigger: heard by %d, %v; want 1", heard, err)
 	}
 	var h []scheduler.Run
-	eventually(t, 20*time.Second, "the manual run in the history", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the manual run in the history", func() bool {
 		var err error
 		h, err = r.s.History(ctx, job, 10, "")
 		return err == nil && len(h) == 1
@@ -177,7 +178,7 @@ func TestHistoryManualRun(t *testing.T) {
 func TestHistoryMissedOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "hist-missed"
 	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
 	seedLedger(t, srv, job, job, seed)
@@ -193,7 +194,7 @@ func TestHistoryMissedOnce(t *testing.T) {
 		r.start()
 	}
 	var missed []scheduler.Run
-	eventually(t, 20*time.Second, "a run after the misses", func() bool {
+	testkit.Eventually(t, 20*time.Second, "a run after the misses", func() bool {
 		h, err := rs[0].s.History(ctx, job, 100, "")
 		if err != nil {
 			return false
@@ -237,7 +238,7 @@ func TestHistoryMissedOnce(t *testing.T) {
 func TestHistoryTakeover(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "hist-takeover"
 	started := make(chan string, 10)
 	work := func(id string) jobs.Func {
@@ -272,7 +273,7 @@ func TestHistoryTakeover(t *testing.T) {
 	}
 	rs[first].stop(t)
 	var h []scheduler.Run
-	eventually(t, 20*time.Second, "the taken-over run in the history", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the taken-over run in the history", func() bool {
 		var err error
 		h, err = rs[survivor].s.History(ctx, job, 100, "")
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -126,7 +127,7 @@ func seedLedger(t *testing.T, srv *redistest.Server, lockName, job string, tick 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	cl, err := g.Claim(ctx, tick.UnixMilli(), false)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func ledgerState(t *testing.T, srv *redistest.Server, lockName, job string) lock
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := g.State(testCtx(t))
+	st, err := g.State(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func lockFree(t *testing.T, srv *redistest.Server, lockName string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	l, err := c.Mutex(lockName).TryLock(ctx)
 	if err != nil {
 		t.Fatalf("lock %q is not free: TryLock: %v", lockName, err)
@@ -273,10 +274,10 @@ func TestOverlapSkip(t *testing.T) {
 	first := j.awaitStart(t, 10*time.Second)
 	fleet[1].start()
 	// r2's first tick comes while r1's run of an earlier tick holds the lock.
-	eventually(t, 10*time.Second, "r2 skips a tick", func() bool {
+	testkit.Eventually(t, 10*time.Second, "r2 skips a tick", func() bool {
 		return meters[1].runs(t, job, scheduler.OutcomeSkippedBusy) > 0
 	})
-	eventually(t, 20*time.Second, "two runs finished", func() bool { return len(j.all()) >= 2 })
+	testkit.Eventually(t, 20*time.Second, "two runs finished", func() bool { return len(j.all()) >= 2 })
 	stopAll(t, fleet...)
 
 	byJob := j.byJob()
@@ -317,8 +318,8 @@ func TestOverlapQueue(t *testing.T) {
 	j := newJournal()
 	fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: "@every 1s",
 		Overlap: scheduler.OverlapQueue, Run: j.fn(sleepWork(1500 * time.Millisecond))})
-	eventually(t, 20*time.Second, "three runs finished", func() bool { return len(j.all()) >= 3 })
-	eventually(t, 15*time.Second, "a tick skipped_busy", func() bool {
+	testkit.Eventually(t, 20*time.Second, "three runs finished", func() bool { return len(j.all()) >= 3 })
+	testkit.Eventually(t, 15*time.Second, "a tick skipped_busy", func() bool {
 		return runsOf(t, job, scheduler.OutcomeSkippedBusy, meters...) > 0
 	})
 	stopAll(t, fleet...)
@@ -440,7 +441,7 @@ func TestMisfireGrace(t *testing.T) {
 			r.start()
 			// The loop waits for the next tick once the misfire policy is
 			// applied: a run it started is Running or has an outcome.
-			eventually(t, 10*time.Second, "the loop waits for the next tick", func() bool {
+			testkit.Eventually(t, 10*time.Second, "the loop waits for the next tick", func() bool {
 				return !statusOf(t, r.s, job).Next.IsZero()
 			})
 			if st := statusOf(t, r.s, job); !st.Next.Equal(latest.Add(time.Hour)) {
@@ -451,7 +452,7 @@ func TestMisfireGrace(t *testing.T) {
 				if !x.info.Tick.Equal(latest) || x.info.Attempt != 1 {
 					t.Fatalf("run of tick %s attempt %d; want the latest missed tick %s, attempt 1", x.info.Tick, x.info.Attempt, latest)
 				}
-				eventually(t, 10*time.Second, "outcome ran", func() bool { return m.runs(t, job, scheduler.OutcomeRan) == 1 })
+				testkit.Eventually(t, 10*time.Second, "outcome ran", func() bool { return m.runs(t, job, scheduler.OutcomeRan) == 1 })
 				if st := ledgerState(t, srv, job, job); st.Done != latest.UnixMilli() {
 					t.Errorf("ledger done = %d, want the tick %d", st.Done, latest.UnixMilli())
 				}
@@ -492,7 +493,7 @@ func TestRetries(t *testing.T) {
 		scheduler.Job{Name: "flaky", Schedule: spec, Retries: 2, Backoff: backoff, Run: j.fn(failUntil(3))},
 		scheduler.Job{Name: "broken", Schedule: spec, Retries: 2, Backoff: backoff, Run: j.fn(failUntil(100))},
 	)
-	eventually(t, time.Until(tick)+15*time.Second, "both jobs handled on both replicas", func() bool {
+	testkit.Eventually(t, time.Until(tick)+15*time.Second, "both jobs handled on both replicas", func() bool {
 		return runsOf(t, "flaky", scheduler.OutcomeRan, meters...)+runsOf(t, "flaky", scheduler.OutcomeSkippedDone, meters...) == 2 &&
 			runsOf(t, "broken", scheduler.OutcomeFailed, meters...)+runsOf(t, "broken", scheduler.OutcomeSkippedDone, meters...) == 2
 	})
@@ -559,7 +560,7 @@ func TestTimeout(t *testing.T) {
 	if !errors.Is(cause, jobs.ErrTimeout) {
 		t.Errorf("cause of the run's ctx: %v, want jobs.ErrTimeout", cause)
 	}
-	eventually(t, 10*time.Second, "outcome failed", func() bool { return m.runs(t, job, scheduler.OutcomeFailed) == 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return m.runs(t, job, scheduler.OutcomeFailed) == 1 })
 	lockFree(t, srv, job)
 	if st := statusOf(t, r.s, job); st.LastOutcome != scheduler.OutcomeFailed {
 		t.Errorf("last outcome %q, want failed", st.LastOutcome)
@@ -610,7 +611,7 @@ func TestPanic(t *testing.T) {
 	if !x.info.Tick.Equal(ticks[0]) {
 		t.Fatalf("first run: tick %s, want %s", x.info.Tick, ticks[0])
 	}
-	eventually(t, 10*time.Second, "outcome failed", func() bool { return runsOf(t, job, scheduler.OutcomeFailed, meters...) == 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return runsOf(t, job, scheduler.OutcomeFailed, meters...) == 1 })
 	lockFree(t, srv, job) // before the next tick, 2s later
 	runner, _ := memberOf(t, fleet, meters, x.info.Replica)
 	if st := statusOf(t, runner.s, job); st.LastOutcome != scheduler.OutcomeFailed || !st.LastTick.Equal(ticks[0]) {
@@ -620,7 +621,7 @@ func TestPanic(t *testing.T) {
 	if !y.info.Tick.Equal(ticks[1]) || y.info.Attempt != 1 {
 		t.Fatalf("run after the panic: tick %s attempt %d; want the next tick %s, attempt 1", y.info.Tick, y.info.Attempt, ticks[1])
 	}
-	eventually(t, 10*time.Second, "the next tick ran, the other replica skipped both", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the next tick ran, the other replica skipped both", func() bool {
 		return runsOf(t, job, scheduler.OutcomeRan, meters...) == 1 &&
 			runsOf(t, job, scheduler.OutcomeSkippedDone, meters...) == 2
 	})
@@ -663,7 +664,7 @@ func TestLockDeletedUnderRunningJob(t *testing.T) {
 	if !errors.Is(cause, lock.ErrLockLost) {
 		t.Fatalf("cause of the run's ctx: %v, want lock.ErrLockLost", cause)
 	}
-	eventually(t, 10*time.Second, "outcome lost_lock", func() bool { return m.runs(t, job, scheduler.OutcomeLostLock) == 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome lost_lock", func() bool { return m.runs(t, job, scheduler.OutcomeLostLock) == 1 })
 	if n := m.counter(t, "lockcron.job.locks_lost", attribute.String("lockcron.job", job)); n != 1 {
 		t.Errorf("lockcron.job.locks_lost = %d, want 1", n)
 	}
@@ -732,13 +733,13 @@ func TestShutdownInProcess(t *testing.T) {
 				if y.info.Replica != other.id || !y.info.Tick.Equal(tick) || y.info.Attempt != 2 || y.info.Token <= x.info.Token {
 					t.Fatalf("run after the handoff: %+v; want %s on tick %s, attempt 2, token above %d", y.info, other.id, tick, x.info.Token)
 				}
-				eventually(t, 10*time.Second, "outcome ran on "+other.id, func() bool { return om.runs(t, job, scheduler.OutcomeRan) == 1 })
+				testkit.Eventually(t, 10*time.Second, "outcome ran on "+other.id, func() bool { return om.runs(t, job, scheduler.OutcomeRan) == 1 })
 				if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Tries != 2 {
 					t.Errorf("ledger %+v; want the tick %d done after 2 tries", st, tick.UnixMilli())
 				}
 				return
 			}
-			eventually(t, 10*time.Second, other.id+" finds the tick done", func() bool {
+			testkit.Eventually(t, 10*time.Second, other.id+" finds the tick done", func() bool {
 				return om.runs(t, job, scheduler.OutcomeSkippedDone) == 1
 			})
 			noStart(t, j)
@@ -764,7 +765,7 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	held, err := holder.Mutex("held").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -791,7 +792,7 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	}
 	runc := make(chan error, 1)
 	go func() { runc <- s.Run(context.Background()) }()
-	eventually(t, 15*time.Second, "every job under way", func() bool {
+	testkit.Eventually(t, 15*time.Second, "every job under way", func() bool {
 		for _, st := range s.Status() {
 			if (st.Job == "quick" && st.LastOutcome != scheduler.OutcomeRan) || (st.Job != "quick" && !st.Running) {
 				return false

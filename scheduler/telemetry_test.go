@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -117,7 +118,7 @@ func TestTelemetryOfARun(t *testing.T) {
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
 	o.start()
 	x := o.j.awaitStart(t, 10*time.Second)
-	eventually(t, 10*time.Second, "outcome ran", func() bool { return o.m.runs(t, job, scheduler.OutcomeRan) >= 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome ran", func() bool { return o.m.runs(t, job, scheduler.OutcomeRan) >= 1 })
 	o.stop(t)
 
 	tick := o.tickSpan(t, job, x.info.Tick)
@@ -181,7 +182,7 @@ func TestTelemetryOfAFailure(t *testing.T) {
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(func(context.Context) error { return errBoom })})
 	o.start()
 	x := o.j.awaitStart(t, 10*time.Second)
-	eventually(t, 10*time.Second, "outcome failed", func() bool { return o.m.runs(t, job, scheduler.OutcomeFailed) >= 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return o.m.runs(t, job, scheduler.OutcomeFailed) >= 1 })
 	o.stop(t)
 
 	tick := o.tickSpan(t, job, x.info.Tick)
@@ -220,16 +221,16 @@ func (m *meter) gaugeValue(t *testing.T, name, job string) (float64, bool) {
 func TestJobGauges(t *testing.T) {
 	t.Parallel()
 	o := newObserved(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "gauged"
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
 	o.start()
-	eventually(t, 10*time.Second, "the replica runs", o.s.Running)
+	testkit.Eventually(t, 10*time.Second, "the replica runs", o.s.Running)
 	if v, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job); ok {
 		t.Logf("last success before any run: %v (a run may have been quick)", v)
 	}
 	o.j.awaitStart(t, 10*time.Second)
-	eventually(t, 10*time.Second, "last success reported", func() bool {
+	testkit.Eventually(t, 10*time.Second, "last success reported", func() bool {
 		_, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job)
 		return ok
 	})
@@ -254,9 +255,9 @@ func TestJobGauges(t *testing.T) {
 	if p, _ := o.m.gaugeValue(t, "lockcron.job.paused", job); p != 1 {
 		t.Errorf("paused = %v after Pause, want 1", p)
 	}
-	eventually(t, 10*time.Second, "a paused tick", func() bool { return o.m.runs(t, job, scheduler.OutcomePaused) >= 1 })
+	testkit.Eventually(t, 10*time.Second, "a paused tick", func() bool { return o.m.runs(t, job, scheduler.OutcomePaused) >= 1 })
 	heard := func(what string) {
-		eventually(t, 10*time.Second, "the replica logs that it heard "+what, func() bool {
+		testkit.Eventually(t, 10*time.Second, "the replica logs that it heard "+what, func() bool {
 			return strings.Contains(o.logs.String(), "[INFO]  app.scheduler: heard: job "+what+" fleet-wide: job="+job)
 		})
 	}
@@ -301,13 +302,13 @@ func TestTraceContinuesIntoJobs(t *testing.T) {
 	o.add(t, scheduler.Job{Name: "http", Schedule: "@every 1s", Run: &jobs.HTTP{URL: srv.URL}})
 	o.start()
 	var got []string
-	eventually(t, 10*time.Second, "the exec job wrote its TRACEPARENT", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the exec job wrote its TRACEPARENT", func() bool {
 		b, err := os.ReadFile(out)
 		got = strings.Fields(string(b))
 		return err == nil && len(got) == 2
 	})
 	h := <-heard
-	eventually(t, 10*time.Second, "both ran", func() bool {
+	testkit.Eventually(t, 10*time.Second, "both ran", func() bool {
 		return o.m.runs(t, "exec", scheduler.OutcomeRan) >= 1 && o.m.runs(t, "http", scheduler.OutcomeRan) >= 1
 	})
 	o.stop(t)
