@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -57,7 +58,7 @@ func TestOncePerTickWithClockSkew(t *testing.T) {
 	j := newJournal()
 	var fleet []*replica
 	for i, skew := range []time.Duration{-800 * time.Millisecond, 0, 800 * time.Millisecond} {
-		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil, scheduler.WithClock(scheduler.OffsetClock(skew)))
+		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil, scheduler.WithClock(testclock.Offset(skew)))
 		for k := range 3 {
 			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 2s", Run: j.fn(func(ctx context.Context) error {
 				time.Sleep(10 * time.Millisecond) // the job's work

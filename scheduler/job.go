@@ -270,8 +270,8 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		return nil, fmt.Errorf("scheduler: job with schedule %q: empty name: %w", j.Schedule, ErrInvalid)
 	case strings.ContainsAny(j.Name, "{}"):
 		return nil, bad("name", "must not hold { or }")
-	case strings.HasSuffix(j.Name, ManualSuffix):
-		return nil, bad("name", "must not end with %q, which names the ledger of a job's manual runs", ManualSuffix)
+	case strings.HasSuffix(j.Name, manualSuffix):
+		return nil, bad("name", "must not end with %q, which names the ledger of a job's manual runs", manualSuffix)
 	case j.Run == nil:
 		return nil, bad("run", "no Runner")
 	case strings.ContainsAny(j.Lock, "{}"):

@@ -192,7 +192,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := ledger(j.Lock, j.Name+ManualSuffix, lock.WithHistory(keep, age), lock.WithSharedHistory(j.Name), lock.WithDefinition(digest))
+	manual, err := ledger(j.Lock, j.Name+manualSuffix, lock.WithHistory(keep, age), lock.WithSharedHistory(j.Name), lock.WithDefinition(digest))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}

@@ -96,8 +96,8 @@ func (d *decoder) decodeJobs(raw any, cfg *Config) {
 		case strings.ContainsFunc(item.name, unicode.IsControl):
 			d.errAt(path, item.name, "name", "has control characters")
 			nameOK = false
-		case strings.HasSuffix(item.name, scheduler.ManualSuffix):
-			d.errAt(path, item.name, "name", fmt.Sprintf("must not end with %q: that names the ledger of a job's manual runs", scheduler.ManualSuffix))
+		case strings.HasSuffix(item.name, "!manual"): // the scheduler refuses it too; here the error has its position
+			d.errAt(path, item.name, "name", `must not end with "!manual": that names the ledger of a job's manual runs`)
 			nameOK = false
 		}
 		if p, dup := first[item.name]; dup && item.name != "" {
