@@ -281,7 +281,17 @@
 // line per finished run (replica, attempt, duration, outcome; ERROR when it
 // failed or lost its lock), a WARN when a replica takes over a tick (from
 // whom, and why: given back, or its claimant stopped answering), and DEBUG
-// for the detail (skipped ticks).
+// for the detail (skipped ticks). A program that passes no logger still
+// hears of what goes wrong: by default the warnings and errors go to
+// os.Stderr, as net/http's server logs; WithLogger takes an hclog.Logger,
+// and WithSlog a log/slog *slog.Logger.
+//
+// # Outcomes and runs
+//
+// Each tick ends with an Outcome; Outcome.Done says whether the tick is done
+// for the fleet (only handed_off and error give it back). A run knows about
+// itself through jobs.InfoFrom(ctx): job, tick, lock, fencing token,
+// attempt, replica, and a manual run's trigger number.
 //
 // # Backends
 //

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -46,7 +48,9 @@ func newRedisReplica(t *testing.T, srv *redistest.Server, id string, lopts []loc
 
 func newReplica(t *testing.T, c *lock.Client, id string, opts ...scheduler.Option) *replica {
 	t.Helper()
-	s, err := scheduler.New(c, append([]scheduler.Option{scheduler.WithReplicaID(id)}, opts...)...)
+	// Quiet unless the test gives a logger: the default writes warnings to
+	// stderr.
+	s, err := scheduler.New(c, append([]scheduler.Option{scheduler.WithReplicaID(id), scheduler.WithLogger(hclog.NewNullLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,3 +192,26 @@ func checkOncePerTick(t *testing.T, byJob map[string][]execution, every time.Dur
 }
 
 func jobName(i int) string { return fmt.Sprintf("job-%d", i) }
+
+// step moves clk to the time of its earliest timer, once one waits (a
+// trigger loop waiting for its next tick): that tick fires. It returns the
+// tick.
+func step(t *testing.T, clk *testclock.Fake) time.Time {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		n, changed := clk.Waiting()
+		if n > 0 {
+			at, _ := clk.Next()
+			clk.Set(at)
+			return at
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("no timer waits on the fake clock (now %s)", fmtT(clk.Now()))
+			return time.Time{}
+		}
+	}
+}

@@ -76,7 +76,7 @@ const (
 
 // to moves r to state next, and reports whether it could: from claimed a
 // run goes anywhere; succeeded, noPermit, permitLost and cut go only to
-// finished, except that a forced stop may still cut a run whose permit
+// finished, except that a forced stop still cuts a run whose permit
 // failed; finished is final, so a run finishes once (its finalizer and a
 // forced stop may race). Moving to finished records outcome.
 func (r *run) to(next runState, outcome Outcome) bool {
@@ -87,7 +87,7 @@ func (r *run) to(next runState, outcome Outcome) bool {
 		return false
 	case next == finished:
 		r.outcome = outcome
-	case next == cut && r.state == succeeded:
+	case next == cut && (r.state == succeeded || r.state == cut):
 		return false
 	case next != cut && r.state != claimed:
 		return false
