@@ -193,16 +193,16 @@ func checkOncePerTick(t *testing.T, byJob map[string][]execution, every time.Dur
 
 func jobName(i int) string { return fmt.Sprintf("job-%d", i) }
 
-// step moves clk to the time of its earliest timer, once one waits (a
-// trigger loop waiting for its next tick): that tick fires. It returns the
-// tick.
-func step(t *testing.T, clk *testclock.Fake) time.Time {
+// step moves clk to the time of its earliest timer once at least waiters
+// timers wait (each trigger loop waits for its next tick on one): that
+// tick fires. It returns the tick.
+func step(t *testing.T, clk *testclock.Fake, waiters int) time.Time {
 	t.Helper()
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
 	for {
 		n, changed := clk.Waiting()
-		if n > 0 {
+		if n >= waiters {
 			at, _ := clk.Next()
 			clk.Set(at)
 			return at
@@ -210,7 +210,7 @@ func step(t *testing.T, clk *testclock.Fake) time.Time {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			t.Fatalf("no timer waits on the fake clock (now %s)", fmtT(clk.Now()))
+			t.Fatalf("%d timers wait on the fake clock (now %s), want %d", n, fmtT(clk.Now()), waiters)
 			return time.Time{}
 		}
 	}

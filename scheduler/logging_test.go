@@ -51,7 +51,7 @@ func TestWithSlog(t *testing.T) {
 		return errors.New("disk full")
 	})})
 	r.start()
-	tick := step(t, clk)
+	tick := step(t, clk, 1)
 	testkit.Eventually(t, 10*time.Second, "the failed run logged", func() bool {
 		return strings.Contains(buf.String(), "run finished: job failed")
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -251,56 +252,74 @@ func sleepWork(d time.Duration) func(context.Context) error {
 
 // --- overlap ---------------------------------------------------------------
 
+// fakeStart is the time a test's fake clock starts at.
+var fakeStart = time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
+
+// heldUntil is a job's work that lasts until the test sends on end (one
+// run) or closes it (every run), or its ctx ends.
+func heldUntil(end <-chan struct{}) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case <-end:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // A run longer than the period: the ticks that come while it holds the lock
 // are skipped (skipped_busy), on the replica that runs it and on the
 // others; runs never overlap. The second replica starts while the first
-// run is under way, so that its ticks find the lock held by an earlier
-// tick's run in Redis, not only here.
+// run is under way, so that its tick finds the lock held by an earlier
+// tick's run in Redis, not only here. On a fake clock, the run lasts
+// until the test ends it.
 func TestOverlapSkip(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "slow"
-	j := newJournal()
+	j, clk, end := newJournal(), testclock.NewFake(fakeStart), make(chan struct{})
 	var fleet []*replica
 	var meters []*meter
 	for _, id := range []string{"r1", "r2"} {
 		m := newMeter()
-		r := newRedisReplica(t, srv, id, nil, m.option())
-		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapSkip,
-			Run: j.fn(sleepWork(2500 * time.Millisecond))})
+		r := newRedisReplica(t, srv, id, nil, m.option(), scheduler.WithClock(clk))
+		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapSkip, Run: j.fn(heldUntil(end))})
 		fleet, meters = append(fleet, r), append(meters, m)
 	}
 	fleet[0].start()
-	first := j.awaitStart(t, 10*time.Second)
+	t1 := step(t, clk, 1)
+	if x := j.awaitStart(t, 10*time.Second); !x.info.Tick.Equal(t1) {
+		t.Fatalf("first run: tick %s, want %s", fmtT(x.info.Tick), fmtT(t1))
+	}
 	fleet[1].start()
-	// r2's first tick comes while r1's run of an earlier tick holds the lock.
-	testkit.Eventually(t, 10*time.Second, "r2 skips a tick", func() bool {
-		return meters[1].runs(t, job, scheduler.OutcomeSkippedBusy) > 0
+	// The next tick comes while r1's run of the first holds the lock: r1
+	// skips it here, r2 finds the lock held in Redis.
+	step(t, clk, 2)
+	testkit.Eventually(t, 10*time.Second, "both replicas skip the second tick", func() bool {
+		return meters[0].runs(t, job, scheduler.OutcomeSkippedBusy) > 0 && meters[1].runs(t, job, scheduler.OutcomeSkippedBusy) > 0
 	})
-	testkit.Eventually(t, 20*time.Second, "two runs finished", func() bool { return len(j.all()) >= 2 })
+	end <- struct{}{}
+	testkit.Eventually(t, 10*time.Second, "the first run finished", func() bool {
+		return !statusOf(t, fleet[0].s, job).Running
+	})
+	t3 := step(t, clk, 2)
+	if x := j.awaitStart(t, 10*time.Second); !x.info.Tick.Equal(t3) {
+		t.Fatalf("second run: tick %s, want %s, the first tick after the run", fmtT(x.info.Tick), fmtT(t3))
+	}
+	close(end)
+	testkit.Eventually(t, 10*time.Second, "two runs finished", func() bool { return len(j.all()) == 2 })
 	stopAll(t, fleet...)
 
 	byJob := j.byJob()
-	runs := byJob[job]
-	if !runs[0].info.Tick.Equal(first.info.Tick) {
-		t.Errorf("first run finished: tick %s; the first to start was %s", fmtT(runs[0].info.Tick), fmtT(first.info.Tick))
-	}
 	checkOncePerTick(t, byJob, 0)
-	checkNoOverlap(t, runs)
-	for i := 1; i < len(runs); i++ {
-		// The tick after a run's tick fired while the run held the lock.
-		if d := runs[i].info.Tick.Sub(runs[i-1].info.Tick); d < 2*time.Second {
-			t.Errorf("ticks %s and %s both ran, %v apart; a run takes 2.5s", fmtT(runs[i-1].info.Tick), fmtT(runs[i].info.Tick), d)
-		}
+	checkNoOverlap(t, byJob[job])
+	t.Logf("outcomes: r1 %v, r2 %v", meters[0].outcomes(t, job), meters[1].outcomes(t, job))
+	if ran := runsOf(t, job, scheduler.OutcomeRan, meters...); ran != 2 {
+		t.Errorf("runs{outcome=ran} = %d, want 2 (the runs that returned nil)", ran)
 	}
-	ran := runsOf(t, job, scheduler.OutcomeRan, meters...)
-	busy := runsOf(t, job, scheduler.OutcomeSkippedBusy, meters...)
-	t.Logf("runs: %d; outcomes: r1 %v, r2 %v", len(runs), meters[0].outcomes(t, job), meters[1].outcomes(t, job))
-	if ran != int64(len(runs)) {
-		t.Errorf("runs{outcome=ran} = %d, want %d (the runs that returned nil)", ran, len(runs))
-	}
-	if busy < int64(len(runs)) {
-		t.Errorf("runs{outcome=skipped_busy} = %d, want at least one per gap between %d runs, and r2's", busy, len(runs))
+	if busy := runsOf(t, job, scheduler.OutcomeSkippedBusy, meters...); busy != 2 {
+		t.Errorf("runs{outcome=skipped_busy} = %d, want 2: the second tick on each replica", busy)
 	}
 	// r2 joined while the fleet was up: the ticks skipped as busy before
 	// it came were not missed.
@@ -310,18 +329,33 @@ func TestOverlapSkip(t *testing.T) {
 }
 
 // OverlapQueue: the tick that comes while a run holds the lock waits for
-// it and runs as soon as it ends; a further tick is skipped_busy.
+// it and runs as soon as it ends; a further tick is skipped_busy. On a
+// fake clock, each run lasts until the test ends it.
 func TestOverlapQueue(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "queued"
-	j := newJournal()
-	fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: "@every 1s",
-		Overlap: scheduler.OverlapQueue, Run: j.fn(sleepWork(1500 * time.Millisecond))})
-	testkit.Eventually(t, 20*time.Second, "three runs finished", func() bool { return len(j.all()) >= 3 })
-	testkit.Eventually(t, 15*time.Second, "a tick skipped_busy", func() bool {
+	j, clk, end := newJournal(), testclock.NewFake(fakeStart), make(chan struct{})
+	var fleet []*replica
+	var meters []*meter
+	for _, id := range []string{"r1", "r2"} {
+		m := newMeter()
+		r := newRedisReplica(t, srv, id, nil, m.option(), scheduler.WithClock(clk))
+		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapQueue, Run: j.fn(heldUntil(end))})
+		r.start()
+		fleet, meters = append(fleet, r), append(meters, m)
+	}
+	t1 := step(t, clk, 2)
+	first := j.awaitStart(t, 10*time.Second)
+	t2 := step(t, clk, 2) // queued behind the first run
+	step(t, clk, 2)       // and this one skipped_busy, here or in Redis
+	testkit.Eventually(t, 10*time.Second, "a tick skipped_busy", func() bool {
 		return runsOf(t, job, scheduler.OutcomeSkippedBusy, meters...) > 0
 	})
+	end <- struct{}{}
+	second := j.awaitStart(t, 10*time.Second)
+	close(end)
+	testkit.Eventually(t, 10*time.Second, "the queued run finished", func() bool { return len(j.all()) >= 2 })
 	stopAll(t, fleet...)
 
 	byJob := j.byJob()
@@ -329,21 +363,15 @@ func TestOverlapQueue(t *testing.T) {
 	checkOncePerTick(t, byJob, 0)
 	checkNoOverlap(t, runs)
 	t.Logf("outcomes: r1 %v, r2 %v", meters[0].outcomes(t, job), meters[1].outcomes(t, job))
-	if got, want := runs[1].info.Tick, runs[0].info.Tick.Add(time.Second); !got.Equal(want) {
-		t.Errorf("the run after tick %s is of tick %s; want %s, which fired while the first ran, queued",
-			fmtT(runs[0].info.Tick), fmtT(got), fmtT(want))
+	if !first.info.Tick.Equal(t1) || !second.info.Tick.Equal(t2) {
+		t.Errorf("runs of ticks %s then %s; want %s, then %s, which fired while the first ran, queued",
+			fmtT(first.info.Tick), fmtT(second.info.Tick), fmtT(t1), fmtT(t2))
 	}
-	// The backlog never drains (runs of 1.5s every 1s): each run starts
-	// when the one before it ends, woken by its unlock.
-	var gaps []string
-	for i := 1; i < len(runs); i++ {
-		gap := runs[i].start.Sub(runs[i-1].end)
-		gaps = append(gaps, gap.Round(time.Millisecond).String())
-		if gap > time.Second {
-			t.Errorf("tick %s started %v after tick %s returned; want right after", fmtT(runs[i].info.Tick), gap, fmtT(runs[i-1].info.Tick))
-		}
+	// The queued run starts when the one before it ends, woken by its
+	// unlock.
+	if gap := runs[1].start.Sub(runs[0].end); gap > time.Second {
+		t.Errorf("tick %s started %v after tick %s returned; want right after", fmtT(runs[1].info.Tick), gap, fmtT(runs[0].info.Tick))
 	}
-	t.Logf("end → next start: %v", gaps)
 }
 
 // --- misfire ---------------------------------------------------------------
