@@ -214,34 +214,6 @@ func noStart(t *testing.T, j *journal) {
 
 func fmtT(tk time.Time) string { return tk.UTC().Format("15:04:05.000") }
 
-// firstRead is the system clock that remembers when it was first read. A
-// Scheduler with one job reads it first when the job's loop applies the
-// misfire policy, at Run.
-type firstRead struct {
-	mu    sync.Mutex
-	first time.Time
-}
-
-func (c *firstRead) Now() time.Time {
-	now := time.Now()
-	c.mu.Lock()
-	if c.first.IsZero() {
-		c.first = now
-	}
-	c.mu.Unlock()
-	return now
-}
-
-func (c *firstRead) NewTimer(d time.Duration) scheduler.Timer {
-	return scheduler.SystemClock{}.NewTimer(d)
-}
-
-func (c *firstRead) First() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.first
-}
-
 // sleepWork is a job's work that takes d and ignores its ctx.
 func sleepWork(d time.Duration) func(context.Context) error {
 	return func(context.Context) error {
@@ -382,20 +354,19 @@ func TestMisfireSkip(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "misfire-skip"
-	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
+	seed, start := fakeStart, fakeStart.Add(5500*time.Millisecond)
 	seedLedger(t, srv, job, job, seed)
-	m, clk, j := newMeter(), &firstRead{}, newJournal()
+	m, clk, j := newMeter(), testclock.NewFake(start), newJournal()
 	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(clk))
 	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Misfire: scheduler.MisfireSkip, Run: j.fn(nil)})
 	r.start()
+	next := step(t, clk, 1)
 	x := j.awaitStart(t, 10*time.Second)
-	latest := clk.First().Truncate(time.Second) // the latest tick due at start
-	if want := latest.Add(time.Second); !x.info.Tick.Equal(want) {
-		t.Fatalf("first run: tick %s; want %s, the first after the start at %s", fmtT(x.info.Tick), fmtT(want), fmtT(clk.First()))
+	if want := seed.Add(6 * time.Second); !next.Equal(want) || !x.info.Tick.Equal(want) {
+		t.Fatalf("first run: tick %s (the loop waited for %s); want %s, the first after the start at %s", fmtT(x.info.Tick), fmtT(next), fmtT(want), fmtT(start))
 	}
-	want := int64(latest.Sub(seed) / time.Second)
-	if got := m.runs(t, job, scheduler.OutcomeMissed); got != want {
-		t.Errorf("runs{outcome=missed} = %d, want %d: the ticks after %s up to %s", got, want, fmtT(seed), fmtT(latest))
+	if got := m.runs(t, job, scheduler.OutcomeMissed); got != 5 {
+		t.Errorf("runs{outcome=missed} = %d, want 5: the ticks after %s up to %s", got, fmtT(seed), fmtT(start))
 	}
 }
 
@@ -405,30 +376,34 @@ func TestMisfireRunOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "misfire-once"
-	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
+	seed, start := fakeStart, fakeStart.Add(5500*time.Millisecond)
 	seedLedger(t, srv, job, job, seed)
-	m, clk, j := newMeter(), &firstRead{}, newJournal()
+	m, clk, j := newMeter(), testclock.NewFake(start), newJournal()
 	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(clk))
 	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Misfire: scheduler.MisfireRunOnce, Run: j.fn(nil)})
 	r.start()
+	latest := seed.Add(5 * time.Second)
 	x := j.awaitStart(t, 10*time.Second)
-	latest := clk.First().Truncate(time.Second)
 	if !x.info.Tick.Equal(latest) || x.info.Attempt != 1 {
 		t.Fatalf("first run: tick %s attempt %d; want the latest missed tick %s (start at %s), attempt 1",
-			fmtT(x.info.Tick), x.info.Attempt, fmtT(latest), fmtT(clk.First()))
+			fmtT(x.info.Tick), x.info.Attempt, fmtT(latest), fmtT(start))
 	}
-	y := j.awaitStart(t, 10*time.Second)
-	if !y.info.Tick.After(latest) {
-		t.Errorf("second run: tick %s; want a tick after %s", fmtT(y.info.Tick), fmtT(latest))
+	testkit.Eventually(t, 10*time.Second, "the first run finished", func() bool {
+		st := statusOf(t, r.s, job)
+		return !st.Running && st.LastOutcome == scheduler.OutcomeRan
+	})
+	next := step(t, clk, 1)
+	if y := j.awaitStart(t, 10*time.Second); !y.info.Tick.Equal(next) || !next.After(latest) {
+		t.Errorf("second run: tick %s; want %s, the next after %s", fmtT(y.info.Tick), fmtT(next), fmtT(latest))
 	}
+	testkit.Eventually(t, 10*time.Second, "two runs finished", func() bool { return len(j.all()) == 2 })
 	r.stop(t)
-	want := int64(latest.Sub(seed)/time.Second) - 1
-	if got := m.runs(t, job, scheduler.OutcomeMissed); got != want {
-		t.Errorf("runs{outcome=missed} = %d, want %d: the ticks after %s before %s", got, want, fmtT(seed), fmtT(latest))
+	if got := m.runs(t, job, scheduler.OutcomeMissed); got != 4 {
+		t.Errorf("runs{outcome=missed} = %d, want 4: the ticks after %s before %s", got, fmtT(seed), fmtT(latest))
 	}
 	var past int
 	for _, x := range j.all() {
-		if !x.info.Tick.After(clk.First()) {
+		if !x.info.Tick.After(start) {
 			past++
 		}
 	}
