@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,11 +34,22 @@ import (
 // its own meter and the same jobs, and returns them with their meters.
 func fleetOf(t *testing.T, srv *redistest.Server, n int, lopts []lock.Option, js ...scheduler.Job) ([]*replica, []*meter) {
 	t.Helper()
+	return fleetWith(t, srv, n, lopts, nil, js...)
+}
+
+// fleetOn is fleetOf with every replica on the fake clock clk.
+func fleetOn(t *testing.T, srv *redistest.Server, n int, clk *testclock.Fake, js ...scheduler.Job) ([]*replica, []*meter) {
+	t.Helper()
+	return fleetWith(t, srv, n, nil, []scheduler.Option{scheduler.WithClock(clk)}, js...)
+}
+
+func fleetWith(t *testing.T, srv *redistest.Server, n int, lopts []lock.Option, opts []scheduler.Option, js ...scheduler.Job) ([]*replica, []*meter) {
+	t.Helper()
 	var fleet []*replica
 	var meters []*meter
 	for i := range n {
 		m := newMeter()
-		r := newRedisReplica(t, srv, "r"+strconv.Itoa(i+1), lopts, m.option())
+		r := newRedisReplica(t, srv, "r"+strconv.Itoa(i+1), lopts, append([]scheduler.Option{m.option()}, opts...)...)
 		r.add(t, js...)
 		fleet = append(fleet, r)
 		meters = append(meters, m)
@@ -83,36 +93,6 @@ func othersOf(fleet []*replica, meters []*meter, r *replica) ([]*replica, []*met
 		}
 	}
 	return rs, ms
-}
-
-// ticksSoon returns n whole-second ticks gap apart, the first at least lead
-// from now, and a schedule (cronAt) that fires at each of them.
-func ticksSoon(lead, gap time.Duration, n int) (string, []time.Time) {
-	first := time.Now().UTC().Add(lead).Truncate(time.Second).Add(time.Second)
-	ticks := make([]time.Time, n)
-	for i := range ticks {
-		ticks[i] = first.Add(time.Duration(i) * gap)
-	}
-	return cronAt(ticks...), ticks
-}
-
-// cronAt is a daily schedule, in UTC, that fires at each of ticks: whole
-// seconds, less than a minute apart in all. Each field lists the values of
-// every tick, so the schedule also fires at the other combinations of
-// them; those are a minute or more away from the ticks.
-func cronAt(ticks ...time.Time) string {
-	var secs, mins, hours []string
-	add := func(list []string, v int) []string {
-		if s := strconv.Itoa(v); !slices.Contains(list, s) {
-			return append(list, s)
-		}
-		return list
-	}
-	for _, tk := range ticks {
-		tk = tk.UTC()
-		secs, mins, hours = add(secs, tk.Second()), add(mins, tk.Minute()), add(hours, tk.Hour())
-	}
-	return fmt.Sprintf("CRON_TZ=UTC %s %s %s * * *", strings.Join(secs, ","), strings.Join(mins, ","), strings.Join(hours, ","))
 }
 
 // seedLedger records in job's ledger that the fleet claimed and ran tick,
@@ -480,7 +460,8 @@ var errFlaky = errors.New("flaky")
 func TestRetries(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const backoff = 50 * time.Millisecond
 	j := newJournal()
 	failUntil := func(ok int) func(ctx context.Context) error {
@@ -492,11 +473,12 @@ func TestRetries(t *testing.T) {
 			return nil
 		}
 	}
-	fleet, meters := fleetOf(t, srv, 2, nil,
+	fleet, meters := fleetOn(t, srv, 2, clk,
 		scheduler.Job{Name: "flaky", Schedule: spec, Retries: 2, Backoff: backoff, Run: j.fn(failUntil(3))},
 		scheduler.Job{Name: "broken", Schedule: spec, Retries: 2, Backoff: backoff, Run: j.fn(failUntil(100))},
 	)
-	testkit.Eventually(t, time.Until(tick)+15*time.Second, "both jobs handled on both replicas", func() bool {
+	tick := step(t, clk, 4) // two jobs on two replicas
+	testkit.Eventually(t, 15*time.Second, "both jobs handled on both replicas", func() bool {
 		return runsOf(t, "flaky", scheduler.OutcomeRan, meters...)+runsOf(t, "flaky", scheduler.OutcomeSkippedDone, meters...) == 2 &&
 			runsOf(t, "broken", scheduler.OutcomeFailed, meters...)+runsOf(t, "broken", scheduler.OutcomeSkippedDone, meters...) == 2
 	})
@@ -546,12 +528,13 @@ func TestRetries(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const job = "timeout"
 	spans := oteltest.NewTracerProvider()
 	tp := spans
 	m, j := newMeter(), newJournal()
-	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithTracerProvider(tp))
+	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithTracerProvider(tp), scheduler.WithClock(clk))
 	causes := make(chan error, 1)
 	r.add(t, scheduler.Job{Name: job, Schedule: spec, Timeout: 100 * time.Millisecond, Run: j.fn(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -559,7 +542,8 @@ func TestTimeout(t *testing.T) {
 		return ctx.Err()
 	})})
 	r.start()
-	cause := receive(t, causes, time.Until(tick)+10*time.Second, "the run's ctx ended")
+	tick := step(t, clk, 1)
+	cause := receive(t, causes, 10*time.Second, "the run's ctx ended")
 	if !errors.Is(cause, jobs.ErrTimeout) {
 		t.Errorf("cause of the run's ctx: %v, want jobs.ErrTimeout", cause)
 	}
@@ -600,26 +584,31 @@ func TestTimeout(t *testing.T) {
 func TestPanic(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, ticks := ticksSoon(time.Second, 2*time.Second, 2)
+	clk := testclock.NewFake(fakeStart)
 	const job = "panicky"
 	j := newJournal()
 	var calls atomic.Int32
-	fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: spec, Run: j.fn(func(ctx context.Context) error {
+	fleet, meters := fleetOn(t, srv, 2, clk, scheduler.Job{Name: job, Schedule: "@hourly", Run: j.fn(func(ctx context.Context) error {
 		if calls.Add(1) == 1 {
 			panic("boom")
 		}
 		return nil
 	})})
-	x := j.awaitStart(t, time.Until(ticks[0])+10*time.Second)
+	ticks := []time.Time{step(t, clk, 2)}
+	x := j.awaitStart(t, 10*time.Second)
 	if !x.info.Tick.Equal(ticks[0]) {
 		t.Fatalf("first run: tick %s, want %s", x.info.Tick, ticks[0])
 	}
 	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return runsOf(t, job, scheduler.OutcomeFailed, meters...) == 1 })
-	lockFree(t, srv, job) // before the next tick, 2s later
+	lockFree(t, srv, job) // before the next tick
 	runner, _ := memberOf(t, fleet, meters, x.info.Replica)
 	if st := statusOf(t, runner.s, job); st.LastOutcome != scheduler.OutcomeFailed || !st.LastTick.Equal(ticks[0]) {
 		t.Errorf("status on %s after the panic: %+v", runner.id, st)
 	}
+	testkit.Eventually(t, 10*time.Second, "no replica handles the first tick", func() bool {
+		return !statusOf(t, fleet[0].s, job).Running && !statusOf(t, fleet[1].s, job).Running
+	})
+	ticks = append(ticks, step(t, clk, 2))
 	y := j.awaitStart(t, 10*time.Second)
 	if !y.info.Tick.Equal(ticks[1]) || y.info.Attempt != 1 {
 		t.Fatalf("run after the panic: tick %s attempt %d; want the next tick %s, attempt 1", y.info.Tick, y.info.Attempt, ticks[1])
@@ -639,10 +628,11 @@ func TestPanic(t *testing.T) {
 func TestLockDeletedUnderRunningJob(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const job = "fragile"
 	m, j := newMeter(), newJournal()
-	r := newRedisReplica(t, srv, "r1", []lock.Option{lock.WithLeaseTime(600 * time.Millisecond)}, m.option())
+	r := newRedisReplica(t, srv, "r1", []lock.Option{lock.WithLeaseTime(600 * time.Millisecond)}, m.option(), scheduler.WithClock(clk))
 	started := make(chan struct{}, 1)
 	causes := make(chan error, 1)
 	r.add(t, scheduler.Job{Name: job, Schedule: spec, Run: j.fn(func(ctx context.Context) error {
@@ -659,7 +649,8 @@ func TestLockDeletedUnderRunningJob(t *testing.T) {
 		}
 	})})
 	r.start()
-	receive(t, started, time.Until(tick)+10*time.Second, "the run started")
+	step(t, clk, 1)
+	receive(t, started, 10*time.Second, "the run started")
 	if n := srv.Do("DEL", "lockcron:{"+job+"}"); n != int64(1) {
 		t.Logf("DEL of the lock key: %v; the lease ended before it", n) // a renewal so late is not the point here
 	}
@@ -689,11 +680,11 @@ func TestShutdownInProcess(t *testing.T) {
 	for _, policy := range []scheduler.ShutdownPolicy{scheduler.ShutdownHandoff, scheduler.ShutdownAbandon} {
 		t.Run(string(policy), func(t *testing.T) {
 			srv := redistest.Start(t)
-			spec, tick := oneTickSoon(time.Second)
+			clk := testclock.NewFake(fakeStart)
 			const job = "report"
 			j := newJournal()
 			causes := make(chan error, 2)
-			fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: spec, OnShutdown: policy,
+			fleet, meters := fleetOn(t, srv, 2, clk, scheduler.Job{Name: job, Schedule: "@daily", OnShutdown: policy,
 				Run: j.fn(func(ctx context.Context) error {
 					if info, _ := jobs.InfoFrom(ctx); info.Attempt > 1 {
 						return nil // taken over: a short run
@@ -709,7 +700,8 @@ func TestShutdownInProcess(t *testing.T) {
 						return context.Cause(ctx)
 					}
 				})})
-			x := j.awaitStart(t, time.Until(tick)+10*time.Second)
+			tick := step(t, clk, 2)
+			x := j.awaitStart(t, 10*time.Second)
 			if !x.info.Tick.Equal(tick) || x.info.Attempt != 1 {
 				t.Fatalf("first run: tick %s attempt %d, want %s, 1", x.info.Tick, x.info.Attempt, tick)
 			}
@@ -832,10 +824,11 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 func TestShutdownDeadlineWithStubbornJob(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const job = "stubborn"
 	m := newMeter()
-	r := newRedisReplica(t, srv, "r1", nil, m.option())
+	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(clk))
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
@@ -849,7 +842,8 @@ func TestShutdownDeadlineWithStubbornJob(t *testing.T) {
 		return nil
 	})})
 	r.start()
-	receive(t, started, time.Until(tick)+10*time.Second, "the run started")
+	step(t, clk, 1)
+	receive(t, started, 10*time.Second, "the run started")
 
 	const grace = 300 * time.Millisecond
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
