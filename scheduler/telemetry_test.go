@@ -18,6 +18,7 @@ import (
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -34,7 +35,7 @@ type observed struct {
 	j     *journal
 }
 
-func newObserved(t *testing.T) *observed {
+func newObserved(t *testing.T, opts ...scheduler.Option) *observed {
 	t.Helper()
 	srv := redistest.Start(t)
 	spans := oteltest.NewTracerProvider()
@@ -43,7 +44,7 @@ func newObserved(t *testing.T) *observed {
 	log := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: logs})
 	m := newMeter()
 	r := newRedisReplica(t, srv, "r1", []lock.Option{lock.WithTracerProvider(tp)},
-		m.option(), scheduler.WithTracerProvider(tp), scheduler.WithLogger(log))
+		append([]scheduler.Option{m.option(), scheduler.WithTracerProvider(tp), scheduler.WithLogger(log)}, opts...)...)
 	return &observed{replica: r, spans: spans, m: m, logs: logs, j: newJournal()}
 }
 
@@ -113,10 +114,12 @@ func spanNames(spans []*oteltest.Span) string {
 // "job ran" debug line with job and tick.
 func TestTelemetryOfARun(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
 	const job = "report"
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
 	o.start()
+	step(t, clk, 1)
 	x := o.j.awaitStart(t, 10*time.Second)
 	testkit.Eventually(t, 10*time.Second, "outcome ran", func() bool { return o.m.runs(t, job, scheduler.OutcomeRan) >= 1 })
 	o.stop(t)
@@ -176,11 +179,13 @@ func TestTelemetryOfARun(t *testing.T) {
 // with job, tick, replica, duration, outcome and error.
 func TestTelemetryOfAFailure(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
 	const job = "flaky"
 	errBoom := errors.New("boom")
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(func(context.Context) error { return errBoom })})
 	o.start()
+	step(t, clk, 1)
 	x := o.j.awaitStart(t, 10*time.Second)
 	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return o.m.runs(t, job, scheduler.OutcomeFailed) >= 1 })
 	o.stop(t)
@@ -285,7 +290,8 @@ func TestJobGauges(t *testing.T) {
 // span as its TRACEPARENT, an http job as its traceparent header.
 func TestTraceContinuesIntoJobs(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
 	out := filepath.Join(t.TempDir(), "traceparent")
 	o.add(t, scheduler.Job{Name: "exec", Schedule: "@every 1s", Run: &jobs.Exec{
 		Command: []string{"sh", "-c", `[ -s "$OUT" ] || echo "$TRACEPARENT $LOCKCRON_TICK" > "$OUT"`},
@@ -301,6 +307,7 @@ func TestTraceContinuesIntoJobs(t *testing.T) {
 	defer srv.Close()
 	o.add(t, scheduler.Job{Name: "http", Schedule: "@every 1s", Run: &jobs.HTTP{URL: srv.URL}})
 	o.start()
+	step(t, clk, 2)
 	var got []string
 	testkit.Eventually(t, 10*time.Second, "the exec job wrote its TRACEPARENT", func() bool {
 		b, err := os.ReadFile(out)
