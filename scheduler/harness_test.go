@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
@@ -214,4 +215,20 @@ func step(t *testing.T, clk *testclock.Fake, waiters int) time.Time {
 			return time.Time{}
 		}
 	}
+}
+
+// awaitIdle waits until none of the replicas handles a tick of job: a tick
+// stepped to next is fired, not skipped as busy.
+func awaitIdle(t *testing.T, job string, fleet ...*replica) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, "no replica handles a tick of "+job, func() bool {
+		for _, r := range fleet {
+			for _, st := range r.s.Status() {
+				if st.Job == job && st.Running {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }

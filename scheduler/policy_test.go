@@ -252,9 +252,7 @@ func TestOverlapSkip(t *testing.T) {
 		return meters[0].runs(t, job, scheduler.OutcomeSkippedBusy) > 0 && meters[1].runs(t, job, scheduler.OutcomeSkippedBusy) > 0
 	})
 	end <- struct{}{}
-	testkit.Eventually(t, 10*time.Second, "the first run finished", func() bool {
-		return !statusOf(t, fleet[0].s, job).Running
-	})
+	awaitIdle(t, job, fleet[0]) // the first run finished
 	t3 := step(t, clk, 2)
 	if x := j.awaitStart(t, 10*time.Second); !x.info.Tick.Equal(t3) {
 		t.Fatalf("second run: tick %s, want %s, the first tick after the run", fmtT(x.info.Tick), fmtT(t3))
@@ -394,12 +392,12 @@ func TestMisfireRunOnce(t *testing.T) {
 
 // MisfireGrace: the latest missed tick runs only if it is no older than
 // the grace. An hourly schedule whose latest tick was 3s ago, and a ledger
-// that last saw a claim 3 hours ago.
+// that last saw a claim 3 hours ago, on a fake clock that stands still.
 func TestMisfireGrace(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	latest := time.Now().UTC().Truncate(time.Second).Add(-3 * time.Second)
-	spec := fmt.Sprintf("CRON_TZ=UTC %d %d * * * *", latest.Second(), latest.Minute())
+	latest := fakeStart // hourly, at :00:00; the replica starts 3s later
+	const spec = "CRON_TZ=UTC 0 0 * * * *"
 	for _, tc := range []struct {
 		name       string
 		misfire    scheduler.Misfire
@@ -419,7 +417,7 @@ func TestMisfireGrace(t *testing.T) {
 				seedLedger(t, srv, job, job, latest.Add(-3*time.Hour))
 			}
 			m, j := newMeter(), newJournal()
-			r := newRedisReplica(t, srv, "r1", nil, m.option())
+			r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(testclock.NewFake(latest.Add(3*time.Second))))
 			r.add(t, scheduler.Job{Name: job, Schedule: spec, Misfire: tc.misfire, MisfireGrace: tc.grace, Run: j.fn(nil)})
 			r.start()
 			// The loop waits for the next tick once the misfire policy is
@@ -605,9 +603,7 @@ func TestPanic(t *testing.T) {
 	if st := statusOf(t, runner.s, job); st.LastOutcome != scheduler.OutcomeFailed || !st.LastTick.Equal(ticks[0]) {
 		t.Errorf("status on %s after the panic: %+v", runner.id, st)
 	}
-	testkit.Eventually(t, 10*time.Second, "no replica handles the first tick", func() bool {
-		return !statusOf(t, fleet[0].s, job).Running && !statusOf(t, fleet[1].s, job).Running
-	})
+	awaitIdle(t, job, fleet...)
 	ticks = append(ticks, step(t, clk, 2))
 	y := j.awaitStart(t, 10*time.Second)
 	if !y.info.Tick.Equal(ticks[1]) || y.info.Attempt != 1 {
