@@ -24,7 +24,7 @@ func TestPauseResumeFleetWide(t *testing.T) {
 	fleet, meters := fleetOn(t, srv, 2, clk, scheduler.Job{Name: job, Schedule: "@every 1s", Run: j.fn(nil)})
 	step(t, clk, 2)
 	testkit.Eventually(t, 10*time.Second, "a first run", func() bool { return len(j.all()) == 1 })
-	awaitIdle(t, job, fleet...)
+	settle(t, clk, 2, job, fleet...)
 
 	ctx := testkit.Context(t)
 	if err := fleet[0].s.Pause(ctx, job, true); err != nil {
@@ -35,7 +35,7 @@ func TestPauseResumeFleetWide(t *testing.T) {
 		testkit.Eventually(t, 10*time.Second, "ticks paused", func() bool {
 			return runsOf(t, job, scheduler.OutcomePaused, meters...) == int64(2*(i+1)) // on both replicas
 		})
-		awaitIdle(t, job, fleet...)
+		settle(t, clk, 2, job, fleet...)
 	}
 	if n := len(j.all()); n != 1 {
 		t.Fatalf("%d runs, want 1: a paused tick ran", n)

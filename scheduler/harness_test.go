@@ -217,11 +217,16 @@ func step(t *testing.T, clk *testclock.Fake, waiters int) time.Time {
 	}
 }
 
-// awaitIdle waits until none of the replicas handles a tick of job: a tick
-// stepped to next is fired, not skipped as busy.
-func awaitIdle(t *testing.T, job string, fleet ...*replica) {
+// settle waits until waiters timers wait on clk (every trigger loop has
+// fired its tick and waits for the next one) and none of the replicas
+// handles a tick of job: a tick stepped to next is fired everywhere, not
+// skipped as busy.
+func settle(t *testing.T, clk *testclock.Fake, waiters int, job string, fleet ...*replica) {
 	t.Helper()
-	testkit.Eventually(t, 10*time.Second, "no replica handles a tick of "+job, func() bool {
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d loops wait for their next tick, none handles a tick of %s", waiters, job), func() bool {
+		if n, _ := clk.Waiting(); n < waiters {
+			return false
+		}
 		for _, r := range fleet {
 			for _, st := range r.s.Status() {
 				if st.Job == job && st.Running {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -61,16 +62,21 @@ func TestHistoryFleetWide(t *testing.T) {
 		}
 		return nil
 	})
+	clk := testclock.NewFake(fakeStart)
 	var rs []*replica
 	for _, id := range []string{"r1", "r2"} {
-		r := newRedisReplica(t, srv, id, nil, redact, sink.option())
+		r := newRedisReplica(t, srv, id, nil, redact, sink.option(), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: work, HistoryKeep: 50})
 		r.start()
 		rs = append(rs, r)
 	}
-	testkit.Eventually(t, 30*time.Second, "4 runs in the history", func() bool {
+	for range 4 {
+		settle(t, clk, 2, job, rs...)
+		step(t, clk, 2)
+	}
+	testkit.Eventually(t, 10*time.Second, "4 runs in the history", func() bool {
 		h, err := rs[0].s.History(ctx, job, 0, "")
-		return err == nil && len(h) >= 4
+		return err == nil && len(h) == 4
 	})
 	for _, r := range rs {
 		r.stop(t)

@@ -252,7 +252,7 @@ func TestOverlapSkip(t *testing.T) {
 		return meters[0].runs(t, job, scheduler.OutcomeSkippedBusy) > 0 && meters[1].runs(t, job, scheduler.OutcomeSkippedBusy) > 0
 	})
 	end <- struct{}{}
-	awaitIdle(t, job, fleet[0]) // the first run finished
+	settle(t, clk, 2, job, fleet[0]) // the first run finished
 	t3 := step(t, clk, 2)
 	if x := j.awaitStart(t, 10*time.Second); !x.info.Tick.Equal(t3) {
 		t.Fatalf("second run: tick %s, want %s, the first tick after the run", fmtT(x.info.Tick), fmtT(t3))
@@ -603,7 +603,7 @@ func TestPanic(t *testing.T) {
 	if st := statusOf(t, runner.s, job); st.LastOutcome != scheduler.OutcomeFailed || !st.LastTick.Equal(ticks[0]) {
 		t.Errorf("status on %s after the panic: %+v", runner.id, st)
 	}
-	awaitIdle(t, job, fleet...)
+	settle(t, clk, 2, job, fleet...)
 	ticks = append(ticks, step(t, clk, 2))
 	y := j.awaitStart(t, 10*time.Second)
 	if !y.info.Tick.Equal(ticks[1]) || y.info.Attempt != 1 {
