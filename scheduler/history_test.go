@@ -186,21 +186,22 @@ func TestHistoryMissedOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testkit.Context(t)
 	const job = "hist-missed"
-	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
+	seed, clk := fakeStart, testclock.NewFake(fakeStart.Add(5500*time.Millisecond))
 	seedLedger(t, srv, job, job, seed)
 	sink := &runSink{}
 	var rs []*replica
 	for _, id := range []string{"r1", "r2", "r3"} {
 		j := newJournal()
-		r := newRedisReplica(t, srv, id, nil, sink.option())
+		r := newRedisReplica(t, srv, id, nil, sink.option(), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Misfire: scheduler.MisfireSkip, Run: j.fn(nil)})
 		rs = append(rs, r)
 	}
 	for _, r := range rs {
 		r.start()
 	}
+	step(t, clk, 3)
 	var missed []scheduler.Run
-	testkit.Eventually(t, 20*time.Second, "a run after the misses", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a run after the misses", func() bool {
 		h, err := rs[0].s.History(ctx, job, 100, "")
 		if err != nil {
 			return false
@@ -224,8 +225,8 @@ func TestHistoryMissedOnce(t *testing.T) {
 		t.Fatalf("%d missed entries, want 1: %+v", len(missed), missed)
 	}
 	m := missed[0]
-	if m.Missed < 4 || !m.Tick.After(seed) {
-		t.Errorf("missed entry: %d ticks up to %s; want at least 4 after %s", m.Missed, fmtT(m.Tick), fmtT(seed))
+	if m.Missed != 5 || !m.Tick.Equal(seed.Add(5*time.Second)) {
+		t.Errorf("missed entry: %d ticks up to %s; want the 5 after %s", m.Missed, fmtT(m.Tick), fmtT(seed))
 	}
 	var heard int
 	for _, r := range sink.all() {
@@ -260,13 +261,15 @@ func TestHistoryTakeover(t *testing.T) {
 	}
 	logs := &lockedWriter{w: &strings.Builder{}}
 	log := hclog.New(&hclog.LoggerOptions{Name: "app", Output: logs})
+	clk := testclock.NewFake(fakeStart)
 	rs := map[string]*replica{}
 	for _, id := range []string{"r1", "r2"} {
-		r := newRedisReplica(t, srv, id, nil, scheduler.WithLogger(log.Named(id)))
+		r := newRedisReplica(t, srv, id, nil, scheduler.WithLogger(log.Named(id)), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: work(id), Overlap: scheduler.OverlapQueue})
 		r.start()
 		rs[id] = r
 	}
+	step(t, clk, 2)
 	var first string
 	select {
 	case first = <-started:
@@ -301,9 +304,9 @@ func TestHistoryTakeover(t *testing.T) {
 	if handed == nil {
 		t.Fatalf("no handed_off entry of %s in %+v", first, h)
 	}
-	// The survivor takes the tick over when it hears the handoff, or, if
-	// its next tick falls due first (a loaded machine), as the earlier
-	// unfinished tick it finds when it claims: either line says so.
+	// The survivor takes the tick over, waiting for it or hearing the
+	// handoff; a claim of a later tick would find it as the earlier
+	// unfinished one instead: either line says so.
 	wants := []string{
 		"app." + survivor + ".scheduler: tick taken over",
 		"app." + survivor + ".scheduler: an earlier tick was claimed and never finished: running it first",
