@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -179,7 +180,8 @@ func TestRemoveRunInProgress(t *testing.T) {
 		release := make(chan struct{})
 		var cause atomic.Value
 		outcomes := make(chan scheduler.Run, 10)
-		r := newRedisReplica(t, srv, "r-"+name, nil, scheduler.WithOnRun(func(run scheduler.Run) { outcomes <- run }))
+		clk := testclock.NewFake(fakeStart)
+		r := newRedisReplica(t, srv, "r-"+name, nil, scheduler.WithOnRun(func(run scheduler.Run) { outcomes <- run }), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: name, Schedule: "@every 1s", Run: j.fn(func(ctx context.Context) error {
 			select {
 			case <-release:
@@ -190,6 +192,7 @@ func TestRemoveRunInProgress(t *testing.T) {
 			}
 		})})
 		r.start()
+		step(t, clk, 1)
 		x := j.awaitStart(t, 10*time.Second)
 		var opts []scheduler.RemoveOption
 		if cancelRuns {
