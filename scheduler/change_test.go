@@ -259,13 +259,13 @@ func TestRemoveRunInProgress(t *testing.T) {
 func TestDefinitionMismatch(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	j := newJournal()
+	j, clk := newJournal(), testclock.NewFake(fakeStart)
 	var fleet []*replica
 	var logs []*lockedWriter
 	for i, rev := range []string{"v1", "v2"} {
 		lg := newLockedWriter()
 		logs = append(logs, lg)
-		r := newRedisReplica(t, srv, "r"+rev, nil, scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: lg, Level: hclog.Info})))
+		r := newRedisReplica(t, srv, "r"+rev, nil, scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: lg, Level: hclog.Info})), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: "mixed", Schedule: "@every 1s", Revision: rev, Run: j.fn(nil)})
 		fleet = append(fleet, r)
 		_ = i
@@ -273,10 +273,9 @@ func TestDefinitionMismatch(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	testkit.Eventually(t, 30*time.Second, "both replicas find the other's definition", func() bool {
-		return logs[0].count("another definition") >= 1 && logs[1].count("another definition") >= 1
+	stepUntil(t, clk, 2, "mixed", fleet, "both replicas find the other's definition, six ticks", func() bool {
+		return logs[0].count("another definition") >= 1 && logs[1].count("another definition") >= 1 && len(j.byJob()["mixed"]) >= 6
 	})
-	testkit.Eventually(t, 30*time.Second, "six ticks", func() bool { return len(j.byJob()["mixed"]) >= 6 })
 	for i, r := range fleet {
 		st := r.s.Status()[0]
 		if st.Digest == "" || st.Digest == fleet[1-i].s.Status()[0].Digest {

@@ -135,8 +135,10 @@ func TestMaxConcurrency(t *testing.T) {
 		js = append(js, scheduler.Job{Name: name, Schedule: "@every 1s", Run: j.fn(work),
 			MaxConcurrency: 2, ConcurrencyGroup: "heavy"})
 	}
-	fleet, _ := fleetOf(t, srv, 2, []lock.Option{lock.WithLeaseTime(time.Second)}, js...)
-	testkit.Eventually(t, 20*time.Second, "12 runs", func() bool { return len(j.all()) >= 12 })
+	clk := testclock.NewFake(fakeStart)
+	fleet, _ := fleetWith(t, srv, 2, []lock.Option{lock.WithLeaseTime(time.Second)}, []scheduler.Option{scheduler.WithClock(clk)}, js...)
+	// Each tick, the four jobs of the group fall due at once.
+	stepUntil(t, clk, 8, "", fleet, "12 runs", func() bool { return len(j.all()) >= 12 })
 	stopAll(t, fleet...)
 	if p := peak.Load(); p != 2 {
 		t.Fatalf("at most %d runs of the group at once, want exactly 2", p)

@@ -219,8 +219,8 @@ func step(t *testing.T, clk *testclock.Fake, waiters int) time.Time {
 
 // settle waits until waiters timers wait on clk (every trigger loop has
 // fired its tick and waits for the next one) and none of the replicas
-// handles a tick of job: a tick stepped to next is fired everywhere, not
-// skipped as busy.
+// handles a tick of job (of any job if job is ""): a tick stepped to next
+// is fired everywhere, not skipped as busy.
 func settle(t *testing.T, clk *testclock.Fake, waiters int, job string, fleet ...*replica) {
 	t.Helper()
 	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d loops wait for their next tick, none handles a tick of %s", waiters, job), func() bool {
@@ -229,11 +229,25 @@ func settle(t *testing.T, clk *testclock.Fake, waiters int, job string, fleet ..
 		}
 		for _, r := range fleet {
 			for _, st := range r.s.Status() {
-				if st.Job == job && st.Running {
+				if (job == "" || st.Job == job) && st.Running {
 					return false
 				}
 			}
 		}
 		return true
 	})
+}
+
+// stepUntil steps clk one tick at a time, each once the fleet has settled
+// (settle), until cond holds; it fails the test after 100 ticks.
+func stepUntil(t *testing.T, clk *testclock.Fake, waiters int, job string, fleet []*replica, what string, cond func() bool) {
+	t.Helper()
+	for range 100 {
+		settle(t, clk, waiters, job, fleet...)
+		if cond() {
+			return
+		}
+		step(t, clk, waiters)
+	}
+	t.Fatalf("%s: not within 100 ticks", what)
 }
