@@ -37,7 +37,7 @@ func TestChangesDuringFleetRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const every = time.Second
-	j := newJournal()
+	j, clk := newJournal(), testclock.NewFake(fakeStart)
 	var v2 sync.Map // ticks (ms) of keep run by its second definition
 	keepV1 := scheduler.Job{Name: "keep", Schedule: "@every 1s", Revision: "v1", Run: j.fn(nil)}
 	keepV2 := keepV1
@@ -49,16 +49,17 @@ func TestChangesDuringFleetRun(t *testing.T) {
 	})
 	var fleet []*replica
 	for i := range 3 {
-		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil)
+		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil, scheduler.WithClock(clk))
 		r.add(t, keepV1, scheduler.Job{Name: "gone", Schedule: "@every 1s", Run: j.fn(nil)})
 		fleet = append(fleet, r)
 	}
 	for _, r := range fleet {
 		r.start()
 	}
-	testkit.Eventually(t, 20*time.Second, "three ticks of keep", func() bool { return len(j.byJob()["keep"]) >= 3 })
+	// Two jobs on three replicas: six trigger loops.
+	stepUntil(t, clk, 6, "", fleet, "three ticks of keep", func() bool { return len(j.byJob()["keep"]) >= 3 })
 
-	// One replica after the other, a tick apart or so: the fleet runs two
+	// One replica after the other, a tick apart: the fleet runs two
 	// definitions meanwhile.
 	for _, r := range fleet {
 		if err := r.s.Update(keepV2); err != nil {
@@ -70,10 +71,11 @@ func TestChangesDuringFleetRun(t *testing.T) {
 		if err := r.s.Add(scheduler.Job{Name: "new", Schedule: "@every 1s", Run: j.fn(nil)}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(every / 2) // spaces the changes out; no synchronisation
+		settle(t, clk, 6, "", fleet...)
+		step(t, clk, 6)
 	}
-	changed := time.Now()
-	testkit.Eventually(t, 20*time.Second, "three ticks of keep and new after the changes", func() bool {
+	changed := clk.Now()
+	stepUntil(t, clk, 6, "", fleet, "three ticks of keep and new after the changes", func() bool {
 		b := j.byJob()
 		return runsSince(b["keep"], changed) >= 3 && runsSince(b["new"], changed) >= 3
 	})
@@ -86,8 +88,8 @@ func TestChangesDuringFleetRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rescheduled := time.Now()
-	testkit.Eventually(t, 20*time.Second, "three ticks of the new schedule", func() bool {
+	rescheduled := clk.Now()
+	stepUntil(t, clk, 6, "", fleet, "three ticks of the new schedule", func() bool {
 		return runsSince(j.byJob()["keep"], rescheduled) >= 3
 	})
 	for _, r := range fleet {
