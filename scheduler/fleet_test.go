@@ -95,14 +95,18 @@ func TestInMemoryBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newReplica(t, c, "solo")
+	clk := testclock.NewFake(fakeStart)
+	r := newReplica(t, c, "solo", scheduler.WithClock(clk))
 	j := newJournal()
 	r.add(t, scheduler.Job{Name: "tick", Schedule: "@every 1s", Run: j.fn(nil)})
 	r.start()
+	step(t, clk, 1)
 	x := j.awaitStart(t, 5*time.Second)
 	if x.info.Job != "tick" || x.info.Replica != "solo" || x.info.Token <= 0 || x.info.Attempt != 1 || x.info.Tick.Nanosecond() != 0 {
 		t.Fatalf("run info on the memory backend: %+v", x.info)
 	}
+	settle(t, clk, 1, "tick", r)
+	step(t, clk, 1)
 	y := j.awaitStart(t, 5*time.Second)
 	if y.info.Tick.Sub(x.info.Tick) != time.Second || y.info.Token <= x.info.Token {
 		t.Fatalf("second run %+v after %+v", y.info, x.info)
