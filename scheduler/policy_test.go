@@ -761,7 +761,8 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := scheduler.New(locks, scheduler.WithReplicaID("r1"))
+	clk := testclock.NewFake(fakeStart)
+	s, err := scheduler.New(locks, scheduler.WithReplicaID("r1"), scheduler.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -783,6 +784,7 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	}
 	runc := make(chan error, 1)
 	go func() { runc <- s.Run(context.Background()) }()
+	step(t, clk, 4)
 	testkit.Eventually(t, 15*time.Second, "every job under way", func() bool {
 		for _, st := range s.Status() {
 			if (st.Job == "quick" && st.LastOutcome != scheduler.OutcomeRan) || (st.Job != "quick" && !st.Running) {
