@@ -225,15 +225,17 @@ func (m *meter) gaugeValue(t *testing.T, name, job string) (float64, bool) {
 // lock-wait error.
 func TestJobGauges(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
 	ctx := testkit.Context(t)
 	const job = "gauged"
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
 	o.start()
 	testkit.Eventually(t, 10*time.Second, "the replica runs", o.s.Running)
 	if v, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job); ok {
-		t.Logf("last success before any run: %v (a run may have been quick)", v)
+		t.Errorf("last success before any run: %v, want none", v)
 	}
+	step(t, clk, 1)
 	o.j.awaitStart(t, 10*time.Second)
 	testkit.Eventually(t, 10*time.Second, "last success reported", func() bool {
 		_, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job)
@@ -244,9 +246,11 @@ func TestJobGauges(t *testing.T) {
 	if last > now+1 || last < now-30 {
 		t.Errorf("last success %.3f, now %.3f: want a moment ago", last, now)
 	}
+	settle(t, clk, 1, job, o.replica)
+	waits, _ := clk.Next()
 	next, ok := o.m.gaugeValue(t, "lockcron.job.next_tick_timestamp", job)
-	if !ok || next < now-2 || next > now+2 {
-		t.Errorf("next tick %.3f (%v), now %.3f: want within a second", next, ok, now)
+	if want := float64(waits.UnixMilli()) / 1e3; !ok || next != want {
+		t.Errorf("next tick %.3f (%v), want %.3f: the tick the loop waits for", next, ok, want)
 	}
 	if p, ok := o.m.gaugeValue(t, "lockcron.job.paused", job); !ok || p != 0 {
 		t.Errorf("paused = %v (%v), want 0", p, ok)
@@ -260,7 +264,8 @@ func TestJobGauges(t *testing.T) {
 	if p, _ := o.m.gaugeValue(t, "lockcron.job.paused", job); p != 1 {
 		t.Errorf("paused = %v after Pause, want 1", p)
 	}
-	testkit.Eventually(t, 10*time.Second, "a paused tick", func() bool { return o.m.runs(t, job, scheduler.OutcomePaused) >= 1 })
+	step(t, clk, 1)
+	testkit.Eventually(t, 10*time.Second, "a paused tick", func() bool { return o.m.runs(t, job, scheduler.OutcomePaused) == 1 })
 	heard := func(what string) {
 		testkit.Eventually(t, 10*time.Second, "the replica logs that it heard "+what, func() bool {
 			return strings.Contains(o.logs.String(), "[INFO]  app.scheduler: heard: job "+what+" fleet-wide: job="+job)
