@@ -33,8 +33,8 @@ type Job struct {
 	Jitter time.Duration
 	// Run is the work. It gets a ctx that ends on timeout, on lock loss
 	// (cause lock.ErrLockLost) and on shutdown (cause ErrClosed), and that
-	// carries its jobs.Info (jobs.InfoFrom). A panic in it is recovered into an error wrapping
-	// jobs.ErrPanic.
+	// carries its jobs.Info (jobs.InfoFrom). A panic in it is recovered
+	// into an error wrapping jobs.ErrPanic.
 	Run jobs.Runner
 
 	// Lock is the name of the lock the runs take. Default Name. Jobs that
