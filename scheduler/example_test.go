@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -153,4 +155,25 @@ return 1`)
 	if err := s.Run(ctx); !errors.Is(err, scheduler.ErrClosed) {
 		fmt.Println(err)
 	}
+}
+
+// A program that logs with log/slog hands its logger to the Scheduler; one
+// that passes no logger still hears of failed runs and lost locks: warnings
+// and errors go to stderr.
+func ExampleWithSlog() {
+	locks, err := lock.NewMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locks.Close()
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := scheduler.New(locks, scheduler.WithSlog(log))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = s // Add jobs, then Run: "run finished" lines go to log, with job, tick, outcome
+	// Output:
 }
