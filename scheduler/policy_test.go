@@ -784,7 +784,46 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	}
 	runc := make(chan error, 1)
 	go func() { runc <- s.Run(context.Background()) }()
-	step(t, clk, 4)
+	// "long" and "behind" share a lock: at a tick that "behind" takes it
+	// first, "long" skips (busy) and "behind" is soon done. Tick until
+	// "long" holds the lock.
+	started := func() bool {
+		for {
+			select {
+			case x := <-j.ch:
+				if x.info.Job == "long" {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}
+	for tick := 0; ; tick++ {
+		if tick == 20 {
+			t.Fatal("long did not take the shared lock in 20 ticks")
+		}
+		step(t, clk, 4)
+		var longStarted bool
+		testkit.Eventually(t, 15*time.Second, "the tick handled", func() bool {
+			longStarted = longStarted || started()
+			if n, _ := clk.Waiting(); n < 4 {
+				return false
+			}
+			for _, st := range s.Status() {
+				if st.Running && (st.Job == "quick" || (!longStarted && st.Job != "blocked")) {
+					return false
+				}
+			}
+			return true
+		})
+		if longStarted {
+			break
+		}
+	}
+	if !statusOf(t, s, "behind").Running {
+		step(t, clk, 4) // "behind" took the lock before "long": its next tick waits
+	}
 	testkit.Eventually(t, 15*time.Second, "every job under way", func() bool {
 		for _, st := range s.Status() {
 			if (st.Job == "quick" && st.LastOutcome != scheduler.OutcomeRan) || (st.Job != "quick" && !st.Running) {
