@@ -21,6 +21,7 @@ import (
 	"github.com/lockcron/lockcron/chaos/internal/oracle"
 	"github.com/lockcron/lockcron/internal/faultproxy"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -302,7 +303,7 @@ func (c *Cluster) byID(id string) *Replica {
 // kill SIGKILLs r, waits for it, and measures how long its descendants
 // (exec jobs and their supervisors) outlive it.
 func (c *Cluster) kill(r *Replica, job, tick string) Kill {
-	pids := descendants(r.cmd.Process.Pid)
+	pids := testkit.Descendants(r.cmd.Process.Pid)
 	k := Kill{Replica: r.ID, At: oracle.Mono(), Job: job, Tick: tick, Pids: pids}
 	start := time.Now()
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
@@ -312,7 +313,7 @@ func (c *Cluster) kill(r *Replica, job, tick string) Kill {
 	c.mu.Unlock()
 	k.Gone = -1
 	for time.Since(start) < 10*time.Second {
-		if allGone(pids) {
+		if testkit.AllGone(pids) {
 			k.Gone = time.Since(start)
 			break
 		}
@@ -356,7 +357,7 @@ func (c *Cluster) waitExit(r *Replica) error {
 // pauseHost stops r and everything it started with SIGSTOP, as a host that
 // froze; resumeHost continues them.
 func (c *Cluster) pauseHost(r *Replica) []int {
-	pids := append([]int{r.cmd.Process.Pid}, descendants(r.cmd.Process.Pid)...)
+	pids := append([]int{r.cmd.Process.Pid}, testkit.Descendants(r.cmd.Process.Pid)...)
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGSTOP)
 	}
@@ -427,7 +428,7 @@ func (c *Cluster) stopAll() {
 			continue
 		default:
 		}
-		pids := descendants(r.cmd.Process.Pid)
+		pids := testkit.Descendants(r.cmd.Process.Pid)
 		_ = syscall.Kill(r.cmd.Process.Pid, syscall.SIGCONT)
 		_ = r.cmd.Process.Kill()
 		<-r.done
@@ -441,103 +442,24 @@ func (c *Cluster) stopAll() {
 	}
 }
 
-// metric scrapes r's /metrics and returns the sum of every series whose
-// name is name, and whose labels contain every one of labels.
+// metric scrapes the /metrics of the replica at addr and returns the sum
+// of every series of name whose labels include every one of labels
+// (testkit.Metric).
 func metric(addr, name string, labels ...string) (float64, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
-		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(rest, l)
-		}
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err == nil {
-			sum += v
-			found = true
-		}
-	}
-	if err := sc.Err(); err != nil {
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
 		return 0, err
 	}
-	if !found {
+	v, ok := testkit.Metric(string(b), name, labels...)
+	if !ok {
 		return 0, errNoMetric
 	}
-	return sum, nil
+	return v, nil
 }
 
 var errNoMetric = errors.New("no such metric")
-
-// descendants returns the processes below pid, found in /proc.
-func descendants(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parens.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-		if len(f) < 2 {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		parent[p] = pp
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for c, pp := range parent {
-			if pp == p {
-				out = append(out, c)
-				walk(c)
-			}
-		}
-	}
-	walk(pid)
-	return out
-}
-
-// allGone reports whether every pid has exited (a zombie counts as gone).
-func allGone(pids []int) bool {
-	for _, p := range pids {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-		if len(f) > 0 && f[0] != "Z" && f[0] != "X" {
-			return false
-		}
-	}
-	return true
-}

@@ -11,6 +11,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
+	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -34,28 +37,29 @@ func TestChangesDuringFleetRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const every = time.Second
-	j := newJournal()
+	j, clk := newJournal(), testclock.NewFake(fakeStart)
 	var v2 sync.Map // ticks (ms) of keep run by its second definition
 	keepV1 := scheduler.Job{Name: "keep", Schedule: "@every 1s", Revision: "v1", Run: j.fn(nil)}
 	keepV2 := keepV1
 	keepV2.Revision = "v2"
 	keepV2.Run = j.fn(func(ctx context.Context) error {
-		info, _ := scheduler.RunInfo(ctx)
+		info, _ := jobs.InfoFrom(ctx)
 		v2.Store(info.Tick.UnixMilli(), true)
 		return nil
 	})
 	var fleet []*replica
 	for i := range 3 {
-		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil)
+		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil, scheduler.WithClock(clk))
 		r.add(t, keepV1, scheduler.Job{Name: "gone", Schedule: "@every 1s", Run: j.fn(nil)})
 		fleet = append(fleet, r)
 	}
 	for _, r := range fleet {
 		r.start()
 	}
-	eventually(t, 20*time.Second, "three ticks of keep", func() bool { return len(j.byJob()["keep"]) >= 3 })
+	// Two jobs on three replicas: six trigger loops.
+	stepUntil(t, clk, 6, "", fleet, "three ticks of keep", func() bool { return len(j.byJob()["keep"]) >= 3 })
 
-	// One replica after the other, a tick apart or so: the fleet runs two
+	// One replica after the other, a tick apart: the fleet runs two
 	// definitions meanwhile.
 	for _, r := range fleet {
 		if err := r.s.Update(keepV2); err != nil {
@@ -67,10 +71,11 @@ func TestChangesDuringFleetRun(t *testing.T) {
 		if err := r.s.Add(scheduler.Job{Name: "new", Schedule: "@every 1s", Run: j.fn(nil)}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(every / 2) // spaces the changes out; no synchronisation
+		settle(t, clk, 6, "", fleet...)
+		step(t, clk, 6)
 	}
-	changed := time.Now()
-	eventually(t, 20*time.Second, "three ticks of keep and new after the changes", func() bool {
+	changed := clk.Now()
+	stepUntil(t, clk, 6, "", fleet, "three ticks of keep and new after the changes", func() bool {
 		b := j.byJob()
 		return runsSince(b["keep"], changed) >= 3 && runsSince(b["new"], changed) >= 3
 	})
@@ -83,8 +88,8 @@ func TestChangesDuringFleetRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rescheduled := time.Now()
-	eventually(t, 20*time.Second, "three ticks of the new schedule", func() bool {
+	rescheduled := clk.Now()
+	stepUntil(t, clk, 6, "", fleet, "three ticks of the new schedule", func() bool {
 		return runsSince(j.byJob()["keep"], rescheduled) >= 3
 	})
 	for _, r := range fleet {
@@ -148,7 +153,7 @@ func TestUpdateAtTheInstantOfTicks(t *testing.T) {
 	// The updates went on for 4 s: wait for one more tick, so that the
 	// last of them has a successor.
 	last := time.Now()
-	eventually(t, 10*time.Second, "a tick after the updates", func() bool { return runsSince(j.byJob()["busy"], last) >= 1 })
+	testkit.Eventually(t, 10*time.Second, "a tick after the updates", func() bool { return runsSince(j.byJob()["busy"], last) >= 1 })
 	r.stop(t)
 	xs := j.byJob()["busy"]
 	if len(xs) < 4 {
@@ -177,7 +182,8 @@ func TestRemoveRunInProgress(t *testing.T) {
 		release := make(chan struct{})
 		var cause atomic.Value
 		outcomes := make(chan scheduler.Run, 10)
-		r := newRedisReplica(t, srv, "r-"+name, nil, scheduler.WithOnRun(func(run scheduler.Run) { outcomes <- run }))
+		clk := testclock.NewFake(fakeStart)
+		r := newRedisReplica(t, srv, "r-"+name, nil, scheduler.WithOnRun(func(run scheduler.Run) { outcomes <- run }), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: name, Schedule: "@every 1s", Run: j.fn(func(ctx context.Context) error {
 			select {
 			case <-release:
@@ -188,6 +194,7 @@ func TestRemoveRunInProgress(t *testing.T) {
 			}
 		})})
 		r.start()
+		step(t, clk, 1)
 		x := j.awaitStart(t, 10*time.Second)
 		var opts []scheduler.RemoveOption
 		if cancelRuns {
@@ -196,7 +203,7 @@ func TestRemoveRunInProgress(t *testing.T) {
 		if err := r.s.Remove(name, opts...); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.s.Trigger(testCtx(t), name); !errors.Is(err, scheduler.ErrUnknownJob) {
+		if _, err := r.s.Trigger(testkit.Context(t), name); !errors.Is(err, scheduler.ErrUnknownJob) {
 			t.Errorf("%s: Trigger after Remove: %v, want ErrUnknownJob", name, err)
 		}
 		if !cancelRuns {
@@ -206,7 +213,7 @@ func TestRemoveRunInProgress(t *testing.T) {
 			}
 			close(release)
 		}
-		eventually(t, 10*time.Second, name+": the run finished", func() bool { return len(j.all()) == 1 })
+		testkit.Eventually(t, 10*time.Second, name+": the run finished", func() bool { return len(j.all()) == 1 })
 		got := j.all()[0]
 		switch {
 		case !cancelRuns && got.err != nil:
@@ -214,8 +221,8 @@ func TestRemoveRunInProgress(t *testing.T) {
 		case cancelRuns && !errors.Is(cause.Load().(error), scheduler.ErrRemoved):
 			t.Errorf("%s: cancelled run's cause = %v, want ErrRemoved", name, cause.Load())
 		}
-		eventually(t, 10*time.Second, name+": the lock released", func() bool {
-			ls, err := r.locks.Locks(testCtx(t))
+		testkit.Eventually(t, 10*time.Second, name+": the lock released", func() bool {
+			ls, err := r.locks.Locks(testkit.Context(t))
 			for _, l := range ls {
 				if l.Name == name && len(l.Holders) > 0 {
 					return false
@@ -254,13 +261,13 @@ func TestRemoveRunInProgress(t *testing.T) {
 func TestDefinitionMismatch(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	j := newJournal()
+	j, clk := newJournal(), testclock.NewFake(fakeStart)
 	var fleet []*replica
 	var logs []*lockedWriter
 	for i, rev := range []string{"v1", "v2"} {
 		lg := newLockedWriter()
 		logs = append(logs, lg)
-		r := newRedisReplica(t, srv, "r"+rev, nil, scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: lg, Level: hclog.Info})))
+		r := newRedisReplica(t, srv, "r"+rev, nil, scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: lg, Level: hclog.Info})), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: "mixed", Schedule: "@every 1s", Revision: rev, Run: j.fn(nil)})
 		fleet = append(fleet, r)
 		_ = i
@@ -268,10 +275,9 @@ func TestDefinitionMismatch(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	eventually(t, 30*time.Second, "both replicas find the other's definition", func() bool {
-		return logs[0].count("another definition") >= 1 && logs[1].count("another definition") >= 1
+	stepUntil(t, clk, 2, "mixed", fleet, "both replicas find the other's definition, six ticks", func() bool {
+		return logs[0].count("another definition") >= 1 && logs[1].count("another definition") >= 1 && len(j.byJob()["mixed"]) >= 6
 	})
-	eventually(t, 30*time.Second, "six ticks", func() bool { return len(j.byJob()["mixed"]) >= 6 })
 	for i, r := range fleet {
 		st := r.s.Status()[0]
 		if st.Digest == "" || st.Digest == fleet[1-i].s.Status()[0].Digest {

@@ -3,8 +3,9 @@ package scheduler
 import "time"
 
 // A Clock tells the time and waits. The Scheduler takes every tick's time
-// from it; tests replace it (WithClock) to skew a replica's clock, or to
-// step time by hand.
+// from it and waits for each tick on it; tests replace it (WithClock) to
+// skew a replica's clock, or to step time by hand. Runs, retries, leases
+// and durations stay on the system clock.
 type Clock interface {
 	// Now is the current time: what the schedules are evaluated against.
 	Now() time.Time
@@ -33,13 +34,3 @@ type sysTimer struct{ t *time.Timer }
 
 func (t sysTimer) C() <-chan time.Time { return t.t.C }
 func (t sysTimer) Stop() bool          { return t.t.Stop() }
-
-// OffsetClock is the system clock shifted by a fixed offset: a replica whose
-// clock runs ahead (positive) or behind (negative). Waiting is unchanged.
-type OffsetClock time.Duration
-
-// Now returns time.Now() plus the offset.
-func (o OffsetClock) Now() time.Time { return time.Now().Add(time.Duration(o)) }
-
-// NewTimer returns a time.Timer.
-func (o OffsetClock) NewTimer(d time.Duration) Timer { return SystemClock{}.NewTimer(d) }

@@ -13,9 +13,9 @@ import (
 // controlTopic is the lock.Client event topic of fleet-wide requests.
 const controlTopic = "control"
 
-// ManualSuffix ends the id of a job's ledger of manual runs (Trigger): a
+// manualSuffix ends the id of a job's ledger of manual runs (Trigger): a
 // job's name must not end with it.
-const ManualSuffix = "!manual"
+const manualSuffix = "!manual"
 
 // Trigger asks the fleet to run the job once now, besides its schedule: it
 // counts the request in the job's ledger and publishes it, and every

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -18,33 +20,35 @@ func TestPauseResumeFleetWide(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "pausable"
-	j := newJournal()
-	fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: "@every 1s", Run: j.fn(nil)})
-	eventually(t, 10*time.Second, "a first run", func() bool { return len(j.all()) >= 1 })
+	j, clk := newJournal(), testclock.NewFake(fakeStart)
+	fleet, meters := fleetOn(t, srv, 2, clk, scheduler.Job{Name: job, Schedule: "@every 1s", Run: j.fn(nil)})
+	step(t, clk, 2)
+	testkit.Eventually(t, 10*time.Second, "a first run", func() bool { return len(j.all()) == 1 })
+	settle(t, clk, 2, job, fleet...)
 
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	if err := fleet[0].s.Pause(ctx, job, true); err != nil {
 		t.Fatal(err)
 	}
-	paused := time.Now()
-	eventually(t, 10*time.Second, "two ticks paused", func() bool {
-		return runsOf(t, job, scheduler.OutcomePaused, meters...) >= 4 // two ticks, two replicas
-	})
-	for _, x := range j.all() {
-		// A tick claimed before the pause may have started just after it.
-		if x.start.After(paused.Add(500 * time.Millisecond)) {
-			t.Fatalf("tick %s ran at %s, after the pause", fmtT(x.info.Tick), x.start.Format("15:04:05.000"))
-		}
+	for i := range 2 {
+		step(t, clk, 2)
+		testkit.Eventually(t, 10*time.Second, "ticks paused", func() bool {
+			return runsOf(t, job, scheduler.OutcomePaused, meters...) == int64(2*(i+1)) // on both replicas
+		})
+		settle(t, clk, 2, job, fleet...)
+	}
+	if n := len(j.all()); n != 1 {
+		t.Fatalf("%d runs, want 1: a paused tick ran", n)
 	}
 	views := fleet[1].s.Jobs(ctx)
 	if len(views) != 1 || !views[0].Ledger.Paused || len(views[0].NextTicks) != 3 {
 		t.Fatalf("Jobs while paused: %+v", views)
 	}
-	n := len(j.all())
 	if err := fleet[1].s.Pause(ctx, job, false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a run after resume", func() bool { return len(j.all()) > n })
+	step(t, clk, 2)
+	testkit.Eventually(t, 10*time.Second, "a run after resume", func() bool { return len(j.all()) == 2 })
 	stopAll(t, fleet...)
 	checkOncePerTick(t, j.byJob(), 0)
 }
@@ -62,7 +66,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 	sender := newRedisReplica(t, srv, "cli", nil)
 	sender.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(nil)})
 
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	// Each replica subscribes as it starts: trigger until one runs.
 	deadline := time.Now().Add(10 * time.Second)
 	for len(j.all()) == 0 {
@@ -77,7 +81,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	eventually(t, 10*time.Second, "the runs finished", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the runs finished", func() bool {
 		v := sender.s.Jobs(ctx)[0]
 		return !v.Ledger.Held
 	})
@@ -89,7 +93,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 	if _, err := sender.s.Trigger(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the paused job's manual run", func() bool { return len(j.all()) > first })
+	testkit.Eventually(t, 10*time.Second, "the paused job's manual run", func() bool { return len(j.all()) > first })
 	time.Sleep(300 * time.Millisecond) // room for a wrong second run of the same trigger
 	stopAll(t, fleet...)
 	runs := j.all()
@@ -131,8 +135,10 @@ func TestMaxConcurrency(t *testing.T) {
 		js = append(js, scheduler.Job{Name: name, Schedule: "@every 1s", Run: j.fn(work),
 			MaxConcurrency: 2, ConcurrencyGroup: "heavy"})
 	}
-	fleet, _ := fleetOf(t, srv, 2, []lock.Option{lock.WithLeaseTime(time.Second)}, js...)
-	eventually(t, 20*time.Second, "12 runs", func() bool { return len(j.all()) >= 12 })
+	clk := testclock.NewFake(fakeStart)
+	fleet, _ := fleetWith(t, srv, 2, []lock.Option{lock.WithLeaseTime(time.Second)}, []scheduler.Option{scheduler.WithClock(clk)}, js...)
+	// Each tick, the four jobs of the group fall due at once.
+	stepUntil(t, clk, 8, "", fleet, "12 runs", func() bool { return len(j.all()) >= 12 })
 	stopAll(t, fleet...)
 	if p := peak.Load(); p != 2 {
 		t.Fatalf("at most %d runs of the group at once, want exactly 2", p)
@@ -147,7 +153,7 @@ func TestTriggerDuringManualRun(t *testing.T) {
 	const job = "manual2"
 	j := newJournal()
 	fleet, _ := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(sleepWork(time.Second))})
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	deadline := time.Now().Add(10 * time.Second)
 	for started := false; !started; {
 		if time.Now().After(deadline) {
@@ -165,7 +171,7 @@ func TestTriggerDuringManualRun(t *testing.T) {
 	if _, err := fleet[1].s.Trigger(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the second trigger's run", func() bool { return len(j.all()) >= 2 })
+	testkit.Eventually(t, 10*time.Second, "the second trigger's run", func() bool { return len(j.all()) >= 2 })
 	stopAll(t, fleet...)
 	if runs := j.all(); len(runs) != 2 || runs[0].info.Token == runs[1].info.Token {
 		t.Fatalf("%d runs, want 2 with their own tokens: %+v", len(runs), runs)

@@ -26,7 +26,7 @@
 //     (overlap queue);
 //  3. holding the lock, marks T running and runs the job with a ctx that
 //     ends on timeout, on lock loss (cause lock.ErrLockLost) and on shutdown
-//     (cause ErrClosed), carrying RunInfo;
+//     (cause ErrClosed), carrying the run's jobs.Info (jobs.InfoFrom);
 //  4. in a deferred finalizer, also after a panic, records the outcome,
 //     marks T done unless this replica's stop interrupted the run, and
 //     releases the lock, with a fresh context, in the same step.
@@ -131,7 +131,7 @@
 // job's OnShutdown policy and releases its lock at once, then returns; Run
 // then returns ErrClosed. Under ShutdownHandoff (the default) the tick is
 // given back: a replica waiting for it takes it within a round trip and runs
-// it, with RunInfo.Attempt one higher. Under ShutdownAbandon it is marked done
+// it, with jobs.Info.Attempt one higher. Under ShutdownAbandon it is marked done
 // (outcome interrupted). Close does the same without waiting for the job
 // funcs. If Shutdown's ctx ends first (a second signal), it finishes the runs
 // still going at once and returns.
@@ -144,7 +144,7 @@
 // freed lock first (a replica that was not waiting for the earlier one, a
 // tick queued under OverlapQueue, the next tick's claim in the same
 // instant), the ledger hands it the earlier tick, which it runs first
-// (RunInfo.Attempt one higher) or records as interrupted under abandon;
+// (jobs.Info.Attempt one higher) or records as interrupted under abandon;
 // then it claims its own tick again. A replica killed mid-run thus has its
 // tick re-run within about one lease while any replica runs the job.
 //
@@ -166,7 +166,7 @@
 // A failed try is tried again Retries times within the same tick and lease,
 // after Backoff, doubling up to MaxBackoff; the ctx ending (lock lost,
 // shutdown) stops the retries. Timeout bounds each try (jobs.Timeout); a
-// panic is recovered into an error (jobs.Recover). RunInfo.Attempt counts
+// panic is recovered into an error (jobs.Recover). jobs.Info.Attempt counts
 // the tries of the tick, across retries and replicas.
 //
 // # Fleet control: pause, trigger
@@ -177,8 +177,8 @@
 // way goes on. Trigger(ctx, job) counts a manual request in the job's
 // ledger and publishes it (fleet.Store.Publish); every replica that runs
 // the job claims the manual run in a second ledger of manual runs, under
-// the job's lock, so one runs it once. RunInfo.Tick is the time of the
-// request and RunInfo.Trigger its number (counted per job, from 1; 0 for
+// the job's lock, so one runs it once. jobs.Info.Tick is the time of the
+// request and jobs.Info.Trigger its number (counted per job, from 1; 0 for
 // scheduled runs), which tells a manual run from a scheduled tick of the
 // same second; exec and http jobs get it as LOCKCRON_TRIGGER and
 // Lockcron-Trigger. A manual run waits for a run under way, and runs while
@@ -281,7 +281,17 @@
 // line per finished run (replica, attempt, duration, outcome; ERROR when it
 // failed or lost its lock), a WARN when a replica takes over a tick (from
 // whom, and why: given back, or its claimant stopped answering), and DEBUG
-// for the detail (skipped ticks).
+// for the detail (skipped ticks). A program that passes no logger still
+// hears of what goes wrong: by default the warnings and errors go to
+// os.Stderr, as net/http's server logs; WithLogger takes an hclog.Logger,
+// and WithSlog a log/slog *slog.Logger.
+//
+// # Outcomes and runs
+//
+// Each tick ends with an Outcome; Outcome.Done says whether the tick is done
+// for the fleet (only handed_off and error give it back). A run knows about
+// itself through jobs.InfoFrom(ctx): job, tick, lock, fencing token,
+// attempt, replica, and a manual run's trigger number.
 //
 // # Backends
 //

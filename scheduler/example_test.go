@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -35,7 +37,7 @@ func Example() {
 	var once sync.Once
 	err = s.Add(scheduler.Job{Name: "report", Schedule: "@every 1s", Run: jobs.Func(func(ctx context.Context) error {
 		once.Do(func() {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			fmt.Printf("%s ran, attempt %d\n", info.Job, info.Attempt)
 			close(ran)
 		})
@@ -82,7 +84,7 @@ func Example_readme() {
 		Name:     "nightly-report",
 		Schedule: "CRON_TZ=Europe/Berlin 0 2 * * *", // or "*/10 * * * * *", "@every 30s", "@hourly"
 		Run: jobs.Func(func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx) // job, tick, fencing token, attempt, replica
+			info, _ := jobs.InfoFrom(ctx) // job, tick, fencing token, attempt, replica
 			return report(ctx, info.Tick, info.Token)
 		}),
 		Timeout: 10 * time.Minute,
@@ -132,7 +134,7 @@ end
 redis.call('HSET', KEYS[1], 'token', ARGV[1], 'body', ARGV[2])
 return 1`)
 	err = s.Add(scheduler.Job{Name: "report", Schedule: "0 6 * * *", Run: jobs.Func(func(ctx context.Context) error {
-		info, _ := scheduler.RunInfo(ctx)
+		info, _ := jobs.InfoFrom(ctx)
 		body := fmt.Sprintf("report of %s", info.Tick.Format(time.DateOnly))
 		ok, err := fencedSet.Run(ctx, rdb, []string{"report:latest"}, info.Token, body).Int()
 		if err != nil {
@@ -153,4 +155,25 @@ return 1`)
 	if err := s.Run(ctx); !errors.Is(err, scheduler.ErrClosed) {
 		fmt.Println(err)
 	}
+}
+
+// A program that logs with log/slog hands its logger to the Scheduler; one
+// that passes no logger still hears of failed runs and lost locks: warnings
+// and errors go to stderr.
+func ExampleWithSlog() {
+	locks, err := lock.NewMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locks.Close()
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := scheduler.New(locks, scheduler.WithSlog(log))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = s // Add jobs, then Run: "run finished" lines go to log, with job, tick, outcome
+	// Output:
 }

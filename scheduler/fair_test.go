@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -20,7 +21,7 @@ func TestFairLockJobs(t *testing.T) {
 			Overlap: scheduler.OverlapQueue, Run: j.fn(sleepWork(600 * time.Millisecond))}
 	}
 	fleet, _ := fleetOf(t, srv, 3, nil, mk("a"), mk("b"))
-	eventually(t, 30*time.Second, "six runs of each job", func() bool {
+	testkit.Eventually(t, 30*time.Second, "six runs of each job", func() bool {
 		by := j.byJob()
 		return len(by["a"]) >= 6 && len(by["b"]) >= 6
 	})

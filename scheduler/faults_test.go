@@ -6,6 +6,8 @@ import (
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -20,7 +22,7 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 	for _, policy := range []scheduler.ShutdownPolicy{scheduler.ShutdownHandoff, scheduler.ShutdownAbandon} {
 		t.Run(string(policy), func(t *testing.T) {
 			srv := redistest.Start(t)
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			const job = "report"
 			// A replica that died mid-run: it claimed a tick an hour ago
 			// and vanished; its lock has expired.
@@ -32,7 +34,7 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lost := time.Now().Add(-time.Hour).Truncate(time.Second)
+			lost := fakeStart.Add(-time.Hour)
 			if _, err := g.Claim(ctx, lost.UnixMilli(), false); err != nil {
 				t.Fatal(err)
 			}
@@ -42,9 +44,12 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 			_ = dead.Close()
 
 			j := newJournal()
-			r := newRedisReplica(t, srv, "survivor", nil)
+			clk := testclock.NewFake(fakeStart)
+			r := newRedisReplica(t, srv, "survivor", nil, scheduler.WithClock(clk))
 			r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", OnShutdown: policy, Run: j.fn(nil)})
 			r.start()
+			own := step(t, clk, 1)
+			fired := time.Now()
 			first := j.awaitStart(t, 10*time.Second)
 			if policy == scheduler.ShutdownHandoff {
 				if !first.info.Tick.Equal(lost) || first.info.Attempt != 2 {
@@ -53,12 +58,12 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 				}
 				first = j.awaitStart(t, 10*time.Second)
 			}
-			if !first.info.Tick.After(lost) || first.info.Attempt != 1 {
-				t.Fatalf("run after the unfinished tick: tick %s attempt %d, want a later tick, attempt 1", fmtT(first.info.Tick), first.info.Attempt)
+			if !first.info.Tick.Equal(own) || first.info.Attempt != 1 {
+				t.Fatalf("run after the unfinished tick: tick %s attempt %d, want its own tick %s, attempt 1", fmtT(first.info.Tick), first.info.Attempt, fmtT(own))
 			}
 			// The runner's own tick was not lost: it ran right after.
-			if d := first.start.Sub(first.info.Tick); d > 2*time.Second {
-				t.Errorf("the replica's own tick %s ran %v late", fmtT(first.info.Tick), d)
+			if d := first.start.Sub(fired); d > 2*time.Second {
+				t.Errorf("the replica's own tick %s ran %v after it fell due", fmtT(first.info.Tick), d)
 			}
 			r.stop(t)
 			st := ledgerState(t, srv, job, job)
@@ -75,17 +80,19 @@ func TestUnfinishedTickRunsFirst(t *testing.T) {
 func TestManualRunIdentity(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "tagged"
 	j := newJournal()
-	r := newRedisReplica(t, srv, "r1", nil)
+	clk := testclock.NewFake(fakeStart)
+	r := newRedisReplica(t, srv, "r1", nil, scheduler.WithClock(clk))
 	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: j.fn(nil)})
 	r.start()
+	step(t, clk, 1)
 	scheduled := j.awaitStart(t, 10*time.Second)
 	if scheduled.info.Trigger != 0 {
 		t.Fatalf("scheduled run has Trigger %d, want 0", scheduled.info.Trigger)
 	}
-	eventually(t, 10*time.Second, "subscribed to fleet requests", func() bool {
+	testkit.Eventually(t, 10*time.Second, "subscribed to fleet requests", func() bool {
 		n, err := r.s.Trigger(ctx, job)
 		return err == nil && n > 0
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -57,7 +58,7 @@ func TestOncePerTickWithClockSkew(t *testing.T) {
 	j := newJournal()
 	var fleet []*replica
 	for i, skew := range []time.Duration{-800 * time.Millisecond, 0, 800 * time.Millisecond} {
-		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil, scheduler.WithClock(scheduler.OffsetClock(skew)))
+		r := newRedisReplica(t, srv, "r"+string(rune('1'+i)), nil, scheduler.WithClock(testclock.Offset(skew)))
 		for k := range 3 {
 			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 2s", Run: j.fn(func(ctx context.Context) error {
 				time.Sleep(10 * time.Millisecond) // the job's work
@@ -94,14 +95,18 @@ func TestInMemoryBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newReplica(t, c, "solo")
+	clk := testclock.NewFake(fakeStart)
+	r := newReplica(t, c, "solo", scheduler.WithClock(clk))
 	j := newJournal()
 	r.add(t, scheduler.Job{Name: "tick", Schedule: "@every 1s", Run: j.fn(nil)})
 	r.start()
+	step(t, clk, 1)
 	x := j.awaitStart(t, 5*time.Second)
 	if x.info.Job != "tick" || x.info.Replica != "solo" || x.info.Token <= 0 || x.info.Attempt != 1 || x.info.Tick.Nanosecond() != 0 {
 		t.Fatalf("run info on the memory backend: %+v", x.info)
 	}
+	settle(t, clk, 1, "tick", r)
+	step(t, clk, 1)
 	y := j.awaitStart(t, 5*time.Second)
 	if y.info.Tick.Sub(x.info.Tick) != time.Second || y.info.Token <= x.info.Token {
 		t.Fatalf("second run %+v after %+v", y.info, x.info)

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/jobs/execjob"
 	"github.com/lockcron/lockcron/lock"
@@ -51,7 +54,9 @@ func newRedisReplica(t *testing.T, srv *redistest.Server, id string, lopts []loc
 
 func newReplica(t *testing.T, c *lock.Client, id string, opts ...scheduler.Option) *replica {
 	t.Helper()
-	s, err := scheduler.New(c, append([]scheduler.Option{scheduler.WithReplicaID(id)}, opts...)...)
+	// Quiet unless the test gives a logger: the default writes warnings to
+	// stderr.
+	s, err := scheduler.New(c, append([]scheduler.Option{scheduler.WithReplicaID(id), scheduler.WithLogger(hclog.NewNullLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +123,9 @@ func newJournal() *journal { return &journal{ch: make(chan execution, 10000)} }
 // fn returns a job func that records its runs and then does work.
 func (j *journal) fn(work func(ctx context.Context) error) jobs.Func {
 	return func(ctx context.Context) error {
-		info, ok := scheduler.RunInfo(ctx)
+		info, ok := jobs.InfoFrom(ctx)
 		if !ok {
-			return errors.New("no RunInfo in the run's ctx")
+			return errors.New("no run info in the run's ctx")
 		}
 		x := execution{info: info, start: time.Now()}
 		select {
@@ -192,22 +197,62 @@ func checkOncePerTick(t *testing.T, byJob map[string][]execution, every time.Dur
 	}
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func jobName(i int) string { return fmt.Sprintf("job-%d", i) }
 
-// eventually polls cond until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+// step moves clk to the time of its earliest timer once at least waiters
+// timers wait (each trigger loop waits for its next tick on one): that
+// tick fires. It returns the tick.
+func step(t *testing.T, clk *testclock.Fake, waiters int) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		n, changed := clk.Waiting()
+		if n >= waiters {
+			at, _ := clk.Next()
+			clk.Set(at)
+			return at
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("%d timers wait on the fake clock (now %s), want %d", n, fmtT(clk.Now()), waiters)
+			return time.Time{}
+		}
 	}
 }
 
-func jobName(i int) string { return fmt.Sprintf("job-%d", i) }
+// settle waits until waiters timers wait on clk (every trigger loop has
+// fired its tick and waits for the next one) and none of the replicas
+// handles a tick of job (of any job if job is ""): a tick stepped to next
+// is fired everywhere, not skipped as busy.
+func settle(t *testing.T, clk *testclock.Fake, waiters int, job string, fleet ...*replica) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d loops wait for their next tick, none handles a tick of %s", waiters, job), func() bool {
+		if n, _ := clk.Waiting(); n < waiters {
+			return false
+		}
+		for _, r := range fleet {
+			for _, st := range r.s.Status() {
+				if (job == "" || st.Job == job) && st.Running {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// stepUntil steps clk one tick at a time, each once the fleet has settled
+// (settle), until cond holds; it fails the test after 100 ticks.
+func stepUntil(t *testing.T, clk *testclock.Fake, waiters int, job string, fleet []*replica, what string, cond func() bool) {
+	t.Helper()
+	for range 100 {
+		settle(t, clk, waiters, job, fleet...)
+		if cond() {
+			return
+		}
+		step(t, clk, waiters)
+	}
+	t.Fatalf("%s: not within 100 ticks", what)
+}

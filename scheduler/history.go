@@ -52,8 +52,8 @@ type Run struct {
 	Start    time.Time     `json:"start"`
 	End      time.Time     `json:"end"`
 	Duration time.Duration `json:"duration_ns"`
-	// Outcome is one of the Outcome constants.
-	Outcome string `json:"outcome"`
+	// Outcome is what became of the run.
+	Outcome Outcome `json:"outcome"`
 	// Token is the run's fencing token.
 	Token int64 `json:"token,omitempty"`
 	// TraceID is the run's trace, hex, if it was sampled.
@@ -116,7 +116,7 @@ func (r Run) fields() map[string]string {
 	f := map[string]string{
 		hTick:     fmtTick(r.Tick),
 		hReplica:  r.Replica,
-		hOutcome:  r.Outcome,
+		hOutcome:  string(r.Outcome),
 		hStart:    r.Start.UTC().Format(time.RFC3339Nano),
 		hEnd:      r.End.UTC().Format(time.RFC3339Nano),
 		hDuration: strconv.FormatFloat(float64(r.Duration)/float64(time.Millisecond), 'f', 3, 64),
@@ -149,7 +149,7 @@ func runFromEntry(job string, ent fleet.Entry) Run {
 	return Run{
 		ID: ent.ID, Job: job, Tick: at(hTick), Trigger: num(hTrigger), Replica: f[hReplica],
 		Attempt: int(num(hAttempt)), Start: at(hStart), End: at(hEnd),
-		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: f[hOutcome],
+		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: Outcome(f[hOutcome]),
 		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Missed: num(hMissed),
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -43,7 +45,7 @@ func (k *runSink) all() []scheduler.Run {
 func TestHistoryFleetWide(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job, secret = "hist", "s3cr3t-token"
 	redact := scheduler.WithRedact(func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") })
 	sink := &runSink{}
@@ -60,16 +62,21 @@ func TestHistoryFleetWide(t *testing.T) {
 		}
 		return nil
 	})
+	clk := testclock.NewFake(fakeStart)
 	var rs []*replica
 	for _, id := range []string{"r1", "r2"} {
-		r := newRedisReplica(t, srv, id, nil, redact, sink.option())
+		r := newRedisReplica(t, srv, id, nil, redact, sink.option(), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: work, HistoryKeep: 50})
 		r.start()
 		rs = append(rs, r)
 	}
-	eventually(t, 30*time.Second, "4 runs in the history", func() bool {
+	for range 4 {
+		settle(t, clk, 2, job, rs...)
+		step(t, clk, 2)
+	}
+	testkit.Eventually(t, 10*time.Second, "4 runs in the history", func() bool {
 		h, err := rs[0].s.History(ctx, job, 0, "")
-		return err == nil && len(h) >= 4
+		return err == nil && len(h) == 4
 	})
 	for _, r := range rs {
 		r.stop(t)
@@ -146,7 +153,7 @@ func TestHistoryFleetWide(t *testing.T) {
 func TestHistoryManualRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "hist-manual"
 	j := newJournal()
 	r := newRedisReplica(t, srv, "r1", nil)
@@ -154,7 +161,7 @@ func TestHistoryManualRun(t *testing.T) {
 	r.start()
 	// A trigger sent before the replica's subscription to fleet requests
 	// is in place is lost: wait for it.
-	eventually(t, 10*time.Second, "the replica subscribed to fleet requests", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the replica subscribed to fleet requests", func() bool {
 		n, err := srv.Client().PubSubNumSub(ctx, "lockcron:events:control").Result()
 		return err == nil && n["lockcron:events:control"] > 0
 	})
@@ -162,7 +169,7 @@ func TestHistoryManualRun(t *testing.T) {
 		t.Fatalf("Trigger: heard by %d, %v; want 1", heard, err)
 	}
 	var h []scheduler.Run
-	eventually(t, 20*time.Second, "the manual run in the history", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the manual run in the history", func() bool {
 		var err error
 		h, err = r.s.History(ctx, job, 10, "")
 		return err == nil && len(h) == 1
@@ -177,23 +184,24 @@ func TestHistoryManualRun(t *testing.T) {
 func TestHistoryMissedOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "hist-missed"
-	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
+	seed, clk := fakeStart, testclock.NewFake(fakeStart.Add(5500*time.Millisecond))
 	seedLedger(t, srv, job, job, seed)
 	sink := &runSink{}
 	var rs []*replica
 	for _, id := range []string{"r1", "r2", "r3"} {
 		j := newJournal()
-		r := newRedisReplica(t, srv, id, nil, sink.option())
+		r := newRedisReplica(t, srv, id, nil, sink.option(), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Misfire: scheduler.MisfireSkip, Run: j.fn(nil)})
 		rs = append(rs, r)
 	}
 	for _, r := range rs {
 		r.start()
 	}
+	step(t, clk, 3)
 	var missed []scheduler.Run
-	eventually(t, 20*time.Second, "a run after the misses", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a run after the misses", func() bool {
 		h, err := rs[0].s.History(ctx, job, 100, "")
 		if err != nil {
 			return false
@@ -217,8 +225,8 @@ func TestHistoryMissedOnce(t *testing.T) {
 		t.Fatalf("%d missed entries, want 1: %+v", len(missed), missed)
 	}
 	m := missed[0]
-	if m.Missed < 4 || !m.Tick.After(seed) {
-		t.Errorf("missed entry: %d ticks up to %s; want at least 4 after %s", m.Missed, fmtT(m.Tick), fmtT(seed))
+	if m.Missed != 5 || !m.Tick.Equal(seed.Add(5*time.Second)) {
+		t.Errorf("missed entry: %d ticks up to %s; want the 5 after %s", m.Missed, fmtT(m.Tick), fmtT(seed))
 	}
 	var heard int
 	for _, r := range sink.all() {
@@ -237,12 +245,12 @@ func TestHistoryMissedOnce(t *testing.T) {
 func TestHistoryTakeover(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const job = "hist-takeover"
 	started := make(chan string, 10)
 	work := func(id string) jobs.Func {
 		return func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			if info.Attempt > 1 {
 				return nil
 			}
@@ -253,13 +261,15 @@ func TestHistoryTakeover(t *testing.T) {
 	}
 	logs := &lockedWriter{w: &strings.Builder{}}
 	log := hclog.New(&hclog.LoggerOptions{Name: "app", Output: logs})
+	clk := testclock.NewFake(fakeStart)
 	rs := map[string]*replica{}
 	for _, id := range []string{"r1", "r2"} {
-		r := newRedisReplica(t, srv, id, nil, scheduler.WithLogger(log.Named(id)))
+		r := newRedisReplica(t, srv, id, nil, scheduler.WithLogger(log.Named(id)), scheduler.WithClock(clk))
 		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: work(id), Overlap: scheduler.OverlapQueue})
 		r.start()
 		rs[id] = r
 	}
+	step(t, clk, 2)
 	var first string
 	select {
 	case first = <-started:
@@ -272,7 +282,7 @@ func TestHistoryTakeover(t *testing.T) {
 	}
 	rs[first].stop(t)
 	var h []scheduler.Run
-	eventually(t, 20*time.Second, "the taken-over run in the history", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the taken-over run in the history", func() bool {
 		var err error
 		h, err = rs[survivor].s.History(ctx, job, 100, "")
 		if err != nil {
@@ -294,9 +304,9 @@ func TestHistoryTakeover(t *testing.T) {
 	if handed == nil {
 		t.Fatalf("no handed_off entry of %s in %+v", first, h)
 	}
-	// The survivor takes the tick over when it hears the handoff, or, if
-	// its next tick falls due first (a loaded machine), as the earlier
-	// unfinished tick it finds when it claims: either line says so.
+	// The survivor takes the tick over, waiting for it or hearing the
+	// handoff; a claim of a later tick would find it as the earlier
+	// unfinished one instead: either line says so.
 	wants := []string{
 		"app." + survivor + ".scheduler: tick taken over",
 		"app." + survivor + ".scheduler: an earlier tick was claimed and never finished: running it first",

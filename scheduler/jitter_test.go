@@ -388,9 +388,9 @@ func TestJitterFleet(t *testing.T) {
 	)
 	record := jobs.Func(func(ctx context.Context) error {
 		start := time.Now()
-		info, ok := RunInfo(ctx)
+		info, ok := jobs.InfoFrom(ctx)
 		if !ok {
-			return errors.New("no RunInfo")
+			return errors.New("no run info in the run's ctx")
 		}
 		mu.Lock()
 		runs = append(runs, execution{info.Job, info.Replica, info.Tick, start})

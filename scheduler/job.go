@@ -34,8 +34,8 @@ type Job struct {
 	Jitter time.Duration
 	// Run is the work. It gets a ctx that ends on timeout, on lock loss
 	// (cause lock.ErrLockLost) and on shutdown (cause ErrClosed), and that
-	// carries RunInfo. A panic in it is recovered into an error wrapping
-	// jobs.ErrPanic.
+	// carries its jobs.Info (jobs.InfoFrom). A panic in it is recovered
+	// into an error wrapping jobs.ErrPanic.
 	Run jobs.Runner
 
 	// Lock is the name of the lock the runs take. Default Name. Jobs that
@@ -300,7 +300,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		field, msg string
 	}{
 		{strings.ContainsAny(j.Name, "{}"), "name", "must not hold { or }"},
-		{strings.HasSuffix(j.Name, ManualSuffix), "name", fmt.Sprintf("must not end with %q, which names the ledger of a job's manual runs", ManualSuffix)},
+		{strings.HasSuffix(j.Name, manualSuffix), "name", fmt.Sprintf("must not end with %q, which names the ledger of a job's manual runs", manualSuffix)},
 		{j.Run == nil, "run", "no Runner"},
 		{strings.ContainsAny(j.Lock, "{}"), "lock", fmt.Sprintf("%q must not hold { or }", j.Lock)},
 		{j.Jitter < 0, "jitter", fmt.Sprintf("%v is negative", j.Jitter)},

@@ -65,17 +65,17 @@ func (m *meter) histogramCount(t *testing.T, name, job string) uint64 {
 }
 
 // runs is lockcron.job.runs of job with the given outcome.
-func (m *meter) runs(t *testing.T, job, outcome string) int64 {
+func (m *meter) runs(t *testing.T, job string, outcome scheduler.Outcome) int64 {
 	t.Helper()
-	return m.counter(t, "lockcron.job.runs", attribute.String("lockcron.job", job), attribute.String("lockcron.outcome", outcome))
+	return m.counter(t, "lockcron.job.runs", attribute.String("lockcron.job", job), attribute.String("lockcron.outcome", string(outcome)))
 }
 
 // outcomes is lockcron.job.runs of job by outcome; outcomes never counted
 // are absent.
-func (m *meter) outcomes(t *testing.T, job string) map[string]int64 {
+func (m *meter) outcomes(t *testing.T, job string) map[scheduler.Outcome]int64 {
 	t.Helper()
-	out := map[string]int64{}
-	for _, o := range []string{
+	out := map[scheduler.Outcome]int64{}
+	for _, o := range []scheduler.Outcome{
 		scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeSkippedDone,
 		scheduler.OutcomeSkippedBusy, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted,
 		scheduler.OutcomeHandedOff, scheduler.OutcomeMissed, scheduler.OutcomeError,
@@ -88,7 +88,7 @@ func (m *meter) outcomes(t *testing.T, job string) map[string]int64 {
 }
 
 // runsOf sums lockcron.job.runs of job with the given outcome over meters.
-func runsOf(t *testing.T, job, outcome string, meters ...*meter) int64 {
+func runsOf(t *testing.T, job string, outcome scheduler.Outcome, meters ...*meter) int64 {
 	t.Helper()
 	var n int64
 	for _, m := range meters {

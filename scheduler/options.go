@@ -1,7 +1,11 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,8 +41,25 @@ type options struct {
 }
 
 // WithLogger sets the logger; the Scheduler logs under its sub-logger
-// "scheduler". Default hclog.NewNullLogger().
+// "scheduler". By default (neither WithLogger nor WithSlog) the Scheduler
+// writes its warnings and errors (failed runs, lost locks, ticks missed)
+// to os.Stderr, as net/http's server does; pass hclog.NewNullLogger() for
+// silence. The last of WithLogger and WithSlog wins.
 func WithLogger(l hclog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithSlog sends the Scheduler's logs to l, a log/slog logger, at l's own
+// levels: the same messages and key-value pairs as WithLogger's, with the
+// sub-logger's name under the key "logger". The last of WithLogger and
+// WithSlog wins.
+func WithSlog(l *slog.Logger) Option {
+	return func(o *options) {
+		if l == nil {
+			o.logger = nil // refused by New
+			return
+		}
+		o.logger = slogLogger(l)
+	}
+}
 
 // WithTracerProvider sets where spans go. Default otel.GetTracerProvider().
 // Give the lock.Client the same provider, so that its lock.wait spans nest
@@ -48,7 +69,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options
 // WithMeterProvider sets where metrics go. Default otel.GetMeterProvider().
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meter = mp } }
 
-// WithReplicaID names this replica in logs, spans and RunInfo. Default the
+// WithReplicaID names this replica in logs, spans and jobs.Info. Default the
 // lock.Client's ID.
 func WithReplicaID(id string) Option { return func(o *options) { o.replica = id } }
 
@@ -110,7 +131,7 @@ func WithMemberTTL(d time.Duration) Option { return func(o *options) { o.memberT
 
 func buildOptions(opts []Option) (options, error) {
 	o := options{
-		logger:          hclog.NewNullLogger(),
+		logger:          defaultLogger(),
 		location:        time.UTC,
 		clock:           SystemClock{},
 		shutdownTimeout: DefaultShutdownTimeout,
@@ -124,7 +145,7 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	switch {
 	case o.logger == nil:
-		return o, fmt.Errorf("scheduler: WithLogger(nil): %w", ErrInvalid)
+		return o, fmt.Errorf("scheduler: WithLogger(nil) or WithSlog(nil): %w", ErrInvalid)
 	case o.location == nil:
 		return o, fmt.Errorf("scheduler: WithLocation(nil): %w", ErrInvalid)
 	case o.clock == nil:
@@ -143,4 +164,58 @@ func buildOptions(opts []Option) (options, error) {
 		o.meter = otel.GetMeterProvider()
 	}
 	return o, nil
+}
+
+// defaultLogger is the logger of a Scheduler given none: warnings and
+// errors to os.Stderr.
+func defaultLogger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "lockcron", Level: hclog.Warn, Output: os.Stderr})
+}
+
+// slogLogger is an hclog.Logger that hands each message to l: hclog's
+// InterceptLogger, writing nowhere itself, with a sink that logs to l. Its
+// level is the lowest that l is enabled for, so that IsDebug and the like
+// tell the truth.
+func slogLogger(l *slog.Logger) hclog.Logger {
+	level := hclog.Off
+	for _, lv := range []hclog.Level{hclog.Error, hclog.Warn, hclog.Info, hclog.Debug, hclog.Trace} {
+		if l.Enabled(context.Background(), slogLevel(lv)) {
+			level = lv
+		}
+	}
+	il := hclog.NewInterceptLogger(&hclog.LoggerOptions{Level: level, Output: io.Discard})
+	il.RegisterSink(slogSink{l})
+	return il
+}
+
+// slogSink is the hclog.SinkAdapter of slogLogger.
+type slogSink struct{ l *slog.Logger }
+
+// Accept logs the message to the slog.Logger, with the hclog logger's name
+// under "logger".
+func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
+	lv := slogLevel(level)
+	ctx := context.Background()
+	if !s.l.Enabled(ctx, lv) {
+		return
+	}
+	if name != "" {
+		args = append(args, "logger", name)
+	}
+	s.l.Log(ctx, lv, msg, args...)
+}
+
+// slogLevel is the slog level of an hclog level (Trace is below Debug).
+func slogLevel(l hclog.Level) slog.Level {
+	switch l {
+	case hclog.Trace:
+		return slog.LevelDebug - 4
+	case hclog.Debug:
+		return slog.LevelDebug
+	case hclog.Info:
+		return slog.LevelInfo
+	case hclog.Warn:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,8 @@ import (
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -34,11 +35,22 @@ import (
 // its own meter and the same jobs, and returns them with their meters.
 func fleetOf(t *testing.T, srv *redistest.Server, n int, lopts []lock.Option, js ...scheduler.Job) ([]*replica, []*meter) {
 	t.Helper()
+	return fleetWith(t, srv, n, lopts, nil, js...)
+}
+
+// fleetOn is fleetOf with every replica on the fake clock clk.
+func fleetOn(t *testing.T, srv *redistest.Server, n int, clk *testclock.Fake, js ...scheduler.Job) ([]*replica, []*meter) {
+	t.Helper()
+	return fleetWith(t, srv, n, nil, []scheduler.Option{scheduler.WithClock(clk)}, js...)
+}
+
+func fleetWith(t *testing.T, srv *redistest.Server, n int, lopts []lock.Option, opts []scheduler.Option, js ...scheduler.Job) ([]*replica, []*meter) {
+	t.Helper()
 	var fleet []*replica
 	var meters []*meter
 	for i := range n {
 		m := newMeter()
-		r := newRedisReplica(t, srv, "r"+strconv.Itoa(i+1), lopts, m.option())
+		r := newRedisReplica(t, srv, "r"+strconv.Itoa(i+1), lopts, append([]scheduler.Option{m.option()}, opts...)...)
 		r.add(t, js...)
 		fleet = append(fleet, r)
 		meters = append(meters, m)
@@ -84,36 +96,6 @@ func othersOf(fleet []*replica, meters []*meter, r *replica) ([]*replica, []*met
 	return rs, ms
 }
 
-// ticksSoon returns n whole-second ticks gap apart, the first at least lead
-// from now, and a schedule (cronAt) that fires at each of them.
-func ticksSoon(lead, gap time.Duration, n int) (string, []time.Time) {
-	first := time.Now().UTC().Add(lead).Truncate(time.Second).Add(time.Second)
-	ticks := make([]time.Time, n)
-	for i := range ticks {
-		ticks[i] = first.Add(time.Duration(i) * gap)
-	}
-	return cronAt(ticks...), ticks
-}
-
-// cronAt is a daily schedule, in UTC, that fires at each of ticks: whole
-// seconds, less than a minute apart in all. Each field lists the values of
-// every tick, so the schedule also fires at the other combinations of
-// them; those are a minute or more away from the ticks.
-func cronAt(ticks ...time.Time) string {
-	var secs, mins, hours []string
-	add := func(list []string, v int) []string {
-		if s := strconv.Itoa(v); !slices.Contains(list, s) {
-			return append(list, s)
-		}
-		return list
-	}
-	for _, tk := range ticks {
-		tk = tk.UTC()
-		secs, mins, hours = add(secs, tk.Second()), add(mins, tk.Minute()), add(hours, tk.Hour())
-	}
-	return fmt.Sprintf("CRON_TZ=UTC %s %s %s * * *", strings.Join(secs, ","), strings.Join(mins, ","), strings.Join(hours, ","))
-}
-
 // seedLedger records in job's ledger that the fleet claimed and ran tick,
 // as a fleet that then went down would have left it.
 func seedLedger(t *testing.T, srv *redistest.Server, lockName, job string, tick time.Time) {
@@ -127,7 +109,7 @@ func seedLedger(t *testing.T, srv *redistest.Server, lockName, job string, tick 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	cl, err := g.Claim(ctx, tick.UnixMilli(), false)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +131,7 @@ func ledgerState(t *testing.T, srv *redistest.Server, lockName, job string) flee
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := g.State(testCtx(t))
+	st, err := g.State(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +147,7 @@ func lockFree(t *testing.T, srv *redistest.Server, lockName string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	l, err := c.Mutex(lockName).TryLock(ctx)
 	if err != nil {
 		t.Fatalf("lock %q is not free: TryLock: %v", lockName, err)
@@ -213,34 +195,6 @@ func noStart(t *testing.T, j *journal) {
 
 func fmtT(tk time.Time) string { return tk.UTC().Format("15:04:05.000") }
 
-// firstRead is the system clock that remembers when it was first read. A
-// Scheduler with one job reads it first when the job's loop applies the
-// misfire policy, at Run.
-type firstRead struct {
-	mu    sync.Mutex
-	first time.Time
-}
-
-func (c *firstRead) Now() time.Time {
-	now := time.Now()
-	c.mu.Lock()
-	if c.first.IsZero() {
-		c.first = now
-	}
-	c.mu.Unlock()
-	return now
-}
-
-func (c *firstRead) NewTimer(d time.Duration) scheduler.Timer {
-	return scheduler.SystemClock{}.NewTimer(d)
-}
-
-func (c *firstRead) First() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.first
-}
-
 // sleepWork is a job's work that takes d and ignores its ctx.
 func sleepWork(d time.Duration) func(context.Context) error {
 	return func(context.Context) error {
@@ -251,56 +205,72 @@ func sleepWork(d time.Duration) func(context.Context) error {
 
 // --- overlap ---------------------------------------------------------------
 
+// fakeStart is the time a test's fake clock starts at.
+var fakeStart = time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
+
+// heldUntil is a job's work that lasts until the test sends on end (one
+// run) or closes it (every run), or its ctx ends.
+func heldUntil(end <-chan struct{}) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case <-end:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // A run longer than the period: the ticks that come while it holds the lock
 // are skipped (skipped_busy), on the replica that runs it and on the
 // others; runs never overlap. The second replica starts while the first
-// run is under way, so that its ticks find the lock held by an earlier
-// tick's run in Redis, not only here.
+// run is under way, so that its tick finds the lock held by an earlier
+// tick's run in Redis, not only here. On a fake clock, the run lasts
+// until the test ends it.
 func TestOverlapSkip(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "slow"
-	j := newJournal()
+	j, clk, end := newJournal(), testclock.NewFake(fakeStart), make(chan struct{})
 	var fleet []*replica
 	var meters []*meter
 	for _, id := range []string{"r1", "r2"} {
 		m := newMeter()
-		r := newRedisReplica(t, srv, id, nil, m.option())
-		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapSkip,
-			Run: j.fn(sleepWork(2500 * time.Millisecond))})
+		r := newRedisReplica(t, srv, id, nil, m.option(), scheduler.WithClock(clk))
+		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapSkip, Run: j.fn(heldUntil(end))})
 		fleet, meters = append(fleet, r), append(meters, m)
 	}
 	fleet[0].start()
-	first := j.awaitStart(t, 10*time.Second)
+	t1 := step(t, clk, 1)
+	if x := j.awaitStart(t, 10*time.Second); !x.info.Tick.Equal(t1) {
+		t.Fatalf("first run: tick %s, want %s", fmtT(x.info.Tick), fmtT(t1))
+	}
 	fleet[1].start()
-	// r2's first tick comes while r1's run of an earlier tick holds the lock.
-	eventually(t, 10*time.Second, "r2 skips a tick", func() bool {
-		return meters[1].runs(t, job, scheduler.OutcomeSkippedBusy) > 0
+	// The next tick comes while r1's run of the first holds the lock: r1
+	// skips it here, r2 finds the lock held in Redis.
+	step(t, clk, 2)
+	testkit.Eventually(t, 10*time.Second, "both replicas skip the second tick", func() bool {
+		return meters[0].runs(t, job, scheduler.OutcomeSkippedBusy) > 0 && meters[1].runs(t, job, scheduler.OutcomeSkippedBusy) > 0
 	})
-	eventually(t, 20*time.Second, "two runs finished", func() bool { return len(j.all()) >= 2 })
+	end <- struct{}{}
+	settle(t, clk, 2, job, fleet[0]) // the first run finished
+	t3 := step(t, clk, 2)
+	if x := j.awaitStart(t, 10*time.Second); !x.info.Tick.Equal(t3) {
+		t.Fatalf("second run: tick %s, want %s, the first tick after the run", fmtT(x.info.Tick), fmtT(t3))
+	}
+	close(end)
+	testkit.Eventually(t, 10*time.Second, "two runs finished", func() bool { return len(j.all()) == 2 })
 	stopAll(t, fleet...)
 
 	byJob := j.byJob()
-	runs := byJob[job]
-	if !runs[0].info.Tick.Equal(first.info.Tick) {
-		t.Errorf("first run finished: tick %s; the first to start was %s", fmtT(runs[0].info.Tick), fmtT(first.info.Tick))
-	}
 	checkOncePerTick(t, byJob, 0)
-	checkNoOverlap(t, runs)
-	for i := 1; i < len(runs); i++ {
-		// The tick after a run's tick fired while the run held the lock.
-		if d := runs[i].info.Tick.Sub(runs[i-1].info.Tick); d < 2*time.Second {
-			t.Errorf("ticks %s and %s both ran, %v apart; a run takes 2.5s", fmtT(runs[i-1].info.Tick), fmtT(runs[i].info.Tick), d)
-		}
+	checkNoOverlap(t, byJob[job])
+	t.Logf("outcomes: r1 %v, r2 %v", meters[0].outcomes(t, job), meters[1].outcomes(t, job))
+	if ran := runsOf(t, job, scheduler.OutcomeRan, meters...); ran != 2 {
+		t.Errorf("runs{outcome=ran} = %d, want 2 (the runs that returned nil)", ran)
 	}
-	ran := runsOf(t, job, scheduler.OutcomeRan, meters...)
-	busy := runsOf(t, job, scheduler.OutcomeSkippedBusy, meters...)
-	t.Logf("runs: %d; outcomes: r1 %v, r2 %v", len(runs), meters[0].outcomes(t, job), meters[1].outcomes(t, job))
-	if ran != int64(len(runs)) {
-		t.Errorf("runs{outcome=ran} = %d, want %d (the runs that returned nil)", ran, len(runs))
-	}
-	if busy < int64(len(runs)) {
-		t.Errorf("runs{outcome=skipped_busy} = %d, want at least one per gap between %d runs, and r2's", busy, len(runs))
+	if busy := runsOf(t, job, scheduler.OutcomeSkippedBusy, meters...); busy != 2 {
+		t.Errorf("runs{outcome=skipped_busy} = %d, want 2: the second tick on each replica", busy)
 	}
 	// r2 joined while the fleet was up: the ticks skipped as busy before
 	// it came were not missed.
@@ -310,18 +280,33 @@ func TestOverlapSkip(t *testing.T) {
 }
 
 // OverlapQueue: the tick that comes while a run holds the lock waits for
-// it and runs as soon as it ends; a further tick is skipped_busy.
+// it and runs as soon as it ends; a further tick is skipped_busy. On a
+// fake clock, each run lasts until the test ends it.
 func TestOverlapQueue(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "queued"
-	j := newJournal()
-	fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: "@every 1s",
-		Overlap: scheduler.OverlapQueue, Run: j.fn(sleepWork(1500 * time.Millisecond))})
-	eventually(t, 20*time.Second, "three runs finished", func() bool { return len(j.all()) >= 3 })
-	eventually(t, 15*time.Second, "a tick skipped_busy", func() bool {
+	j, clk, end := newJournal(), testclock.NewFake(fakeStart), make(chan struct{})
+	var fleet []*replica
+	var meters []*meter
+	for _, id := range []string{"r1", "r2"} {
+		m := newMeter()
+		r := newRedisReplica(t, srv, id, nil, m.option(), scheduler.WithClock(clk))
+		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapQueue, Run: j.fn(heldUntil(end))})
+		r.start()
+		fleet, meters = append(fleet, r), append(meters, m)
+	}
+	t1 := step(t, clk, 2)
+	first := j.awaitStart(t, 10*time.Second)
+	t2 := step(t, clk, 2) // queued behind the first run
+	step(t, clk, 2)       // and this one skipped_busy, here or in Redis
+	testkit.Eventually(t, 10*time.Second, "a tick skipped_busy", func() bool {
 		return runsOf(t, job, scheduler.OutcomeSkippedBusy, meters...) > 0
 	})
+	end <- struct{}{}
+	second := j.awaitStart(t, 10*time.Second)
+	close(end)
+	testkit.Eventually(t, 10*time.Second, "the queued run finished", func() bool { return len(j.all()) >= 2 })
 	stopAll(t, fleet...)
 
 	byJob := j.byJob()
@@ -329,21 +314,15 @@ func TestOverlapQueue(t *testing.T) {
 	checkOncePerTick(t, byJob, 0)
 	checkNoOverlap(t, runs)
 	t.Logf("outcomes: r1 %v, r2 %v", meters[0].outcomes(t, job), meters[1].outcomes(t, job))
-	if got, want := runs[1].info.Tick, runs[0].info.Tick.Add(time.Second); !got.Equal(want) {
-		t.Errorf("the run after tick %s is of tick %s; want %s, which fired while the first ran, queued",
-			fmtT(runs[0].info.Tick), fmtT(got), fmtT(want))
+	if !first.info.Tick.Equal(t1) || !second.info.Tick.Equal(t2) {
+		t.Errorf("runs of ticks %s then %s; want %s, then %s, which fired while the first ran, queued",
+			fmtT(first.info.Tick), fmtT(second.info.Tick), fmtT(t1), fmtT(t2))
 	}
-	// The backlog never drains (runs of 1.5s every 1s): each run starts
-	// when the one before it ends, woken by its unlock.
-	var gaps []string
-	for i := 1; i < len(runs); i++ {
-		gap := runs[i].start.Sub(runs[i-1].end)
-		gaps = append(gaps, gap.Round(time.Millisecond).String())
-		if gap > time.Second {
-			t.Errorf("tick %s started %v after tick %s returned; want right after", fmtT(runs[i].info.Tick), gap, fmtT(runs[i-1].info.Tick))
-		}
+	// The queued run starts when the one before it ends, woken by its
+	// unlock.
+	if gap := runs[1].start.Sub(runs[0].end); gap > time.Second {
+		t.Errorf("tick %s started %v after tick %s returned; want right after", fmtT(runs[1].info.Tick), gap, fmtT(runs[0].info.Tick))
 	}
-	t.Logf("end → next start: %v", gaps)
 }
 
 // --- misfire ---------------------------------------------------------------
@@ -354,53 +333,56 @@ func TestMisfireSkip(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "misfire-skip"
-	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
+	seed, start := fakeStart, fakeStart.Add(5500*time.Millisecond)
 	seedLedger(t, srv, job, job, seed)
-	m, clk, j := newMeter(), &firstRead{}, newJournal()
+	m, clk, j := newMeter(), testclock.NewFake(start), newJournal()
 	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(clk))
 	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Misfire: scheduler.MisfireSkip, Run: j.fn(nil)})
 	r.start()
+	next := step(t, clk, 1)
 	x := j.awaitStart(t, 10*time.Second)
-	latest := clk.First().Truncate(time.Second) // the latest tick due at start
-	if want := latest.Add(time.Second); !x.info.Tick.Equal(want) {
-		t.Fatalf("first run: tick %s; want %s, the first after the start at %s", fmtT(x.info.Tick), fmtT(want), fmtT(clk.First()))
+	if want := seed.Add(6 * time.Second); !next.Equal(want) || !x.info.Tick.Equal(want) {
+		t.Fatalf("first run: tick %s (the loop waited for %s); want %s, the first after the start at %s", fmtT(x.info.Tick), fmtT(next), fmtT(want), fmtT(start))
 	}
-	want := int64(latest.Sub(seed) / time.Second)
-	if got := m.runs(t, job, scheduler.OutcomeMissed); got != want {
-		t.Errorf("runs{outcome=missed} = %d, want %d: the ticks after %s up to %s", got, want, fmtT(seed), fmtT(latest))
+	if got := m.runs(t, job, scheduler.OutcomeMissed); got != 5 {
+		t.Errorf("runs{outcome=missed} = %d, want 5: the ticks after %s up to %s", got, fmtT(seed), fmtT(start))
 	}
 }
 
 // Under MisfireRunOnce the latest missed tick runs once at start, with its
-// own tick in RunInfo; the ones before it are counted missed.
+// own tick in its jobs.Info; the ones before it are counted missed.
 func TestMisfireRunOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const job = "misfire-once"
-	seed := time.Now().Truncate(time.Second).Add(-5 * time.Second)
+	seed, start := fakeStart, fakeStart.Add(5500*time.Millisecond)
 	seedLedger(t, srv, job, job, seed)
-	m, clk, j := newMeter(), &firstRead{}, newJournal()
+	m, clk, j := newMeter(), testclock.NewFake(start), newJournal()
 	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(clk))
 	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Misfire: scheduler.MisfireRunOnce, Run: j.fn(nil)})
 	r.start()
+	latest := seed.Add(5 * time.Second)
 	x := j.awaitStart(t, 10*time.Second)
-	latest := clk.First().Truncate(time.Second)
 	if !x.info.Tick.Equal(latest) || x.info.Attempt != 1 {
 		t.Fatalf("first run: tick %s attempt %d; want the latest missed tick %s (start at %s), attempt 1",
-			fmtT(x.info.Tick), x.info.Attempt, fmtT(latest), fmtT(clk.First()))
+			fmtT(x.info.Tick), x.info.Attempt, fmtT(latest), fmtT(start))
 	}
-	y := j.awaitStart(t, 10*time.Second)
-	if !y.info.Tick.After(latest) {
-		t.Errorf("second run: tick %s; want a tick after %s", fmtT(y.info.Tick), fmtT(latest))
+	testkit.Eventually(t, 10*time.Second, "the first run finished", func() bool {
+		st := statusOf(t, r.s, job)
+		return !st.Running && st.LastOutcome == scheduler.OutcomeRan
+	})
+	next := step(t, clk, 1)
+	if y := j.awaitStart(t, 10*time.Second); !y.info.Tick.Equal(next) || !next.After(latest) {
+		t.Errorf("second run: tick %s; want %s, the next after %s", fmtT(y.info.Tick), fmtT(next), fmtT(latest))
 	}
+	testkit.Eventually(t, 10*time.Second, "two runs finished", func() bool { return len(j.all()) == 2 })
 	r.stop(t)
-	want := int64(latest.Sub(seed)/time.Second) - 1
-	if got := m.runs(t, job, scheduler.OutcomeMissed); got != want {
-		t.Errorf("runs{outcome=missed} = %d, want %d: the ticks after %s before %s", got, want, fmtT(seed), fmtT(latest))
+	if got := m.runs(t, job, scheduler.OutcomeMissed); got != 4 {
+		t.Errorf("runs{outcome=missed} = %d, want 4: the ticks after %s before %s", got, fmtT(seed), fmtT(latest))
 	}
 	var past int
 	for _, x := range j.all() {
-		if !x.info.Tick.After(clk.First()) {
+		if !x.info.Tick.After(start) {
 			past++
 		}
 	}
@@ -411,12 +393,12 @@ func TestMisfireRunOnce(t *testing.T) {
 
 // MisfireGrace: the latest missed tick runs only if it is no older than
 // the grace. An hourly schedule whose latest tick was 3s ago, and a ledger
-// that last saw a claim 3 hours ago.
+// that last saw a claim 3 hours ago, on a fake clock that stands still.
 func TestMisfireGrace(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	latest := time.Now().UTC().Truncate(time.Second).Add(-3 * time.Second)
-	spec := fmt.Sprintf("CRON_TZ=UTC %d %d * * * *", latest.Second(), latest.Minute())
+	latest := fakeStart // hourly, at :00:00; the replica starts 3s later
+	const spec = "CRON_TZ=UTC 0 0 * * * *"
 	for _, tc := range []struct {
 		name       string
 		misfire    scheduler.Misfire
@@ -436,12 +418,12 @@ func TestMisfireGrace(t *testing.T) {
 				seedLedger(t, srv, job, job, latest.Add(-3*time.Hour))
 			}
 			m, j := newMeter(), newJournal()
-			r := newRedisReplica(t, srv, "r1", nil, m.option())
+			r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(testclock.NewFake(latest.Add(3*time.Second))))
 			r.add(t, scheduler.Job{Name: job, Schedule: spec, Misfire: tc.misfire, MisfireGrace: tc.grace, Run: j.fn(nil)})
 			r.start()
 			// The loop waits for the next tick once the misfire policy is
 			// applied: a run it started is Running or has an outcome.
-			eventually(t, 10*time.Second, "the loop waits for the next tick", func() bool {
+			testkit.Eventually(t, 10*time.Second, "the loop waits for the next tick", func() bool {
 				return !statusOf(t, r.s, job).Next.IsZero()
 			})
 			if st := statusOf(t, r.s, job); !st.Next.Equal(latest.Add(time.Hour)) {
@@ -452,7 +434,7 @@ func TestMisfireGrace(t *testing.T) {
 				if !x.info.Tick.Equal(latest) || x.info.Attempt != 1 {
 					t.Fatalf("run of tick %s attempt %d; want the latest missed tick %s, attempt 1", x.info.Tick, x.info.Attempt, latest)
 				}
-				eventually(t, 10*time.Second, "outcome ran", func() bool { return m.runs(t, job, scheduler.OutcomeRan) == 1 })
+				testkit.Eventually(t, 10*time.Second, "outcome ran", func() bool { return m.runs(t, job, scheduler.OutcomeRan) == 1 })
 				if st := ledgerState(t, srv, job, job); st.Done != latest.UnixMilli() {
 					t.Errorf("ledger done = %d, want the tick %d", st.Done, latest.UnixMilli())
 				}
@@ -477,30 +459,32 @@ var errFlaky = errors.New("flaky")
 func TestRetries(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const backoff = 50 * time.Millisecond
 	j := newJournal()
 	failUntil := func(ok int) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			if info.Attempt < ok {
 				return fmt.Errorf("attempt %d: %w", info.Attempt, errFlaky)
 			}
 			return nil
 		}
 	}
-	fleet, meters := fleetOf(t, srv, 2, nil,
+	fleet, meters := fleetOn(t, srv, 2, clk,
 		scheduler.Job{Name: "flaky", Schedule: spec, Retries: 2, Backoff: backoff, Run: j.fn(failUntil(3))},
 		scheduler.Job{Name: "broken", Schedule: spec, Retries: 2, Backoff: backoff, Run: j.fn(failUntil(100))},
 	)
-	eventually(t, time.Until(tick)+15*time.Second, "both jobs handled on both replicas", func() bool {
+	tick := step(t, clk, 4) // two jobs on two replicas
+	testkit.Eventually(t, 15*time.Second, "both jobs handled on both replicas", func() bool {
 		return runsOf(t, "flaky", scheduler.OutcomeRan, meters...)+runsOf(t, "flaky", scheduler.OutcomeSkippedDone, meters...) == 2 &&
 			runsOf(t, "broken", scheduler.OutcomeFailed, meters...)+runsOf(t, "broken", scheduler.OutcomeSkippedDone, meters...) == 2
 	})
 	stopAll(t, fleet...)
 	byJob := j.byJob()
 	for job, want := range map[string]struct {
-		outcome string
+		outcome scheduler.Outcome
 		errs    []bool
 	}{
 		"flaky":  {scheduler.OutcomeRan, []bool{true, true, false}},
@@ -531,7 +515,7 @@ func TestRetries(t *testing.T) {
 		if st := statusOf(t, runner.s, job); st.LastOutcome != want.outcome {
 			t.Errorf("job %s: status on %s: last outcome %q, want %q", job, runner.id, st.LastOutcome, want.outcome)
 		}
-		if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Tries != 3 || st.Outcome != want.outcome {
+		if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Tries != 3 || st.Outcome != string(want.outcome) {
 			t.Errorf("job %s: ledger %+v; want done at the tick %d, 3 tries, outcome %s", job, st, tick.UnixMilli(), want.outcome)
 		}
 	}
@@ -543,12 +527,13 @@ func TestRetries(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const job = "timeout"
 	spans := oteltest.NewTracerProvider()
 	tp := spans
 	m, j := newMeter(), newJournal()
-	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithTracerProvider(tp))
+	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithTracerProvider(tp), scheduler.WithClock(clk))
 	causes := make(chan error, 1)
 	r.add(t, scheduler.Job{Name: job, Schedule: spec, Timeout: 100 * time.Millisecond, Run: j.fn(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -556,11 +541,12 @@ func TestTimeout(t *testing.T) {
 		return ctx.Err()
 	})})
 	r.start()
-	cause := receive(t, causes, time.Until(tick)+10*time.Second, "the run's ctx ended")
+	tick := step(t, clk, 1)
+	cause := receive(t, causes, 10*time.Second, "the run's ctx ended")
 	if !errors.Is(cause, jobs.ErrTimeout) {
 		t.Errorf("cause of the run's ctx: %v, want jobs.ErrTimeout", cause)
 	}
-	eventually(t, 10*time.Second, "outcome failed", func() bool { return m.runs(t, job, scheduler.OutcomeFailed) == 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return m.runs(t, job, scheduler.OutcomeFailed) == 1 })
 	lockFree(t, srv, job)
 	if st := statusOf(t, r.s, job); st.LastOutcome != scheduler.OutcomeFailed {
 		t.Errorf("last outcome %q, want failed", st.LastOutcome)
@@ -577,7 +563,7 @@ func TestTimeout(t *testing.T) {
 		}
 		found = true
 		attrs := attribute.NewSet(s.Attributes()...)
-		if v, _ := attrs.Value("lockcron.outcome"); v.AsString() != scheduler.OutcomeFailed {
+		if v, _ := attrs.Value("lockcron.outcome"); v.AsString() != string(scheduler.OutcomeFailed) {
 			t.Errorf("job.run outcome %q, want failed", v.AsString())
 		}
 		if s.Status().Code != codes.Error || !strings.Contains(s.Status().Description, jobs.ErrTimeout.Error()) {
@@ -587,7 +573,7 @@ func TestTimeout(t *testing.T) {
 	if !found {
 		t.Error("no job.run span")
 	}
-	if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != scheduler.OutcomeFailed {
+	if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != string(scheduler.OutcomeFailed) {
 		t.Errorf("ledger %+v; want the tick %d done, failed", st, tick.UnixMilli())
 	}
 }
@@ -597,31 +583,34 @@ func TestTimeout(t *testing.T) {
 func TestPanic(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, ticks := ticksSoon(time.Second, 2*time.Second, 2)
+	clk := testclock.NewFake(fakeStart)
 	const job = "panicky"
 	j := newJournal()
 	var calls atomic.Int32
-	fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: spec, Run: j.fn(func(ctx context.Context) error {
+	fleet, meters := fleetOn(t, srv, 2, clk, scheduler.Job{Name: job, Schedule: "@hourly", Run: j.fn(func(ctx context.Context) error {
 		if calls.Add(1) == 1 {
 			panic("boom")
 		}
 		return nil
 	})})
-	x := j.awaitStart(t, time.Until(ticks[0])+10*time.Second)
+	ticks := []time.Time{step(t, clk, 2)}
+	x := j.awaitStart(t, 10*time.Second)
 	if !x.info.Tick.Equal(ticks[0]) {
 		t.Fatalf("first run: tick %s, want %s", x.info.Tick, ticks[0])
 	}
-	eventually(t, 10*time.Second, "outcome failed", func() bool { return runsOf(t, job, scheduler.OutcomeFailed, meters...) == 1 })
-	lockFree(t, srv, job) // before the next tick, 2s later
+	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return runsOf(t, job, scheduler.OutcomeFailed, meters...) == 1 })
+	lockFree(t, srv, job) // before the next tick
 	runner, _ := memberOf(t, fleet, meters, x.info.Replica)
 	if st := statusOf(t, runner.s, job); st.LastOutcome != scheduler.OutcomeFailed || !st.LastTick.Equal(ticks[0]) {
 		t.Errorf("status on %s after the panic: %+v", runner.id, st)
 	}
+	settle(t, clk, 2, job, fleet...)
+	ticks = append(ticks, step(t, clk, 2))
 	y := j.awaitStart(t, 10*time.Second)
 	if !y.info.Tick.Equal(ticks[1]) || y.info.Attempt != 1 {
 		t.Fatalf("run after the panic: tick %s attempt %d; want the next tick %s, attempt 1", y.info.Tick, y.info.Attempt, ticks[1])
 	}
-	eventually(t, 10*time.Second, "the next tick ran, the other replica skipped both", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the next tick ran, the other replica skipped both", func() bool {
 		return runsOf(t, job, scheduler.OutcomeRan, meters...) == 1 &&
 			runsOf(t, job, scheduler.OutcomeSkippedDone, meters...) == 2
 	})
@@ -636,10 +625,11 @@ func TestPanic(t *testing.T) {
 func TestLockDeletedUnderRunningJob(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const job = "fragile"
 	m, j := newMeter(), newJournal()
-	r := newRedisReplica(t, srv, "r1", []lock.Option{lock.WithLeaseTime(600 * time.Millisecond)}, m.option())
+	r := newRedisReplica(t, srv, "r1", []lock.Option{lock.WithLeaseTime(600 * time.Millisecond)}, m.option(), scheduler.WithClock(clk))
 	started := make(chan struct{}, 1)
 	causes := make(chan error, 1)
 	r.add(t, scheduler.Job{Name: job, Schedule: spec, Run: j.fn(func(ctx context.Context) error {
@@ -656,7 +646,8 @@ func TestLockDeletedUnderRunningJob(t *testing.T) {
 		}
 	})})
 	r.start()
-	receive(t, started, time.Until(tick)+10*time.Second, "the run started")
+	step(t, clk, 1)
+	receive(t, started, 10*time.Second, "the run started")
 	if n := srv.Do("DEL", "lockcron:{"+job+"}"); n != int64(1) {
 		t.Logf("DEL of the lock key: %v; the lease ended before it", n) // a renewal so late is not the point here
 	}
@@ -664,7 +655,7 @@ func TestLockDeletedUnderRunningJob(t *testing.T) {
 	if !errors.Is(cause, lock.ErrLockLost) {
 		t.Fatalf("cause of the run's ctx: %v, want lock.ErrLockLost", cause)
 	}
-	eventually(t, 10*time.Second, "outcome lost_lock", func() bool { return m.runs(t, job, scheduler.OutcomeLostLock) == 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome lost_lock", func() bool { return m.runs(t, job, scheduler.OutcomeLostLock) == 1 })
 	if n := m.counter(t, "lockcron.job.locks_lost", attribute.String("lockcron.job", job)); n != 1 {
 		t.Errorf("lockcron.job.locks_lost = %d, want 1", n)
 	}
@@ -686,13 +677,13 @@ func TestShutdownInProcess(t *testing.T) {
 	for _, policy := range []scheduler.ShutdownPolicy{scheduler.ShutdownHandoff, scheduler.ShutdownAbandon} {
 		t.Run(string(policy), func(t *testing.T) {
 			srv := redistest.Start(t)
-			spec, tick := oneTickSoon(time.Second)
+			clk := testclock.NewFake(fakeStart)
 			const job = "report"
 			j := newJournal()
 			causes := make(chan error, 2)
-			fleet, meters := fleetOf(t, srv, 2, nil, scheduler.Job{Name: job, Schedule: spec, OnShutdown: policy,
+			fleet, meters := fleetOn(t, srv, 2, clk, scheduler.Job{Name: job, Schedule: "@daily", OnShutdown: policy,
 				Run: j.fn(func(ctx context.Context) error {
-					if info, _ := scheduler.RunInfo(ctx); info.Attempt > 1 {
+					if info, _ := jobs.InfoFrom(ctx); info.Attempt > 1 {
 						return nil // taken over: a short run
 					}
 					timer := time.NewTimer(5 * time.Second)
@@ -706,7 +697,8 @@ func TestShutdownInProcess(t *testing.T) {
 						return context.Cause(ctx)
 					}
 				})})
-			x := j.awaitStart(t, time.Until(tick)+10*time.Second)
+			tick := step(t, clk, 2)
+			x := j.awaitStart(t, 10*time.Second)
 			if !x.info.Tick.Equal(tick) || x.info.Attempt != 1 {
 				t.Fatalf("first run: tick %s attempt %d, want %s, 1", x.info.Tick, x.info.Attempt, tick)
 			}
@@ -733,17 +725,17 @@ func TestShutdownInProcess(t *testing.T) {
 				if y.info.Replica != other.id || !y.info.Tick.Equal(tick) || y.info.Attempt != 2 || y.info.Token <= x.info.Token {
 					t.Fatalf("run after the handoff: %+v; want %s on tick %s, attempt 2, token above %d", y.info, other.id, tick, x.info.Token)
 				}
-				eventually(t, 10*time.Second, "outcome ran on "+other.id, func() bool { return om.runs(t, job, scheduler.OutcomeRan) == 1 })
+				testkit.Eventually(t, 10*time.Second, "outcome ran on "+other.id, func() bool { return om.runs(t, job, scheduler.OutcomeRan) == 1 })
 				if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Tries != 2 {
 					t.Errorf("ledger %+v; want the tick %d done after 2 tries", st, tick.UnixMilli())
 				}
 				return
 			}
-			eventually(t, 10*time.Second, other.id+" finds the tick done", func() bool {
+			testkit.Eventually(t, 10*time.Second, other.id+" finds the tick done", func() bool {
 				return om.runs(t, job, scheduler.OutcomeSkippedDone) == 1
 			})
 			noStart(t, j)
-			if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != scheduler.OutcomeInterrupted {
+			if st := ledgerState(t, srv, job, job); st.Done != tick.UnixMilli() || st.Outcome != string(scheduler.OutcomeInterrupted) {
 				t.Errorf("ledger %+v; want the tick %d done, interrupted", st, tick.UnixMilli())
 			}
 		})
@@ -765,12 +757,13 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	held, err := holder.Mutex("held").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := scheduler.New(locks, scheduler.WithReplicaID("r1"))
+	clk := testclock.NewFake(fakeStart)
+	s, err := scheduler.New(locks, scheduler.WithReplicaID("r1"), scheduler.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -792,7 +785,47 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	}
 	runc := make(chan error, 1)
 	go func() { runc <- s.Run(context.Background()) }()
-	eventually(t, 15*time.Second, "every job under way", func() bool {
+	// "long" and "behind" share a lock: at a tick that "behind" takes it
+	// first, "long" skips (busy) and "behind" is soon done. Tick until
+	// "long" holds the lock.
+	started := func() bool {
+		for {
+			select {
+			case x := <-j.ch:
+				if x.info.Job == "long" {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}
+	for tick := 0; ; tick++ {
+		if tick == 20 {
+			t.Fatal("long did not take the shared lock in 20 ticks")
+		}
+		step(t, clk, 4)
+		var longStarted bool
+		testkit.Eventually(t, 15*time.Second, "the tick handled", func() bool {
+			longStarted = longStarted || started()
+			if n, _ := clk.Waiting(); n < 4 {
+				return false
+			}
+			for _, st := range s.Status() {
+				if st.Running && (st.Job == "quick" || (!longStarted && st.Job != "blocked")) {
+					return false
+				}
+			}
+			return true
+		})
+		if longStarted {
+			break
+		}
+	}
+	if !statusOf(t, s, "behind").Running {
+		step(t, clk, 4) // "behind" took the lock before "long": its next tick waits
+	}
+	testkit.Eventually(t, 15*time.Second, "every job under way", func() bool {
 		for _, st := range s.Status() {
 			if (st.Job == "quick" && st.LastOutcome != scheduler.OutcomeRan) || (st.Job != "quick" && !st.Running) {
 				return false
@@ -829,10 +862,11 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 func TestShutdownDeadlineWithStubbornJob(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	spec, tick := oneTickSoon(time.Second)
+	clk := testclock.NewFake(fakeStart)
+	const spec = "@daily"
 	const job = "stubborn"
 	m := newMeter()
-	r := newRedisReplica(t, srv, "r1", nil, m.option())
+	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(clk))
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
@@ -846,7 +880,8 @@ func TestShutdownDeadlineWithStubbornJob(t *testing.T) {
 		return nil
 	})})
 	r.start()
-	receive(t, started, time.Until(tick)+10*time.Second, "the run started")
+	step(t, clk, 1)
+	receive(t, started, 10*time.Second, "the run started")
 
 	const grace = 300 * time.Millisecond
 	sctx, cancel := context.WithTimeout(context.Background(), grace)

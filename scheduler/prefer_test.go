@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -124,11 +125,11 @@ func TestPreferredReplicaClaimsAlone(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
 	// Every replica has heartbeated (every ttl/3) with all three in the
 	// record well before this; ticks from here on are counted.
 	from := time.Now().Add(ttl)
-	eventually(t, 30*time.Second, "four counted ticks of every job", func() bool {
+	testkit.Eventually(t, 30*time.Second, "four counted ticks of every job", func() bool {
 		n := 0
 		for _, x := range j.all() {
 			if !x.info.Tick.Before(from) {
@@ -197,7 +198,7 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gc.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	if _, err := fleet.New(gc).Heartbeat(ctx, "scheduler", "ghost#dead", time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
 	from := time.Now().Add(ttl) // every replica knows the three members by then
 	first := regexp.MustCompile(`tick claimed: first in rank: job=(\S+) tick=(\S+)`)
 	// counted returns the runs of ticks after from, and those of them that
@@ -238,7 +239,7 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 		return n, ghost
 	}
 	// The ghost is first for about a third of the ticks: wait for some.
-	eventually(t, 60*time.Second, "ticks the ghost was first for", func() bool {
+	testkit.Eventually(t, 60*time.Second, "ticks the ghost was first for", func() bool {
 		n, ghost := counted()
 		return n >= 4*nJobs && len(ghost) >= 3
 	})
@@ -274,7 +275,7 @@ func TestLaterTickDoesNotOvertake(t *testing.T) {
 	// The ghost is first for half the ticks; a tick after one of those
 	// that is this replica's own comes to claim it first: wait for three,
 	// and six ticks run.
-	eventually(t, 60*time.Second, "three ticks claimed before a later one, six run", func() bool {
+	testkit.Eventually(t, 60*time.Second, "three ticks claimed before a later one, six run", func() bool {
 		return logs.count("tick claimed before a later one") >= 3 && len(j.byJob()["every"]) >= 6
 	})
 	r.stop(t)
@@ -314,7 +315,7 @@ func ghostAndOne(t *testing.T) (*replica, *journal, *lockedWriter) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gc.Close() })
-	if _, err := fleet.New(gc).Heartbeat(testCtx(t), "scheduler", "ghost#dead", time.Hour); err != nil {
+	if _, err := fleet.New(gc).Heartbeat(testkit.Context(t), "scheduler", "ghost#dead", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	j, logs := newJournal(), newLockedWriter()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -85,7 +86,7 @@ func replicaMain() int {
 	err = s.Add(scheduler.Job{
 		Name: cfg.Job, Schedule: cfg.Schedule, OnShutdown: scheduler.ShutdownPolicy(cfg.Policy),
 		Run: jobs.Func(func(ctx context.Context) error {
-			info, _ := scheduler.RunInfo(ctx)
+			info, _ := jobs.InfoFrom(ctx)
 			emit(event{Ev: "start", Tick: info.Tick, Token: info.Token, Attempt: info.Attempt})
 			t := time.NewTimer(cfg.Work)
 			defer t.Stop()
@@ -373,11 +374,11 @@ func TestProcessSIGKILLAbandon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	var st fleet.LedgerState
-	eventually(t, lease+3*time.Second, "the tick recorded as interrupted", func() bool {
+	testkit.Eventually(t, lease+3*time.Second, "the tick recorded as interrupted", func() bool {
 		st, err = g.State(ctx)
-		return err == nil && st.Outcome == scheduler.OutcomeInterrupted
+		return err == nil && st.Outcome == string(scheduler.OutcomeInterrupted)
 	})
 	if st.Done != tick.UnixMilli() {
 		t.Fatalf("ledger done = %d, want the tick %d", st.Done, tick.UnixMilli())
@@ -395,9 +396,9 @@ func TestProcessSIGTERMHandoff(t *testing.T) {
 	procs := startReplicas(t, 2, replicaConfig{Addr: srv.Addr(), Job: "report", Schedule: spec,
 		Policy: "handoff", Lease: 30 * time.Second, Work: 5 * time.Second, Grace: grace})
 	// Unlock messages tell when the lock is freed.
-	ps := srv.Client().Subscribe(testCtx(t), "lockcron:{report}:channel")
+	ps := srv.Client().Subscribe(testkit.Context(t), "lockcron:{report}:channel")
 	defer ps.Close()
-	if _, err := ps.Receive(testCtx(t)); err != nil {
+	if _, err := ps.Receive(testkit.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	events := fanIn(procs...)
@@ -411,7 +412,7 @@ func TestProcessSIGTERMHandoff(t *testing.T) {
 	if ret.Replica != first.Replica || !strings.Contains(ret.Err, scheduler.ErrClosed.Error()) {
 		t.Fatalf("the stopped run returned %+v; want its ctx cancelled with ErrClosed", ret)
 	}
-	msg, err := ps.ReceiveMessage(testCtx(t))
+	msg, err := ps.ReceiveMessage(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}

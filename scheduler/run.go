@@ -14,6 +14,96 @@ import (
 	"github.com/lockcron/lockcron/lock"
 )
 
+// An Outcome is what became of a tick on one replica: the "outcome" of
+// spans, metrics, logs, the run history (Run.Outcome) and Status. Its
+// values are stable strings: alert rules and dashboards match them.
+type Outcome string
+
+// The outcomes of a tick on one replica.
+const (
+	OutcomeRan         Outcome = "ran"          // the job ran and returned nil
+	OutcomeFailed      Outcome = "failed"       // the job returned an error (after its retries), or timed out
+	OutcomeSkippedDone Outcome = "skipped_done" // another replica ran the tick (or a later one)
+	OutcomeSkippedBusy Outcome = "skipped_busy" // a run of an earlier tick held the lock (overlap skip)
+	OutcomeLostLock    Outcome = "lost_lock"    // the lock was lost while the job ran
+	OutcomeInterrupted Outcome = "interrupted"  // stopped by shutdown, or its replica died (abandon policy)
+	OutcomeHandedOff   Outcome = "handed_off"   // stopped by shutdown and given back (handoff policy)
+	OutcomeMissed      Outcome = "missed"       // due while every replica was down, and not run (misfire)
+	OutcomeError       Outcome = "error"        // the lock or ledger could not be reached
+	OutcomePaused      Outcome = "paused"       // the job is paused fleet-wide (Pause): the tick was not run
+)
+
+// outcomeStopped ends the span of a claim cut short by the stop while it
+// waited: nothing happened to the tick here, so nothing else records it.
+const outcomeStopped Outcome = "stopped"
+
+// Done reports whether a tick with this outcome is done for the fleet: a
+// run that finishes with it marks the tick done in the ledger. Only
+// handed_off and error give the tick back, for another claim to run.
+func (o Outcome) Done() bool { return o != OutcomeHandedOff && o != OutcomeError }
+
+// failure reports whether the outcome counts as an error: its span is
+// marked failed. A tick skipped or paused is not one, whatever the claim
+// returned.
+func (o Outcome) failure() bool {
+	switch o {
+	case OutcomeSkippedDone, OutcomeSkippedBusy, OutcomePaused, outcomeStopped:
+		return false
+	}
+	return true
+}
+
+// stopOutcome is the outcome of a run of j cut short by this replica's
+// stop (or Remove): under its OnShutdown policy, abandoned or handed off.
+func (j *Job) stopOutcome() Outcome {
+	if j.OnShutdown == ShutdownAbandon {
+		return OutcomeInterrupted
+	}
+	return OutcomeHandedOff
+}
+
+// A runState is where a run is, from its claim to its finish. Its moves
+// are run.to's.
+type runState int
+
+const (
+	claimed    runState = iota // the job runs, or waits for its concurrency permit
+	succeeded                  // the job returned nil: its own finalizer finishes it, even past a forced stop
+	noPermit                   // the concurrency permit could not be taken (the store failed): the job did not run
+	permitLost                 // the concurrency permit was lost while the job ran
+	cut                        // a forced stop (Shutdown past its deadline, Close) finishes it under its stop policy
+	finished                   // recorded and released, with run.outcome: final
+)
+
+// to moves r to state next, and reports whether it could: from claimed a
+// run goes anywhere; succeeded, noPermit, permitLost and cut go only to
+// finished, except that a forced stop still cuts a run whose permit
+// failed; finished is final, so a run finishes once (its finalizer and a
+// forced stop may race). Moving to finished records outcome.
+func (r *run) to(next runState, outcome Outcome) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.state == finished:
+		return false
+	case next == finished:
+		r.outcome = outcome
+	case next == cut && (r.state == succeeded || r.state == cut):
+		return false
+	case next != cut && r.state != claimed:
+		return false
+	}
+	r.state = next
+	return true
+}
+
+// current returns r's state.
+func (r *run) current() runState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
 // handle is one tick on this replica: unless another replica is first in
 // rank for it and does it in time, claim it through the ledger (which waits
 // while another replica runs it), run it, finish it.
@@ -79,13 +169,13 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		case e.cancelled():
 			// Stopped (or removed) while waiting for another replica's
 			// run: nothing happened here.
-			s.tel.waited(e.job.Name, "stopped", time.Since(fired))
-			endSpan(span, "stopped", nil)
+			s.tel.waited(e.job.Name, string(outcomeStopped), time.Since(fired))
+			endSpan(span, outcomeStopped, nil)
 			return false
 		default:
 			log.Error("tick not claimed", "error", err)
 		}
-		s.tel.waited(e.job.Name, outcome, time.Since(fired))
+		s.tel.waited(e.job.Name, string(outcome), time.Since(fired))
 		s.record(e, tick, outcome)
 		endSpan(span, outcome, err)
 		if outcome != OutcomeError && log.IsDebug() {
@@ -122,12 +212,12 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	if !s.track(r) {
 		// The stop began while the claim was made: give the tick back.
-		endSpan(span, s.finish(r, OutcomeHandedOff, false, nil, log), nil)
+		endSpan(span, s.finish(r, OutcomeHandedOff, nil, log), nil)
 		return false
 	}
 	if cl.Try > 1 && e.job.OnShutdown == ShutdownAbandon {
 		log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
-		endSpan(span, s.finish(r, OutcomeInterrupted, true, nil, log), nil)
+		endSpan(span, s.finish(r, OutcomeInterrupted, nil, log), nil)
 		return earlier
 	}
 	if !c.manual && !earlier {
@@ -161,17 +251,13 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 			if runCtx.Err() == nil {
 				// Not the lock lost nor the stop: the store failed. The
 				// job did not run; the tick is given back.
-				r.mu.Lock()
-				r.noTry = true
-				r.mu.Unlock()
+				r.to(noPermit, "")
 			}
 			return
 		}
 		defer func() {
 			if errors.Is(permit.Err(), lock.ErrLockLost) {
-				r.mu.Lock()
-				r.permitLost = true
-				r.mu.Unlock()
+				r.to(permitLost, "")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 			defer cancel()
@@ -193,9 +279,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		err = e.runner.Run(rctx)
 		if err == nil {
 			endSpan(rspan, OutcomeRan, nil)
-			r.mu.Lock()
-			r.ran = true // a forced stop leaves the finish to us
-			r.mu.Unlock()
+			r.to(succeeded, "") // a forced stop leaves the finish to us
 			return
 		}
 		endSpan(rspan, OutcomeFailed, err)
@@ -214,43 +298,41 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	}
 }
 
-// complete decides the run's outcome and finishes it.
-func (s *Scheduler) complete(r *run, err error, log hclog.Logger) string {
+// complete decides the outcome of r's run, which ended with err, and
+// finishes it.
+func (s *Scheduler) complete(r *run, err error, log hclog.Logger) Outcome {
 	e := r.e
-	r.mu.Lock()
-	ran, noTry, permitLost := r.ran, r.noTry, r.permitLost
-	r.mu.Unlock()
-	lost := errors.Is(r.cl.Err(), lock.ErrLockLost) || permitLost
+	state := r.current()
+	var outcome Outcome
 	switch {
-	case ran:
-		return s.finish(r, OutcomeRan, true, nil, log)
-	case noTry:
+	case state == succeeded:
+		outcome, err = OutcomeRan, nil
+	case state == noPermit:
 		log.Error("concurrency permit not taken; tick given back", "group", e.job.ConcurrencyGroup, "error", err)
-		return s.finish(r, OutcomeError, false, err, log)
-	case lost:
+		outcome = OutcomeError
+	case state == permitLost || errors.Is(r.cl.Err(), lock.ErrLockLost):
 		s.tel.lostLock(e.job.Name)
-		return s.finish(r, OutcomeLostLock, true, err, log)
-	case e.cancelled():
+		outcome = OutcomeLostLock
+	case state == cut || e.cancelled():
 		// The stop, or Remove's CancelRuns.
-		if e.job.OnShutdown == ShutdownAbandon {
-			return s.finish(r, OutcomeInterrupted, true, err, log)
-		}
-		return s.finish(r, OutcomeHandedOff, false, err, log)
+		outcome = e.job.stopOutcome()
+	default:
+		outcome = OutcomeFailed
 	}
-	return s.finish(r, OutcomeFailed, true, err, log)
+	return s.finish(r, outcome, err, log)
 }
 
-// finish records the outcome in the ledger (done marks the tick done, else
-// it is given back) and releases the lock, once per run: the run's own
-// finalizer and a forced stop may race. It returns the outcome recorded.
-func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log hclog.Logger) string {
-	r.mu.Lock()
-	if r.finished {
-		recorded := r.outcome
-		r.mu.Unlock()
-		return recorded
+// finish records the outcome in the ledger (the tick done if
+// outcome.Done, else given back) and the history, and releases the lock:
+// the one way a claimed run ends, once per run (the run's own finalizer
+// and a forced stop may race). It returns the outcome recorded.
+func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logger) Outcome {
+	if !r.to(finished, outcome) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.outcome
 	}
-	r.finished, r.outcome = true, outcome
+	r.mu.Lock()
 	tries := r.tries
 	r.mu.Unlock()
 
@@ -268,7 +350,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	if !r.manual {
 		seen = s.latestDue(r.e, r.tick).UnixMilli()
 	}
-	err := r.cl.Finish(ctx, fleet.Record{Done: done, Outcome: outcome, Tries: tries, Seen: seen, Entry: rr.fields()})
+	err := r.cl.Finish(ctx, fleet.Record{Done: outcome.Done(), Outcome: string(outcome), Tries: tries, Seen: seen, Entry: rr.fields()})
 	recorded := err == nil
 	if outcome == OutcomeLostLock && errors.Is(err, lock.ErrNotHeld) {
 		// A lost lease records nothing in the ledger (the tick is run
@@ -289,7 +371,7 @@ func (s *Scheduler) finish(r *run, outcome string, done bool, runErr error, log 
 	s.mu.Unlock()
 	s.record(r.e, r.tick, outcome)
 
-	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", outcome}
+	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", string(outcome)}
 	switch {
 	case outcome == OutcomeLostLock:
 		log.Error("run finished: lock lost while the job ran", append(line, "error", runErr, "cause", context.Cause(r.cl.Context()))...)

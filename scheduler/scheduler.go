@@ -88,7 +88,7 @@ type entry struct {
 	pendingAt   time.Time // when it was requested
 	next        time.Time
 	lastTick    time.Time
-	lastOutcome string
+	lastOutcome Outcome
 	heard       heard                   // finish messages of the fleet (shouldClaim)
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
 	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
@@ -104,13 +104,10 @@ type run struct {
 	start  time.Time
 	trace  string // the run's trace id, if sampled
 
-	mu         sync.Mutex
-	tries      int    // tries of the tick so far, counting earlier claims
-	ran        bool   // the job returned nil: its finalizer finishes it
-	noTry      bool   // the concurrency permit could not be had: the job did not run
-	permitLost bool   // the concurrency permit was lost while the job ran
-	finished   bool   // Finish was called
-	outcome    string // the outcome Finish recorded
+	mu      sync.Mutex
+	tries   int      // tries of the tick so far, counting earlier claims
+	state   runState // moved by to
+	outcome Outcome  // the outcome finish recorded, once state is finished
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -198,7 +195,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := ledger(j.Lock, j.Name+ManualSuffix, fleet.WithHistory(keep, age), fleet.WithSharedHistory(j.Name), fleet.WithDefinition(digest))
+	manual, err := ledger(j.Lock, j.Name+manualSuffix, fleet.WithHistory(keep, age), fleet.WithSharedHistory(j.Name), fleet.WithDefinition(digest))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
@@ -358,17 +355,10 @@ func (s *Scheduler) forceFinish() {
 	}
 	s.mu.Unlock()
 	for _, r := range runs {
-		r.mu.Lock()
-		ran := r.ran
-		r.mu.Unlock()
-		if ran {
-			continue // done: its finalizer records it as ran
+		if !r.to(cut, "") {
+			continue // its job succeeded (its finalizer records it as ran), or it finished
 		}
-		outcome, done := OutcomeHandedOff, false
-		if r.e.job.OnShutdown == ShutdownAbandon {
-			outcome, done = OutcomeInterrupted, true
-		}
-		s.finish(r, outcome, done, nil, s.runLog(r.e, r.tick))
+		s.finish(r, r.e.job.stopOutcome(), nil, s.runLog(r.e, r.tick))
 	}
 }
 
@@ -380,7 +370,7 @@ type Status struct {
 	Lock        string
 	Next        time.Time // the next tick this replica waits for
 	LastTick    time.Time // the last tick this replica handled
-	LastOutcome string    // its outcome here
+	LastOutcome Outcome   // its outcome here
 	Running     bool      // a tick of the job is being claimed or run here
 	// Digest is a digest of the job's definition on this replica (every
 	// Job field but Run, with Revision), which each claim records in the
@@ -407,12 +397,6 @@ func (s *Scheduler) Status() []Status {
 	}
 	return out
 }
-
-// RunInfo returns what a run knows about itself, from the ctx the job was
-// given: job, tick, lock, fencing token, attempt, replica, and for a manual
-// run its trigger number. Pass the token along with writes so that a store
-// can refuse a late writer.
-func RunInfo(ctx context.Context) (jobs.Info, bool) { return jobs.InfoFrom(ctx) }
 
 // loop fires e's ticks until the Scheduler stops, or Update or Remove ends
 // it (e.quit); then e.next is the first tick it did not fire.
@@ -604,7 +588,7 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 		}
 		if ctx.Err() == nil {
 			if st, err := e.ledger.State(ctx); err == nil {
-				g.ok, g.lastSuccess, g.paused = true, st.Last[OutcomeRan], st.Paused
+				g.ok, g.lastSuccess, g.paused = true, st.Last[string(OutcomeRan)], st.Paused
 			}
 		}
 		out = append(out, g)
@@ -651,7 +635,7 @@ func (s *Scheduler) runLog(e *entry, tick time.Time) hclog.Logger {
 	return s.log.With("job", e.job.Name, "tick", fmtTick(tick))
 }
 
-func (s *Scheduler) record(e *entry, tick time.Time, outcome string) {
+func (s *Scheduler) record(e *entry, tick time.Time, outcome Outcome) {
 	s.tel.outcome(e.job.Name, outcome, 1)
 	e.mu.Lock()
 	if !tick.Before(e.lastTick) {

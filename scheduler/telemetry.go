@@ -18,21 +18,6 @@ import (
 // instrumentation is the name of the tracer and the meter.
 const instrumentation = "github.com/lockcron/lockcron/scheduler"
 
-// Outcomes of a tick on one replica: the "outcome" attribute of spans and
-// metrics, and what Status reports.
-const (
-	OutcomeRan         = "ran"          // the job ran and returned nil
-	OutcomeFailed      = "failed"       // the job returned an error (after its retries), or timed out
-	OutcomeSkippedDone = "skipped_done" // another replica ran the tick (or a later one)
-	OutcomeSkippedBusy = "skipped_busy" // a run of an earlier tick held the lock (overlap skip)
-	OutcomeLostLock    = "lost_lock"    // the lock was lost while the job ran
-	OutcomeInterrupted = "interrupted"  // stopped by shutdown, or its replica died (abandon policy)
-	OutcomeHandedOff   = "handed_off"   // stopped by shutdown and given back (handoff policy)
-	OutcomeMissed      = "missed"       // due while every replica was down, and not run (misfire)
-	OutcomeError       = "error"        // the lock or ledger could not be reached
-	OutcomePaused      = "paused"       // the job is paused fleet-wide (Pause): the tick was not run
-)
-
 // Metric names.
 const (
 	metricRuns     = "lockcron.job.runs"
@@ -196,13 +181,15 @@ func (t *telemetry) startRun(ctx context.Context) (context.Context, trace.Span) 
 		attrToken.Int64(info.Token), attrReplica.String(t.replica)))
 }
 
-func endSpan(span trace.Span, outcome string, err error) {
+// endSpan ends span with its outcome, and marks it failed with err when
+// the outcome counts as an error (Outcome.failure).
+func endSpan(span trace.Span, outcome Outcome, err error) {
 	if span.IsRecording() {
-		span.SetAttributes(attrOutcome.String(outcome))
-		if err != nil && outcome != OutcomeSkippedDone && outcome != OutcomeSkippedBusy && outcome != OutcomePaused {
+		span.SetAttributes(attrOutcome.String(string(outcome)))
+		if err != nil && outcome.failure() {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(attrErrorType.String(outcome))
+			span.SetAttributes(attrErrorType.String(string(outcome)))
 		}
 	}
 	span.End()
@@ -225,16 +212,18 @@ const (
 	attrClaim     = attribute.Key("lockcron.claim")
 )
 
-func (t *telemetry) outcome(job, outcome string, n int64) {
-	t.runs.Add(context.Background(), n, t.attrs(job, attrOutcome, outcome))
+func (t *telemetry) outcome(job string, outcome Outcome, n int64) {
+	t.runs.Add(context.Background(), n, t.attrs(job, attrOutcome, string(outcome)))
 }
 
-func (t *telemetry) waited(job, outcome string, d time.Duration) {
-	t.wait.Record(context.Background(), d.Seconds(), t.attrs(job, attrOutcome, outcome))
+// waited records a claim's wait: its result is an Outcome, or "acquired",
+// or "stopped".
+func (t *telemetry) waited(job, result string, d time.Duration) {
+	t.wait.Record(context.Background(), d.Seconds(), t.attrs(job, attrOutcome, result))
 }
 
-func (t *telemetry) held(job, outcome string, d time.Duration) {
-	t.hold.Record(context.Background(), d.Seconds(), t.attrs(job, attrOutcome, outcome))
+func (t *telemetry) held(job string, outcome Outcome, d time.Duration) {
+	t.hold.Record(context.Background(), d.Seconds(), t.attrs(job, attrOutcome, string(outcome)))
 }
 
 func (t *telemetry) late(job string, d time.Duration) {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/jobs/execjob"
 	"github.com/lockcron/lockcron/jobs/httpjob"
@@ -35,7 +37,7 @@ type observed struct {
 	j     *journal
 }
 
-func newObserved(t *testing.T) *observed {
+func newObserved(t *testing.T, opts ...scheduler.Option) *observed {
 	t.Helper()
 	srv := redistest.Start(t)
 	spans := oteltest.NewTracerProvider()
@@ -44,7 +46,7 @@ func newObserved(t *testing.T) *observed {
 	log := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: logs})
 	m := newMeter()
 	r := newRedisReplica(t, srv, "r1", []lock.Option{lock.WithTracerProvider(tp)},
-		m.option(), scheduler.WithTracerProvider(tp), scheduler.WithLogger(log))
+		append([]scheduler.Option{m.option(), scheduler.WithTracerProvider(tp), scheduler.WithLogger(log)}, opts...)...)
 	return &observed{replica: r, spans: spans, m: m, logs: logs, j: newJournal()}
 }
 
@@ -114,12 +116,14 @@ func spanNames(spans []*oteltest.Span) string {
 // "job ran" debug line with job and tick.
 func TestTelemetryOfARun(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
 	const job = "report"
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
 	o.start()
+	step(t, clk, 1)
 	x := o.j.awaitStart(t, 10*time.Second)
-	eventually(t, 10*time.Second, "outcome ran", func() bool { return o.m.runs(t, job, scheduler.OutcomeRan) >= 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome ran", func() bool { return o.m.runs(t, job, scheduler.OutcomeRan) >= 1 })
 	o.stop(t)
 
 	tick := o.tickSpan(t, job, x.info.Tick)
@@ -131,7 +135,7 @@ func TestTelemetryOfARun(t *testing.T) {
 		"lockcron.replica": "r1",
 		"lockcron.token":   attribute.Int64Value(x.info.Token).Emit(),
 		"lockcron.attempt": "1",
-		"lockcron.outcome": scheduler.OutcomeRan,
+		"lockcron.outcome": string(scheduler.OutcomeRan),
 	}
 	for k, v := range want {
 		if got, ok := attrs.Value(k); !ok || got.Emit() != v {
@@ -154,7 +158,7 @@ func TestTelemetryOfARun(t *testing.T) {
 	if v := attrString(runAttrs, "lockcron.attempt"); v != "1" {
 		t.Errorf("job.run attribute attempt = %q, want 1", v)
 	}
-	if v := attrString(runAttrs, "lockcron.outcome"); v != scheduler.OutcomeRan {
+	if v := attrString(runAttrs, "lockcron.outcome"); v != string(scheduler.OutcomeRan) {
 		t.Errorf("job.run attribute outcome = %q, want ran", v)
 	}
 
@@ -177,20 +181,22 @@ func TestTelemetryOfARun(t *testing.T) {
 // with job, tick, replica, duration, outcome and error.
 func TestTelemetryOfAFailure(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
 	const job = "flaky"
 	errBoom := errors.New("boom")
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(func(context.Context) error { return errBoom })})
 	o.start()
+	step(t, clk, 1)
 	x := o.j.awaitStart(t, 10*time.Second)
-	eventually(t, 10*time.Second, "outcome failed", func() bool { return o.m.runs(t, job, scheduler.OutcomeFailed) >= 1 })
+	testkit.Eventually(t, 10*time.Second, "outcome failed", func() bool { return o.m.runs(t, job, scheduler.OutcomeFailed) >= 1 })
 	o.stop(t)
 
 	tick := o.tickSpan(t, job, x.info.Tick)
 	if tick.Status().Code != codes.Error || !strings.Contains(tick.Status().Description, errBoom.Error()) {
 		t.Errorf("job.tick status %+v, want Error with %q", tick.Status(), errBoom)
 	}
-	if v := attrString(attribute.NewSet(tick.Attributes()...), "lockcron.outcome"); v != scheduler.OutcomeFailed {
+	if v := attrString(attribute.NewSet(tick.Attributes()...), "lockcron.outcome"); v != string(scheduler.OutcomeFailed) {
 		t.Errorf("job.tick attribute outcome = %q, want failed", v)
 	}
 	run := o.childOf(t, "job.run", tick)
@@ -221,17 +227,19 @@ func (m *meter) gaugeValue(t *testing.T, name, job string) (float64, bool) {
 // lock-wait error.
 func TestJobGauges(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
-	ctx := testCtx(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
+	ctx := testkit.Context(t)
 	const job = "gauged"
 	o.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: o.j.fn(nil)})
 	o.start()
-	eventually(t, 10*time.Second, "the replica runs", o.s.Running)
+	testkit.Eventually(t, 10*time.Second, "the replica runs", o.s.Running)
 	if v, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job); ok {
-		t.Logf("last success before any run: %v (a run may have been quick)", v)
+		t.Errorf("last success before any run: %v, want none", v)
 	}
+	step(t, clk, 1)
 	o.j.awaitStart(t, 10*time.Second)
-	eventually(t, 10*time.Second, "last success reported", func() bool {
+	testkit.Eventually(t, 10*time.Second, "last success reported", func() bool {
 		_, ok := o.m.gaugeValue(t, "lockcron.job.last_success_timestamp", job)
 		return ok
 	})
@@ -240,9 +248,11 @@ func TestJobGauges(t *testing.T) {
 	if last > now+1 || last < now-30 {
 		t.Errorf("last success %.3f, now %.3f: want a moment ago", last, now)
 	}
+	settle(t, clk, 1, job, o.replica)
+	waits, _ := clk.Next()
 	next, ok := o.m.gaugeValue(t, "lockcron.job.next_tick_timestamp", job)
-	if !ok || next < now-2 || next > now+2 {
-		t.Errorf("next tick %.3f (%v), now %.3f: want within a second", next, ok, now)
+	if want := float64(waits.UnixMilli()) / 1e3; !ok || next != want {
+		t.Errorf("next tick %.3f (%v), want %.3f: the tick the loop waits for", next, ok, want)
 	}
 	if p, ok := o.m.gaugeValue(t, "lockcron.job.paused", job); !ok || p != 0 {
 		t.Errorf("paused = %v (%v), want 0", p, ok)
@@ -256,9 +266,10 @@ func TestJobGauges(t *testing.T) {
 	if p, _ := o.m.gaugeValue(t, "lockcron.job.paused", job); p != 1 {
 		t.Errorf("paused = %v after Pause, want 1", p)
 	}
-	eventually(t, 10*time.Second, "a paused tick", func() bool { return o.m.runs(t, job, scheduler.OutcomePaused) >= 1 })
+	step(t, clk, 1)
+	testkit.Eventually(t, 10*time.Second, "a paused tick", func() bool { return o.m.runs(t, job, scheduler.OutcomePaused) == 1 })
 	heard := func(what string) {
-		eventually(t, 10*time.Second, "the replica logs that it heard "+what, func() bool {
+		testkit.Eventually(t, 10*time.Second, "the replica logs that it heard "+what, func() bool {
 			return strings.Contains(o.logs.String(), "[INFO]  app.scheduler: heard: job "+what+" fleet-wide: job="+job)
 		})
 	}
@@ -273,7 +284,7 @@ func TestJobGauges(t *testing.T) {
 	o.stop(t)
 	for _, s := range o.spans.Ended() {
 		attrs := attribute.NewSet(s.Attributes()...)
-		if s.Name() == "job.tick" && attrString(attrs, "lockcron.outcome") == scheduler.OutcomePaused && s.Status().Code == codes.Error {
+		if s.Name() == "job.tick" && attrString(attrs, "lockcron.outcome") == string(scheduler.OutcomePaused) && s.Status().Code == codes.Error {
 			t.Errorf("a paused tick's span has status Error: %+v", s.Status())
 		}
 		if s.Name() == "lock.wait" && attrString(attrs, "lockcron.outcome") == "error" {
@@ -286,7 +297,8 @@ func TestJobGauges(t *testing.T) {
 // span as its TRACEPARENT, an http job as its traceparent header.
 func TestTraceContinuesIntoJobs(t *testing.T) {
 	t.Parallel()
-	o := newObserved(t)
+	clk := testclock.NewFake(fakeStart)
+	o := newObserved(t, scheduler.WithClock(clk))
 	out := filepath.Join(t.TempDir(), "traceparent")
 	o.add(t, scheduler.Job{Name: "exec", Schedule: "@every 1s", Run: &execjob.Exec{
 		Command: []string{"sh", "-c", `[ -s "$OUT" ] || echo "$TRACEPARENT $LOCKCRON_TICK" > "$OUT"`},
@@ -302,14 +314,15 @@ func TestTraceContinuesIntoJobs(t *testing.T) {
 	defer srv.Close()
 	o.add(t, scheduler.Job{Name: "http", Schedule: "@every 1s", Run: &httpjob.HTTP{URL: srv.URL}})
 	o.start()
+	step(t, clk, 2)
 	var got []string
-	eventually(t, 10*time.Second, "the exec job wrote its TRACEPARENT", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the exec job wrote its TRACEPARENT", func() bool {
 		b, err := os.ReadFile(out)
 		got = strings.Fields(string(b))
 		return err == nil && len(got) == 2
 	})
 	h := <-heard
-	eventually(t, 10*time.Second, "both ran", func() bool {
+	testkit.Eventually(t, 10*time.Second, "both ran", func() bool {
 		return o.m.runs(t, "exec", scheduler.OutcomeRan) >= 1 && o.m.runs(t, "http", scheduler.OutcomeRan) >= 1
 	})
 	o.stop(t)

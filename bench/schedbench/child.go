@@ -244,7 +244,7 @@ func newReplica(addr string, i, n, poolSize int, work, lease time.Duration, o *o
 		name := jobName(k)
 		run := func(ctx context.Context) error {
 			start := time.Now()
-			info, ok := scheduler.RunInfo(ctx)
+			info, ok := jobs.InfoFrom(ctx)
 			if !ok {
 				o.line("n")
 				return nil

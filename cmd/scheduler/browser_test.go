@@ -32,6 +32,7 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 // chromiumPath is Debian's chromium.
@@ -322,7 +323,7 @@ func TestBrowserTriggerShowsInHistory(t *testing.T) {
 	waitJS(t, ctx, "once's last run in its row", row("once")+`.querySelector('.last').innerText.includes('ran')`)
 
 	// Paging: two runs a page, and the older link goes back in time.
-	waitFor(t, 30*time.Second, "tick ran 4 times", func() bool { return len(apiJob(t, base, "tick").Runs) >= 4 })
+	testkit.Eventually(t, 30*time.Second, "tick ran 4 times", func() bool { return len(apiJob(t, base, "tick").Runs) >= 4 })
 	open(t, ctx, base+"/jobs/tick?limit=2")
 	first := eval[[]string](t, ctx, `Array.from(document.querySelectorAll('#runs tbody tr')).map(r => r.querySelector('time').getAttribute('datetime'))`)
 	if len(first) != 2 {
@@ -464,7 +465,7 @@ func TestPageAPI(t *testing.T) {
 	base := "http://" + p.admin
 
 	var j daemon.JobDetailJSON
-	waitFor(t, 30*time.Second, "tick ran 3 times", func() bool { j = apiJob(t, base, "tick"); return len(j.Runs) >= 3 })
+	testkit.Eventually(t, 30*time.Second, "tick ran 3 times", func() bool { j = apiJob(t, base, "tick"); return len(j.Runs) >= 3 })
 	if j.Name != "tick" || j.Zone != "UTC" || len(j.Next) != 3 || j.Fleet.Since == nil || j.Fleet.Outcome != "ran" {
 		t.Errorf("GET /api/jobs/tick: %+v", j.JobJSON)
 	}

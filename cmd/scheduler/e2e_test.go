@@ -32,6 +32,7 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 // schedBin is the scheduler binary that TestMain builds.
@@ -252,7 +253,7 @@ func (p *proc) waitReady(t *testing.T) {
 // not nil, for which match holds).
 func (p *proc) waitLog(t *testing.T, within time.Duration, msg string, match func(logLine) bool) {
 	t.Helper()
-	waitFor(t, within, fmt.Sprintf("%s: log %q", p.name, msg), func() bool {
+	testkit.Eventually(t, within, fmt.Sprintf("%s: log %q", p.name, msg), func() bool {
 		for _, l := range p.logs.jsonLines() {
 			if l.msg() == msg && (match == nil || match(l)) {
 				return true
@@ -310,7 +311,7 @@ func (p *proc) stop() {
 	case <-time.After(3 * time.Second):
 	}
 	pid := p.cmd.Process.Pid
-	kids := descendants(pid)
+	kids := testkit.Descendants(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	for _, k := range kids {
 		_ = syscall.Kill(-k, syscall.SIGKILL)
@@ -344,35 +345,6 @@ func readStat(pid int) (procStat, bool) {
 		return procStat{}, false
 	}
 	return procStat{pid: pid, ppid: ppid, comm: s[open+1 : closing]}, true
-}
-
-// descendants returns every living descendant of pid, from /proc.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := make(map[int][]int)
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(n); ok {
-			children[st.ppid] = append(children[st.ppid], n)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }
 
 // cliResult is what a command of the scheduler did.
@@ -418,18 +390,6 @@ func mustCLI(t *testing.T, code int, dir string, args ...string) cliResult {
 // ---------------------------------------------------------------------
 // Waiting, files, HTTP, Redis
 // ---------------------------------------------------------------------
-
-// waitFor polls cond every 5ms until it holds, or fails the test.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // fileLines returns the complete lines of a file the jobs append to
 // (none if it does not exist yet).
@@ -499,7 +459,7 @@ func findRecord(t *testing.T, path string, match func(record) bool) (record, boo
 func waitRecord(t *testing.T, within time.Duration, path, what string, match func(record) bool) record {
 	t.Helper()
 	var r record
-	waitFor(t, within, what, func() bool {
+	testkit.Eventually(t, within, what, func() bool {
 		var ok bool
 		r, ok = findRecord(t, path, match)
 		return ok
@@ -552,7 +512,7 @@ const controlChannel = "lockcron:events:control"
 // trigger published before a replica has subscribed does not reach it.
 func waitSubscribed(t *testing.T, srv *redistest.Server, n int64) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d replicas subscribed to %s", n, controlChannel), func() bool {
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d replicas subscribed to %s", n, controlChannel), func() bool {
 		v, ok := srv.Do("PUBSUB", "NUMSUB", controlChannel).([]any)
 		return ok && len(v) == 2 && v[1] == n
 	})
@@ -943,7 +903,7 @@ func TestCommandsAgainstFleet(t *testing.T) {
 	// handled three ticks after the pause.
 	third := paused.Truncate(time.Second).Add(3 * time.Second)
 	for _, p := range ps {
-		waitFor(t, 8*time.Second, p.name+": three ticks paused", func() bool {
+		testkit.Eventually(t, 8*time.Second, p.name+": three ticks paused", func() bool {
 			var js []daemon.JobJSON
 			st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/api/jobs", "")
 			if st != 200 || json.Unmarshal(b, &js) != nil || len(js) == 0 || js[0].LastTick == nil {
@@ -1010,7 +970,7 @@ func TestMakeRun(t *testing.T) {
 	// The log says where the status page is.
 	admin := regexp.MustCompile(`lockcron: admin listening: addr=(127\.0\.0\.1:\d+) status_page=(\S+)`)
 	var addr, page string
-	waitFor(t, 90*time.Second, "make run: admin listening, with the status page's URL", func() bool {
+	testkit.Eventually(t, 90*time.Second, "make run: admin listening, with the status page's URL", func() bool {
 		if !mk.alive() {
 			t.Fatalf("make run exited: %v", mk.cmd.ProcessState)
 		}
@@ -1023,17 +983,17 @@ func TestMakeRun(t *testing.T) {
 	if page != "http://"+addr+"/" {
 		t.Errorf("make run logs the status page at %q, want http://%s/", page, addr)
 	}
-	waitFor(t, 5*time.Second, "/readyz 200", func() bool {
+	testkit.Eventually(t, 5*time.Second, "/readyz 200", func() bool {
 		st, _, _ := httpDo(t, "GET", "http://"+addr+"/readyz", "")
 		return st == 200
 	})
 	// The example job runs every 10s and prints a line, which is logged.
-	waitFor(t, 25*time.Second, "the example job's output", func() bool {
+	testkit.Eventually(t, 25*time.Second, "the example job's output", func() bool {
 		return strings.Contains(mk.logs.String()+mk.out.String(), `line="hello from `)
 	})
 	// The status page at / shows the job and its run, from the in-memory
 	// history.
-	waitFor(t, 10*time.Second, "the status page shows hello's run", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the status page shows hello's run", func() bool {
 		st, b, _ := httpDo(t, "GET", page, "")
 		return st == 200 && strings.Contains(string(b), `data-job="hello"`) && strings.Contains(string(b), `data-outcome="ran"`)
 	})
@@ -1048,7 +1008,7 @@ func TestMakeRun(t *testing.T) {
 		t.Errorf("trigger hello after make run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var sched int
-	for _, pid := range descendants(mk.cmd.Process.Pid) {
+	for _, pid := range testkit.Descendants(mk.cmd.Process.Pid) {
 		if st, ok := readStat(pid); ok && st.comm == "scheduler" {
 			sched = pid
 		}
@@ -1074,31 +1034,6 @@ func TestMakeRun(t *testing.T) {
 // ---------------------------------------------------------------------
 // 5. The admin endpoint
 // ---------------------------------------------------------------------
-
-// metric returns the value of the first sample of name whose labels
-// include every one of labels (`key="value"`), and whether there is one.
-func metric(text, name string, labels ...string) (float64, bool) {
-	for _, l := range strings.Split(text, "\n") {
-		rest, ok := strings.CutPrefix(l, name+"{")
-		if !ok {
-			continue
-		}
-		lbls, val, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		all := true
-		for _, want := range labels {
-			all = all && strings.Contains(","+lbls+",", ","+want+",")
-		}
-		if !all {
-			continue
-		}
-		v, err := strconv.ParseFloat(val, 64)
-		return v, err == nil
-	}
-	return 0, false
-}
 
 func TestAdminEndpoint(t *testing.T) {
 	t.Parallel()
@@ -1155,7 +1090,7 @@ wait $pid`)
 
 	// /api/jobs and /api/locks.
 	var js []daemon.JobJSON
-	waitFor(t, 5*time.Second, "/api/jobs: quick ran", func() bool {
+	testkit.Eventually(t, 5*time.Second, "/api/jobs: quick ran", func() bool {
 		st, b, _ := httpDo(t, "GET", base+"/api/jobs", "")
 		js = nil
 		return st == 200 && json.Unmarshal(b, &js) == nil && len(js) == 2 && js[0].LastOutcome == "ran"
@@ -1190,7 +1125,7 @@ wait $pid`)
 		{"lockcron_job_run_duration_seconds_count", []string{`lockcron_job="quick"`, `lockcron_outcome="ran"`}},
 		{"lockcron_job_lateness_seconds_count", []string{`lockcron_job="quick"`}},
 	} {
-		if v, ok := metric(m, c.name, c.labels...); !ok || v < 1 {
+		if v, ok := testkit.Metric(m, c.name, c.labels...); !ok || v < 1 {
 			t.Errorf("/metrics: %s{%s} = %v (found %v), want ≥ 1", c.name, strings.Join(c.labels, ","), v, ok)
 		}
 	}
@@ -1200,7 +1135,7 @@ wait $pid`)
 	p.signal(t, syscall.SIGTERM)
 	sent := time.Now()
 	var during time.Duration
-	waitFor(t, 3*time.Second, "/readyz 503 during the stop", func() bool {
+	testkit.Eventually(t, 3*time.Second, "/readyz 503 during the stop", func() bool {
 		st, _, _ := httpDo(t, "GET", base+"/readyz", "")
 		if st == 503 && p.alive() {
 			during = time.Since(sent)
@@ -1240,10 +1175,10 @@ func TestMetricsHistogramBucketsFitSeconds(t *testing.T) {
 	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("quick", "@every 1s", "1s", "true"))
 	p := startReplica(t, dir, cfg, "r1")
 	var m string
-	waitFor(t, 5*time.Second, "a run of quick in /metrics", func() bool {
+	testkit.Eventually(t, 5*time.Second, "a run of quick in /metrics", func() bool {
 		_, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")
 		m = string(b)
-		v, ok := metric(m, "lockcron_job_run_duration_seconds_count", `lockcron_job="quick"`, `lockcron_outcome="ran"`)
+		v, ok := testkit.Metric(m, "lockcron_job_run_duration_seconds_count", `lockcron_job="quick"`, `lockcron_outcome="ran"`)
 		return ok && v >= 1
 	})
 	le := regexp.MustCompile(`le="([^"]+)"`)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -36,7 +37,7 @@ func TestHistoryCommand(t *testing.T) {
 		return runs
 	}
 	var runs []scheduler.Run
-	waitFor(t, 45*time.Second, "a failed run and a good one in the history", func() bool {
+	testkit.Eventually(t, 45*time.Second, "a failed run and a good one in the history", func() bool {
 		runs = history("-limit", "1000")
 		var ok, failed bool
 		for _, r := range runs {
@@ -89,17 +90,17 @@ func TestHistoryCommand(t *testing.T) {
 	for _, p := range ps {
 		st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")
 		m := string(b)
-		last, ok := metric(m, "lockcron_job_last_success_timestamp_seconds", `lockcron_job="flaky"`)
+		last, ok := testkit.Metric(m, "lockcron_job_last_success_timestamp_seconds", `lockcron_job="flaky"`)
 		if st != 200 || !ok || time.Since(time.Unix(int64(last), 0)) > time.Minute {
 			t.Errorf("%s: lockcron_job_last_success_timestamp_seconds{lockcron_job=\"flaky\"} = %v (%v), want a recent time", p.name, last, ok)
 		}
-		if next, ok := metric(m, "lockcron_job_next_tick_timestamp_seconds", `lockcron_job="flaky"`); !ok || next < last {
+		if next, ok := testkit.Metric(m, "lockcron_job_next_tick_timestamp_seconds", `lockcron_job="flaky"`); !ok || next < last {
 			t.Errorf("%s: lockcron_job_next_tick_timestamp_seconds = %v, %v", p.name, next, ok)
 		}
-		if v, ok := metric(m, "lockcron_job_paused", `lockcron_job="flaky"`); !ok || v != 0 {
+		if v, ok := testkit.Metric(m, "lockcron_job_paused", `lockcron_job="flaky"`); !ok || v != 0 {
 			t.Errorf("%s: lockcron_job_paused = %v, %v; want 0", p.name, v, ok)
 		}
-		if v, ok := metric(m, "lockcron_job_period_seconds", `lockcron_job="flaky"`); !ok || v != 1 {
+		if v, ok := testkit.Metric(m, "lockcron_job_period_seconds", `lockcron_job="flaky"`); !ok || v != 1 {
 			t.Errorf("%s: lockcron_job_period_seconds = %v, %v; want 1", p.name, v, ok)
 		}
 	}

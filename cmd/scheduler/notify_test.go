@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -63,7 +64,7 @@ notify "chat" {
 }
 `)
 	ps := startFleet(t, dir, cfg, 2)
-	waitFor(t, 45*time.Second, "6 webhooks", func() bool { return len(ops.all()) >= 6 })
+	testkit.Eventually(t, 45*time.Second, "6 webhooks", func() bool { return len(ops.all()) >= 6 })
 
 	// Each replica serves the same fleet-wide history: r2's page of runs
 	// before r1's newest is r1's page after it.

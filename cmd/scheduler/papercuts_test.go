@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 func TestVersion(t *testing.T) {
@@ -231,7 +232,7 @@ func TestRedisLogsStayJSON(t *testing.T) {
 		}
 		return false
 	}
-	waitFor(t, 30*time.Second, "a line of go-redis's about dialling, through hclog", fromRedis)
+	testkit.Eventually(t, 30*time.Second, "a line of go-redis's about dialling, through hclog", fromRedis)
 	srv.Restart()
 	p.waitLog(t, 30*time.Second, "scheduler started", nil)
 	p.signal(t, syscall.SIGTERM)
@@ -263,7 +264,7 @@ log {
 	p := startReplica(t, dir, cfg, "solo")
 	env := []string{"LOCKCRON_ADMIN__LISTEN=" + p.admin}
 	var r cliResult
-	waitFor(t, 20*time.Second, "two runs of hello in its history", func() bool {
+	testkit.Eventually(t, 20*time.Second, "two runs of hello in its history", func() bool {
 		r = cliEnv(t, dir, env, "history", "hello", "-config", cfg)
 		return r.code == 0 && len(strings.Split(strings.TrimSpace(r.stdout), "\n")) >= 3
 	})
@@ -322,7 +323,7 @@ func TestOTelExportersFromEnv(t *testing.T) {
 	}
 	t.Run("from the environment", func(t *testing.T) {
 		p := run(t, "")
-		waitFor(t, 20*time.Second, "console metrics on stdout", func() bool { return strings.Contains(p.out.String(), `"lockcron.job.runs"`) })
+		testkit.Eventually(t, 20*time.Second, "console metrics on stdout", func() bool { return strings.Contains(p.out.String(), `"lockcron.job.runs"`) })
 		if st, _, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", ""); st != 404 {
 			t.Errorf("/metrics: %d, want 404 (the metrics go to the console)", st)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 // countLog counts p's JSON log lines with message msg for which match
@@ -38,7 +39,7 @@ func (p *proc) countLog(msg string, match func(logLine) bool) int {
 func (p *proc) nextLog(t *testing.T, within time.Duration, msg string, after int, match func(logLine) bool) logLine {
 	t.Helper()
 	var got logLine
-	waitFor(t, within, fmt.Sprintf("%s: log %q number %d", p.name, msg, after+1), func() bool {
+	testkit.Eventually(t, within, fmt.Sprintf("%s: log %q number %d", p.name, msg, after+1), func() bool {
 		n := 0
 		for _, l := range p.logs.jsonLines() {
 			if l.msg() != msg || (match != nil && !match(l)) {
@@ -187,7 +188,7 @@ func TestReload(t *testing.T) {
 		t.Errorf("job reloaded lines: %v", changes)
 	}
 	// c runs; b takes no tick after the reload; a's ticks are every 2s.
-	waitFor(t, 15*time.Second, "three ticks of c and two of a after the reload", func() bool {
+	testkit.Eventually(t, 15*time.Second, "three ticks of c and two of a after the reload", func() bool {
 		return len(runsAfter(cLog, reloaded)) >= 3 && len(runsAfter(aLog, reloaded)) >= 2
 	})
 	if rs := runsAfter(bLog, reloaded); len(rs) > 0 {

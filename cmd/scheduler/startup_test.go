@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 // withRedis adds settings (key = "value" lines) to the redis block of a
@@ -177,7 +178,7 @@ func TestRunWaitsForRedis(t *testing.T) {
 	if ok && len(ws) != int(answered["attempts"].(float64))-1 {
 		t.Errorf("%d warnings for %v attempts: want one per failed attempt", len(ws), answered["attempts"])
 	}
-	waitFor(t, 10*time.Second, "/readyz 200 once connected", func() bool {
+	testkit.Eventually(t, 10*time.Second, "/readyz 200 once connected", func() bool {
 		st, _, _ := httpDo(t, "GET", base+"/readyz", "")
 		return st == 200
 	})

@@ -20,7 +20,6 @@ import (
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/jobs/execjob"
-	"github.com/lockcron/lockcron/scheduler"
 )
 
 func main() {
@@ -67,7 +66,7 @@ func newRegistry(log hclog.Logger) (*jobs.Registry, error) {
 // overwrite a newer run's report.
 func report(log hclog.Logger) jobs.Func {
 	return func(ctx context.Context) error {
-		info, ok := scheduler.RunInfo(ctx)
+		info, ok := jobs.InfoFrom(ctx)
 		if !ok {
 			return fmt.Errorf("report: no run info in ctx")
 		}
@@ -84,7 +83,7 @@ func report(log hclog.Logger) jobs.Func {
 // again (cleanup is idempotent).
 func cleanup(log hclog.Logger, batches int, step time.Duration) jobs.Func {
 	return func(ctx context.Context) error {
-		info, _ := scheduler.RunInfo(ctx)
+		info, _ := jobs.InfoFrom(ctx)
 		for i := 1; i <= batches; i++ {
 			select {
 			case <-ctx.Done():

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockcron/lockcron/internal/faultproxy"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -69,18 +70,6 @@ func dialRaw(t *testing.T, p *faultproxy.Proxy) net.Conn {
 	}
 	t.Cleanup(func() { _ = nc.Close() })
 	return nc
-}
-
-// eventually polls cond until it holds, failing the test after wait.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestPassThrough(t *testing.T) {
@@ -144,7 +133,7 @@ func TestClientCloseEndsConnection(t *testing.T) {
 		t.Fatalf("Stats().Active = %d with one connection open", s.Active)
 	}
 	_ = nc.Close()
-	eventually(t, "connection gone after the client closed it", func() bool { return p.Stats().Active == 0 })
+	testkit.Eventually(t, wait, "connection gone after the client closed it", func() bool { return p.Stats().Active == 0 })
 }
 
 func TestDelay(t *testing.T) {
@@ -269,7 +258,7 @@ func TestBlackhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = closer.Close()
-	eventually(t, "connections accepted in the blackhole", func() bool { return p.Stats().Accepted >= 3 })
+	testkit.Eventually(t, wait, "connections accepted in the blackhole", func() bool { return p.Stats().Accepted >= 3 })
 
 	// Nothing comes back while it lasts.
 	_ = nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
@@ -286,7 +275,7 @@ func TestBlackhole(t *testing.T) {
 	if line, err := bufio.NewReader(nc).ReadString('\n'); err != nil || line != "+PONG\r\n" {
 		t.Fatalf("PING written in the blackhole: %q, %v after it was lifted; want +PONG", line, err)
 	}
-	eventually(t, "SET written in the blackhole, then closed, applied after it", func() bool {
+	testkit.Eventually(t, wait, "SET written in the blackhole, then closed, applied after it", func() bool {
 		return srv.Do("GET", "held") == "yes"
 	})
 	if got, err := c.Get(ctx, "k").Result(); err != nil || got != "v" {
@@ -481,7 +470,7 @@ func TestClose(t *testing.T) {
 	p.SetBlackhole(true)
 	held := dialRaw(t, p)
 	_, _ = io.WriteString(held, "PING\r\n")
-	eventually(t, "connections accepted", func() bool { return p.Stats().Active == 3 })
+	testkit.Eventually(t, wait, "connections accepted", func() bool { return p.Stats().Active == 3 })
 
 	t0 := time.Now()
 	if err := p.Close(); err != nil {

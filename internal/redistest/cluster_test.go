@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 func TestClusterFailover(t *testing.T) {
@@ -64,8 +65,8 @@ func TestClusterFailover(t *testing.T) {
 	if got := c.PrimaryForKey("k0"); got != replicas[i] {
 		t.Fatalf("after Failover PrimaryForKey(k0) = %s, want %s", got.Addr(), replicas[i].Addr())
 	}
-	eventually(t, 10*time.Second, func(ctx context.Context) error {
-		return rdb.Set(ctx, "k0", "new", 0).Err()
+	testkit.Eventually(t, 10*time.Second, "SET k0 on the cluster after the failover", func() bool {
+		return rdb.Set(ctx, "k0", "new", 0).Err() == nil
 	})
 	for _, k := range moved[1:] {
 		got, err := rdb.Get(ctx, k).Result()
@@ -90,8 +91,8 @@ func TestClusterFailover(t *testing.T) {
 	if p := c.PrimaryForKey("k0"); p != victim {
 		t.Fatalf("after the second Failover PrimaryForKey(k0) = %s, want %s", p.Addr(), victim.Addr())
 	}
-	eventually(t, 10*time.Second, func(ctx context.Context) error {
-		return rdb.Get(ctx, "k0").Err()
+	testkit.Eventually(t, 10*time.Second, "GET k0 on the cluster after the second failover", func() bool {
+		return rdb.Get(ctx, "k0").Err() == nil
 	})
 	if got, err := rdb.Get(ctx, "k0").Result(); err != nil || got != "new" {
 		t.Fatalf("GET k0 after the second failover = %q, %v; want new", got, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 func TestSentinelFailover(t *testing.T) {
@@ -30,8 +31,8 @@ func TestSentinelFailover(t *testing.T) {
 	if got := replica.Info("replication")["role"]; got != "master" {
 		t.Fatalf("the new primary has role %s", got)
 	}
-	eventually(t, 10*time.Second, func(ctx context.Context) error {
-		return c.Set(ctx, "k2", "v2", 0).Err()
+	testkit.Eventually(t, 10*time.Second, "SET k2 through Sentinel after the failover", func() bool {
+		return c.Set(ctx, "k2", "v2", 0).Err() == nil
 	})
 	if got, err := c.Get(ctx, "k").Result(); err != nil || got != "v" {
 		t.Fatalf("GET k after failover = %q, %v; want v", got, err)
@@ -50,8 +51,8 @@ func TestSentinelFailover(t *testing.T) {
 	if p := s.Primary(); p != old {
 		t.Fatalf("after the second Failover the primary is %s, want %s", p.Addr(), old.Addr())
 	}
-	eventually(t, 10*time.Second, func(ctx context.Context) error {
-		return c.Set(ctx, "k3", "v3", 0).Err()
+	testkit.Eventually(t, 10*time.Second, "SET k3 through Sentinel after the failover", func() bool {
+		return c.Set(ctx, "k3", "v3", 0).Err() == nil
 	})
 	if got, err := c.MGet(ctx, "k", "k2").Result(); err != nil || got[0] != "v" || got[1] != "v2" {
 		t.Fatalf("MGET k k2 after the second failover = %v, %v; want [v v2]", got, err)
@@ -77,8 +78,8 @@ func TestSentinelForceFailover(t *testing.T) {
 	if got := old.Info("replication")["master_link_status"]; got != "up" {
 		t.Fatalf("the former primary's master_link_status is %s", got)
 	}
-	eventually(t, 10*time.Second, func(ctx context.Context) error {
-		return c.Set(ctx, "k2", "v2", 0).Err()
+	testkit.Eventually(t, 10*time.Second, "SET k2 through Sentinel after the failover", func() bool {
+		return c.Set(ctx, "k2", "v2", 0).Err() == nil
 	})
 	if got, err := c.Get(ctx, "k").Result(); err != nil || got != "v" {
 		t.Fatalf("GET k after failover = %q, %v; want v", got, err)

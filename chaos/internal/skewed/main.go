@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -20,6 +21,6 @@ func main() {
 		os.Exit(2)
 	}
 	os.Exit(daemon.Main(os.Args[1:], daemon.Options{
-		SchedulerOptions: []scheduler.Option{scheduler.WithClock(scheduler.OffsetClock(off))},
+		SchedulerOptions: []scheduler.Option{scheduler.WithClock(testclock.Offset(off))},
 	}))
 }

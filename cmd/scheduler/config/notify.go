@@ -29,13 +29,13 @@ const (
 
 // DefaultNotifyOn are the outcomes a notify block reports when it names
 // none: the runs an operator must look at.
-var DefaultNotifyOn = []string{scheduler.OutcomeFailed, scheduler.OutcomeLostLock, scheduler.OutcomeMissed}
+var DefaultNotifyOn = []string{string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed)}
 
 // notifyOutcomes are the outcomes a run in the history can have, so those
 // a notify block may name.
 var notifyOutcomes = []string{
-	scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeLostLock, scheduler.OutcomeMissed,
-	scheduler.OutcomeInterrupted, scheduler.OutcomeHandedOff, scheduler.OutcomeError,
+	string(scheduler.OutcomeRan), string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
+	string(scheduler.OutcomeInterrupted), string(scheduler.OutcomeHandedOff), string(scheduler.OutcomeError),
 }
 
 // Notify is a notify "name" { ... } block: a webhook that the daemon calls

@@ -129,17 +129,17 @@ func (a *admin) readyz(w http.ResponseWriter, r *http.Request) {
 
 // JobJSON is a job in the admin API and in `scheduler jobs -json`.
 type JobJSON struct {
-	Name        string      `json:"name"`
-	Schedule    string      `json:"schedule"`
-	Zone        string      `json:"zone"` // the time zone the schedule is read in
-	Lock        string      `json:"lock"`
-	Next        []time.Time `json:"next"`
-	Paused      bool        `json:"paused"`
-	LastTick    *time.Time  `json:"last_tick,omitempty"`    // this replica's last tick
-	LastOutcome string      `json:"last_outcome,omitempty"` // its outcome here
-	RunningHere bool        `json:"running_here"`
-	Fleet       FleetJSON   `json:"fleet"`
-	Error       string      `json:"error,omitempty"` // the ledger could not be read
+	Name        string            `json:"name"`
+	Schedule    string            `json:"schedule"`
+	Zone        string            `json:"zone"` // the time zone the schedule is read in
+	Lock        string            `json:"lock"`
+	Next        []time.Time       `json:"next"`
+	Paused      bool              `json:"paused"`
+	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
+	LastOutcome scheduler.Outcome `json:"last_outcome,omitempty"` // its outcome here
+	RunningHere bool              `json:"running_here"`
+	Fleet       FleetJSON         `json:"fleet"`
+	Error       string            `json:"error,omitempty"` // the ledger could not be read
 	// Digest is the digest of the job's definition on this replica, which
 	// its claims record in the ledger; OtherDigest is another definition's,
 	// found lately by a claim of this replica: another replica runs another
@@ -160,15 +160,15 @@ type JobJSON struct {
 
 // FleetJSON is what a job's ledger says for the whole fleet.
 type FleetJSON struct {
-	DoneTick    *time.Time `json:"done_tick,omitempty"`    // the latest tick done
-	Outcome     string     `json:"outcome,omitempty"`      // recorded by the last finish
-	FinishedBy  string     `json:"finished_by,omitempty"`  // its owner id
-	RunningTick *time.Time `json:"running_tick,omitempty"` // a tick claimed and not done
-	Owner       string     `json:"owner,omitempty"`        // the owner id of that claim, or of the last one
-	Since       *time.Time `json:"since,omitempty"`        // when that claim was taken, on the store's clock
-	Held        bool       `json:"held"`                   // the job's lock is held now
-	Tries       int        `json:"tries,omitempty"`
-	Triggers    int64      `json:"triggers,omitempty"`
+	DoneTick    *time.Time        `json:"done_tick,omitempty"`    // the latest tick done
+	Outcome     scheduler.Outcome `json:"outcome,omitempty"`      // recorded by the last finish
+	FinishedBy  string            `json:"finished_by,omitempty"`  // its owner id
+	RunningTick *time.Time        `json:"running_tick,omitempty"` // a tick claimed and not done
+	Owner       string            `json:"owner,omitempty"`        // the owner id of that claim, or of the last one
+	Since       *time.Time        `json:"since,omitempty"`        // when that claim was taken, on the store's clock
+	Held        bool              `json:"held"`                   // the job's lock is held now
+	Tries       int               `json:"tries,omitempty"`
+	Triggers    int64             `json:"triggers,omitempty"`
 }
 
 // JobsJSON converts scheduler views to their JSON form.
@@ -187,7 +187,7 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 			Paused: v.Ledger.Paused, LastOutcome: v.LastOutcome, RunningHere: v.Running,
 			Digest: v.Digest, OtherDigest: v.OtherDigest,
 			Fleet: FleetJSON{
-				DoneTick: ms(v.Ledger.Done), Outcome: v.Ledger.Outcome, FinishedBy: v.Ledger.Finished,
+				DoneTick: ms(v.Ledger.Done), Outcome: scheduler.Outcome(v.Ledger.Outcome), FinishedBy: v.Ledger.Finished,
 				RunningTick: ms(v.Ledger.Running), Owner: v.Ledger.Owner, Held: v.Ledger.Held,
 				Tries: v.Ledger.Tries, Triggers: v.Ledger.Triggers,
 			},

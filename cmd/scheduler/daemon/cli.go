@@ -659,7 +659,7 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		if v.Fleet.Held {
 			holder = v.Fleet.Owner
 		}
-		outcome := v.Fleet.Outcome
+		outcome := string(v.Fleet.Outcome)
 		if v.Error != "" {
 			outcome = "error: " + v.Error
 		}

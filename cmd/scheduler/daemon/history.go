@@ -152,7 +152,7 @@ func printRuns(w io.Writer, runs []scheduler.Run) error {
 		if r.Trigger > 0 {
 			tick = fmt.Sprintf("manual #%d", r.Trigger)
 		}
-		outcome := r.Outcome
+		outcome := string(r.Outcome)
 		if r.Missed > 0 {
 			outcome = fmt.Sprintf("%s (%d)", outcome, r.Missed)
 		}

@@ -64,7 +64,7 @@ type notifier struct {
 type hook struct{ config.Notify }
 
 func (h *hook) wants(r scheduler.Run) bool {
-	return slices.Contains(h.On, r.Outcome) && (len(h.Jobs) == 0 || slices.Contains(h.Jobs, r.Job))
+	return slices.Contains(h.On, string(r.Outcome)) && (len(h.Jobs) == 0 || slices.Contains(h.Jobs, r.Job))
 }
 
 // message is a run to send to a hook.
@@ -272,7 +272,7 @@ func summary(r scheduler.Run, slack bool) string {
 	if slack {
 		job = "*" + slackEscape(job) + "*"
 	}
-	what := map[string]string{
+	what := map[scheduler.Outcome]string{
 		scheduler.OutcomeRan:         "ran",
 		scheduler.OutcomeFailed:      "failed",
 		scheduler.OutcomeLostLock:    "lost its lock while it ran",
@@ -288,7 +288,7 @@ func summary(r scheduler.Run, slack bool) string {
 		return fmt.Sprintf("lockcron: job %s missed %d tick(s), up to %s, while no replica ran it", job, max(r.Missed, 1), tick)
 	}
 	if what == "" {
-		what = r.Outcome
+		what = string(r.Outcome)
 	}
 	s := fmt.Sprintf("lockcron: job %s %s on %s (%s, attempt %d, %s)", job, what, r.Replica, tick, r.Attempt, r.Duration.Round(time.Millisecond))
 	if slack {

@@ -153,7 +153,7 @@ func hasLine(logs string, parts ...string) bool {
 	return false
 }
 
-func run(job, outcome string) scheduler.Run {
+func run(job string, outcome scheduler.Outcome) scheduler.Run {
 	tick := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
 	return scheduler.Run{Job: job, Tick: tick, Replica: "web-1", Attempt: 2, Start: tick,
 		End: tick.Add(1200 * time.Millisecond), Duration: 1200 * time.Millisecond, Outcome: outcome, Token: 42,
@@ -204,7 +204,7 @@ notify "backup-only" {
 		{"backup-only", "backup", "ran"}, {"all", "report", "failed"}, {"all", "backup", "lost_lock"}, {"all", "report", "missed"},
 	}
 	for i, w := range want {
-		if got[i].Notify != w.notify || got[i].Job != w.job || got[i].Outcome != w.outcome {
+		if got[i].Notify != w.notify || got[i].Job != w.job || string(got[i].Outcome) != w.outcome {
 			t.Errorf("webhook %d: %s %s %s, want %v", i, got[i].Notify, got[i].Job, got[i].Outcome, w)
 		}
 	}

@@ -283,7 +283,7 @@ func zoneLoc(zone string) *time.Location {
 // class that colours it, and a word.
 type outcomeLook struct{ Mark, Class, Word string }
 
-var outcomeLooks = map[string]outcomeLook{
+var outcomeLooks = map[scheduler.Outcome]outcomeLook{
 	scheduler.OutcomeRan:         {"✓", "ok", "ran"},
 	scheduler.OutcomeFailed:      {"✗", "bad", "failed"},
 	scheduler.OutcomeError:       {"!", "bad", "error"},
@@ -296,14 +296,14 @@ var outcomeLooks = map[string]outcomeLook{
 	scheduler.OutcomePaused:      {"P", "muted", "paused"},
 }
 
-func lookOf(outcome string) outcomeLook {
+func lookOf(outcome scheduler.Outcome) outcomeLook {
 	if l, ok := outcomeLooks[outcome]; ok {
 		return l
 	}
 	if outcome == "" {
 		return outcomeLook{"·", "muted", "none"}
 	}
-	return outcomeLook{"?", "muted", outcome}
+	return outcomeLook{"?", "muted", string(outcome)}
 }
 
 // rowArgs is what the jobrow template gets: the page and one job.
@@ -334,7 +334,7 @@ var pageFuncs = template.FuncMap{
 	// legend is the looks of the outcomes a history holds.
 	"legend": func() []outcomeLook {
 		var out []outcomeLook
-		for _, o := range []string{scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted, scheduler.OutcomeHandedOff, scheduler.OutcomeMissed} {
+		for _, o := range []scheduler.Outcome{scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted, scheduler.OutcomeHandedOff, scheduler.OutcomeMissed} {
 			out = append(out, lookOf(o))
 		}
 		return out
