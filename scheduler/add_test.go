@@ -38,7 +38,7 @@ func TestAddValidation(t *testing.T) {
 		{"no func", scheduler.Job{Name: "j", Schedule: "@daily"}, "run"},
 		{"bad schedule", scheduler.Job{Name: "j", Schedule: "61 * * * *", Run: noop}, "schedule"},
 		{"too fast", scheduler.Job{Name: "j", Schedule: "@every 10ms", Run: noop}, "schedule"},
-		{"bad lock", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Lock: "x}"}, "lock"},
+		{"bad lock", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, LockName: "x}"}, "lock_name"},
 		{"negative timeout", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Timeout: -time.Second}, "timeout"},
 		{"negative retries", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Retries: -1}, "retries"},
 		{"negative backoff", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Backoff: -1}, "backoff"},
@@ -49,7 +49,7 @@ func TestAddValidation(t *testing.T) {
 		{"unknown shutdown policy", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, OnShutdown: "wait"}, "on_shutdown"},
 		{"name taken", scheduler.Job{Name: "taken", Schedule: "@daily", Run: noop}, "already taken"},
 		{"manual ledger's name", scheduler.Job{Name: "x!manual", Schedule: "@daily", Run: noop}, "name"},
-		{"one lock, two kinds", scheduler.Job{Name: "j", Lock: "taken", LockKind: scheduler.LockFair, Schedule: "@daily", Run: noop}, "lock_kind"},
+		{"one lock, two kinds", scheduler.Job{Name: "j", LockName: "taken", LockKind: scheduler.LockFair, Schedule: "@daily", Run: noop}, "lock_kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := s.Add(tc.job)

@@ -160,7 +160,7 @@ func (j *Job) digest() string {
 		loc = j.Location.String()
 	}
 	fields := []string{
-		j.Name, j.Schedule, j.Jitter.String(), loc, j.Lock, string(j.LockKind), j.Timeout.String(),
+		j.Name, j.Schedule, j.Jitter.String(), loc, j.LockName, string(j.LockKind), j.Timeout.String(),
 		string(j.Overlap), string(j.Misfire), j.MisfireGrace.String(),
 		strconv.Itoa(j.Retries), j.Backoff.String(), string(j.OnShutdown),
 		strconv.Itoa(j.MaxConcurrency), j.ConcurrencyGroup,

@@ -17,7 +17,7 @@ func TestFairLockJobs(t *testing.T) {
 	srv := redistest.Start(t)
 	j := newJournal()
 	mk := func(name string) scheduler.Job {
-		return scheduler.Job{Name: name, Schedule: "@every 1s", Lock: "shared", LockKind: scheduler.LockFair,
+		return scheduler.Job{Name: name, Schedule: "@every 1s", LockName: "shared", LockKind: scheduler.LockFair,
 			Overlap: scheduler.OverlapQueue, Run: j.fn(sleepWork(600 * time.Millisecond))}
 	}
 	fleet, _ := fleetOf(t, srv, 3, nil, mk("a"), mk("b"))

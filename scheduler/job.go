@@ -38,9 +38,9 @@ type Job struct {
 	// into an error wrapping jobs.ErrPanic.
 	Run jobs.Runner
 
-	// Lock is the name of the lock the runs take. Default Name. Jobs that
+	// LockName is the name of the lock the runs take. Default Name. Jobs that
 	// share a lock never run at the same time; each keeps its own ledger.
-	Lock string
+	LockName string
 	// LockKind is the kind of lock: LockReentrant (default).
 	LockKind LockKind
 	// Timeout bounds each try; 0 means none. A try that times out fails
@@ -74,7 +74,7 @@ type Job struct {
 	// must give the same MaxConcurrency. Default 0: no limit.
 	MaxConcurrency int
 	// ConcurrencyGroup names the semaphore of MaxConcurrency. Default the
-	// job's Lock.
+	// job's LockName.
 	ConcurrencyGroup string
 	// HistoryKeep is how many entries the job's run history keeps
 	// (Scheduler.History). Default the Scheduler's (WithHistory, 100).
@@ -272,7 +272,7 @@ func (j *Job) Validate() error {
 }
 
 // FieldError is one invalid setting of a Job: Field is the setting, named
-// as in the config file ("schedule", "lock", "lock_kind", "history.keep"),
+// as in the config file ("schedule", "lock_name", "lock_kind", "history.keep"),
 // and Msg what is wrong with it. It wraps ErrInvalid.
 type FieldError struct {
 	Job, Field, Msg string
@@ -302,7 +302,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		{strings.ContainsAny(j.Name, "{}"), "name", "must not hold { or }"},
 		{strings.HasSuffix(j.Name, manualSuffix), "name", fmt.Sprintf("must not end with %q, which names the ledger of a job's manual runs", manualSuffix)},
 		{j.Run == nil, "run", "no Runner"},
-		{strings.ContainsAny(j.Lock, "{}"), "lock", fmt.Sprintf("%q must not hold { or }", j.Lock)},
+		{strings.ContainsAny(j.LockName, "{}"), "lock_name", fmt.Sprintf("%q must not hold { or }", j.LockName)},
 		{j.Jitter < 0, "jitter", fmt.Sprintf("%v is negative", j.Jitter)},
 		{j.Jitter > MaxJitter, "jitter", fmt.Sprintf("%v is above MaxJitter (%v)", j.Jitter, MaxJitter)},
 		{j.Timeout < 0, "timeout", fmt.Sprintf("%v is negative", j.Timeout)},
@@ -319,13 +319,13 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		}
 	}
 	if j.ConcurrencyGroup == "" && j.MaxConcurrency > 0 {
-		j.ConcurrencyGroup = j.Lock
+		j.ConcurrencyGroup = j.LockName
 		if j.ConcurrencyGroup == "" {
 			j.ConcurrencyGroup = j.Name
 		}
 	}
-	if j.Lock == "" {
-		j.Lock = j.Name
+	if j.LockName == "" {
+		j.LockName = j.Name
 	}
 	switch j.LockKind {
 	case "":

@@ -770,14 +770,14 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	j := newJournal()
 	for _, job := range []scheduler.Job{
 		{Name: "quick", Schedule: "@every 1s", Run: j.fn(nil)},
-		{Name: "long", Schedule: "@every 1s", Lock: "shared", Run: j.fn(func(ctx context.Context) error {
+		{Name: "long", Schedule: "@every 1s", LockName: "shared", Run: j.fn(func(ctx context.Context) error {
 			<-ctx.Done()
 			return context.Cause(ctx)
 		})},
 		// Waits for the lock that "long" holds.
-		{Name: "behind", Schedule: "@every 1s", Lock: "shared", Overlap: scheduler.OverlapQueue, Run: j.fn(nil)},
+		{Name: "behind", Schedule: "@every 1s", LockName: "shared", Overlap: scheduler.OverlapQueue, Run: j.fn(nil)},
 		// Waits for the lock held by another client.
-		{Name: "blocked", Schedule: "@every 1s", Lock: "held", Overlap: scheduler.OverlapQueue, Run: j.fn(nil)},
+		{Name: "blocked", Schedule: "@every 1s", LockName: "held", Overlap: scheduler.OverlapQueue, Run: j.fn(nil)},
 	} {
 		if err := s.Add(job); err != nil {
 			t.Fatal(err)

@@ -151,7 +151,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if c.manual {
 		log = log.With("trigger", c.tick)
 	}
-	ctx, span := s.tel.startTick(e.ctx, e.job.Name, e.job.Lock, tick)
+	ctx, span := s.tel.startTick(e.ctx, e.job.Name, e.job.LockName, tick)
 	fired := time.Now()
 	cl, err := c.ledger.Claim(ctx, c.tick, c.queue)
 	if !c.manual {
@@ -267,7 +267,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		}()
 		runCtx = permit.Context()
 	}
-	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.Lock, Token: cl.Token(), Replica: s.opt.replica}
+	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.LockName, Token: cl.Token(), Replica: s.opt.replica}
 	if r.manual {
 		info.Trigger = cl.Tick
 	}

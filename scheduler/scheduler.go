@@ -191,11 +191,11 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 		age = s.opt.historyMaxAge
 	}
 	digest := j.digest()
-	g, err := ledger(j.Lock, j.Name, fleet.WithHistory(keep, age), fleet.WithDefinition(digest))
+	g, err := ledger(j.LockName, j.Name, fleet.WithHistory(keep, age), fleet.WithDefinition(digest))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	manual, err := ledger(j.Lock, j.Name+manualSuffix, fleet.WithHistory(keep, age), fleet.WithSharedHistory(j.Name), fleet.WithDefinition(digest))
+	manual, err := ledger(j.LockName, j.Name+manualSuffix, fleet.WithHistory(keep, age), fleet.WithSharedHistory(j.Name), fleet.WithDefinition(digest))
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
@@ -210,9 +210,9 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 // skip) that takes it as another kind. s.mu is held.
 func (s *Scheduler) kindConflict(j Job, skip *entry) error {
 	for _, o := range s.order {
-		if o != skip && o.job.Lock == j.Lock && o.job.LockKind != j.LockKind {
+		if o != skip && o.job.LockName == j.LockName && o.job.LockKind != j.LockKind {
 			return fmt.Errorf("scheduler: job %q: lock_kind: %q, but job %q takes lock %q as %q: jobs that share a lock must use one kind: %w",
-				j.Name, j.LockKind, o.job.Name, j.Lock, o.job.LockKind, ErrInvalid)
+				j.Name, j.LockKind, o.job.Name, j.LockName, o.job.LockKind, ErrInvalid)
 		}
 	}
 	return nil
@@ -389,7 +389,7 @@ func (s *Scheduler) Status() []Status {
 	for _, e := range order {
 		e.mu.Lock()
 		out = append(out, Status{
-			Job: e.job.Name, Schedule: e.job.Schedule, Zone: e.job.zone(), Lock: e.job.Lock,
+			Job: e.job.Name, Schedule: e.job.Schedule, Zone: e.job.zone(), Lock: e.job.LockName,
 			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight+e.manuals > 0,
 			Digest: e.digest, OtherDigest: e.otherDigest,
 		})

@@ -316,7 +316,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("fleet = %+v", cfg.Fleet)
 	}
 	j := cfg.Jobs[0]
-	if j.LockKind != scheduler.LockReentrant || j.Lock != "x" || j.Overlap != scheduler.OverlapSkip || j.Misfire != scheduler.MisfireSkip ||
+	if j.LockKind != scheduler.LockReentrant || j.LockName != "x" || j.Overlap != scheduler.OverlapSkip || j.Misfire != scheduler.MisfireSkip ||
 		j.MisfireGrace != time.Hour || j.Backoff != time.Second || j.OnShutdown != scheduler.ShutdownHandoff || j.Exec.Grace != execjob.DefaultGrace ||
 		j.Jitter != 0 {
 		t.Errorf("job defaults: %+v", j)
@@ -377,7 +377,7 @@ job "report" {
 	b := js[0]
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	if b.Name != "backup" || b.Schedule != "0 3 * * *" || b.Location.String() != berlin.String() || b.LockKind != scheduler.LockFair ||
-		b.Lock != "db" || b.Timeout != 30*time.Minute || b.Overlap != scheduler.OverlapQueue || b.Misfire != scheduler.MisfireRunOnce ||
+		b.LockName != "db" || b.Timeout != 30*time.Minute || b.Overlap != scheduler.OverlapQueue || b.Misfire != scheduler.MisfireRunOnce ||
 		b.MisfireGrace != 2*time.Hour || b.Retries != 2 || b.Backoff != 5*time.Second || b.OnShutdown != scheduler.ShutdownAbandon ||
 		b.MaxConcurrency != 2 || b.ConcurrencyGroup != "heavy" || b.Jitter != 5*time.Minute {
 		t.Errorf("backup = %+v", b)
@@ -389,7 +389,7 @@ job "report" {
 	}
 	h, ok := js[1].Run.(*httpjob.HTTP)
 	if !ok || h.URL != "https://example.com/hook" || h.Method != "POST" || h.Headers["Content-Type"] != "application/json" || h.Body != "{}" ||
-		!slices.Equal(h.ExpectStatus, []int{200, 204}) || js[1].Lock != "ping" || js[1].LockKind != scheduler.LockReentrant ||
+		!slices.Equal(h.ExpectStatus, []int{200, 204}) || js[1].LockName != "ping" || js[1].LockKind != scheduler.LockReentrant ||
 		js[1].Schedule != "H/10 * * * * *" || js[1].Jitter != 0 {
 		t.Errorf("http = %+v", js[1])
 	}

@@ -28,7 +28,7 @@
 // characters ${ and %{ (a password that holds them, say).
 //
 // A job's lock kind is lock_kind ("reentrant" or "fair"), as in Go
-// (scheduler.Job.LockKind); lock_name names the lock (scheduler.Job.Lock).
+// (scheduler.Job.LockKind); lock_name names the lock (scheduler.Job.LockName).
 // lock = "fair", the kind's name before, is an error telling to write
 // lock_kind.
 //

@@ -19,7 +19,7 @@ import (
 
 // schedulerFields maps the fields of scheduler.FieldError to the file's
 // names where they differ.
-var schedulerFields = map[string]string{"lock": "lock_name", "history.keep": "history_keep", "history.max_age": "history_max_age"}
+var schedulerFields = map[string]string{"history.keep": "history_keep", "history.max_age": "history_max_age"}
 
 // decodeJobs decodes the job blocks: what is about the file here, the
 // rest (defaults, enums, bounds, the schedule) by scheduler.Job.Validate,
@@ -52,7 +52,7 @@ func (d *decoder) decodeJobs(cfg *Config) {
 
 // decodeJob decodes one job.
 func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Config) Job {
-	j := Job{Job: scheduler.Job{Name: b.Name, Schedule: b.Schedule, Lock: b.LockName, LockKind: scheduler.LockKind(b.LockKind),
+	j := Job{Job: scheduler.Job{Name: b.Name, Schedule: b.Schedule, LockName: b.LockName, LockKind: scheduler.LockKind(b.LockKind),
 		Overlap: scheduler.Overlap(b.Overlap), Misfire: scheduler.Misfire(b.Misfire), OnShutdown: scheduler.ShutdownPolicy(b.OnShutdown),
 		Retries: b.Retries, MaxConcurrency: b.MaxConcurrency, ConcurrencyGroup: b.ConcurrencyGroup},
 		Pos: posOf(b.At), Digest: jobDigest(b)}
@@ -281,10 +281,10 @@ func (d *decoder) checkGroups(cfg *Config) {
 		} else if !ok && j.MaxConcurrency > 0 {
 			groups[j.ConcurrencyGroup] = j
 		}
-		if f, ok := locks[j.Lock]; ok && f.LockKind != j.LockKind {
-			d.errf(append(jp, "lock_kind"), "%q, but job %q takes the same lock %q as %q: jobs that share a lock must use one kind", j.LockKind, f.Name, j.Lock, f.LockKind)
+		if f, ok := locks[j.LockName]; ok && f.LockKind != j.LockKind {
+			d.errf(append(jp, "lock_kind"), "%q, but job %q takes the same lock %q as %q: jobs that share a lock must use one kind", j.LockKind, f.Name, j.LockName, f.LockKind)
 		} else if !ok {
-			locks[j.Lock] = j
+			locks[j.LockName] = j
 		}
 	}
 }

@@ -642,7 +642,7 @@ func printSummary(out, errOut io.Writer, cfg *config.Config) error {
 			t := sch.Next(now)
 			next = fmtTime(&t)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Kind, j.Schedule, j.Lock, next)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Kind, j.Schedule, j.LockName, next)
 	}
 	return tw.Flush()
 }
