@@ -36,8 +36,8 @@ type LockInfo struct {
 	// permit, then by owner id: one for a Mutex or a write lock, several
 	// for read locks and permits. Empty while the lock is only waited for.
 	Holders []Holder
-	// TTL is the remaining time to live of the lock's key in the store: at
-	// least the longest lease's. 0 if the lock is not held.
+	// TTL is how long the lock lasts in the store unless renewed: its
+	// longest lease's (a Mutex's key's). 0 if the lock is not held.
 	TTL time.Duration
 	// Token is the fencing token of the current or last lease of a lock of
 	// this name, of any kind (prefix:{name}:token); 0 if there is none.
@@ -430,8 +430,8 @@ func (d *lockDump) infos(name string, keys []string) []LockInfo {
 		out = append(out, info)
 	}
 
-	// Mutex and FairMutex: a hash of owner -> holds; the fair queue and
-	// its deadlines.
+	// Mutex and FairMutex: a hash of owner -> holds and <owner>:token ->
+	// the lease's token; the fair queue and its deadlines.
 	{
 		var errs []error
 		info := LockInfo{Kind: kindMutex}
@@ -439,6 +439,9 @@ func (d *lockDump) infos(name string, keys []string) []LockInfo {
 			k := &d.keys[ikLock]
 			info.TTL = time.Duration(k.pttl) * time.Millisecond
 			for owner, holds := range k.pairs() {
+				if strings.HasSuffix(owner, ":token") {
+					continue // the lease's token (acquire.lua), not an owner
+				}
 				info.Holders = append(info.Holders, Holder{Owner: owner, Holds: int(num(holds)), TTL: info.TTL})
 			}
 		}
@@ -526,6 +529,14 @@ func (d *lockDump) infos(name string, keys []string) []LockInfo {
 			if len(info.Holders) > 0 {
 				info.TTL = time.Duration(k.pttl) * time.Millisecond
 				clampTTLs(&info)
+				// The keys outlive the longest permit when its deadline
+				// moved earlier (a renewal with a shorter lease: their
+				// TTL only grows); the semaphore lasts as long as it.
+				longest := time.Duration(0)
+				for _, h := range info.Holders {
+					longest = max(longest, h.TTL)
+				}
+				info.TTL = longest
 			}
 		}
 		add(info, errs)

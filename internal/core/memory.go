@@ -177,6 +177,11 @@ func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, leas
 	case holds:
 		l.holds++
 	case holds + 1: // as the script: a repeat of a call that was applied
+		if holds == 0 {
+			// A repeat of the call that took the lock (a retry after a
+			// lost reply): the lease starts again now.
+			l.expires = now.Add(lease)
+		}
 	default:
 		return acquireReply{status: acqMismatch, value: int64(l.holds)}, nil
 	}
@@ -298,6 +303,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	if running <= g.done {
 		running = 0
 	}
+	seen := g.seen
 	g.seen = max(g.seen, tick)
 	var q *memQueue
 	if ca.fair {
@@ -322,6 +328,10 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	waits := ca.fair && (ca.wait == 1 && running == tick || ca.wait == 2)
 	if l := s.live(k.lock, now); l != nil {
 		if l.owner == owner {
+			// As the script: a repeat of the call that claimed starts
+			// the lease again, and answers before it moves seen.
+			l.expires = now.Add(lease)
+			g.seen = seen
 			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)

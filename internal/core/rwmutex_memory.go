@@ -132,7 +132,9 @@ func (b *memoryBackend) rwAcquire(ctx context.Context, k *keys, owner string, wr
 		return acquireReply{status: acqAcquired, value: l.token}, nil
 	}
 	if held {
-		return acquireReply{status: acqAcquired, value: rw.leases[owner].token}, nil
+		l := rw.leases[owner]
+		l.expires = now.Add(lease) // a repeat: the lease starts again
+		return acquireReply{status: acqAcquired, value: l.token}, nil
 	}
 	if rw != nil {
 		var until time.Time
