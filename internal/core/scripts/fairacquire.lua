@@ -54,10 +54,10 @@ if pttl == -2 and (not head or head == owner) then
   end
   redis.call('HSET', KEYS[1], owner, 1, owner .. ':token', token)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  -- The caller's wait is over: its place goes, wherever it is (a TryLock
-  -- by an owner id that queued before).
-  redis.call('LREM', KEYS[3], 0, owner)
-  redis.call('ZREM', KEYS[4], owner)
+  if head == owner then
+    redis.call('LPOP', KEYS[3])
+    redis.call('ZREM', KEYS[4], owner)
+  end
   return {1, token}
 end
 if ARGV[5] ~= '1' then
