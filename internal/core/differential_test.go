@@ -678,7 +678,7 @@ func (d *diffRun) finishOp() diffOp {
 	return diffOp{
 		desc: fmt.Sprintf("finish(%s, ledger %s fair %t, %s, holds %d, tick %d, %+v)", k.name, g.id, g.fair, owner, holds, tick, rec),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			n, err := be.finish(ctx, k, g, owner, holds, tick, rec)
+			n, err := be.finish(ctx, k, g.ref(), owner, holds, tick, rec.args())
 			a.err(err)
 			a.exact("status", n)
 			return a
@@ -699,7 +699,7 @@ func (d *diffRun) ledgerPassOp() diffOp {
 	return diffOp{
 		desc: fmt.Sprintf("ledgerPass(%s, up to %d, %v)", g.key, upTo, entry),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			n, err := be.ledgerPass(ctx, g, upTo, entry)
+			n, err := be.ledgerPass(ctx, g.ref(), upTo, entry)
 			a.err(err)
 			a.exact("status", n)
 			return a

@@ -128,7 +128,7 @@ func (g *Ledger) pass(ctx context.Context, upTo int64, entry map[string]string) 
 	if g.c.isClosed() {
 		return false, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	n, err := g.c.be.ledgerPass(ctx, g, upTo, entry)
+	n, err := g.c.be.ledgerPass(ctx, g.ref(), upTo, entry)
 	switch {
 	case err != nil:
 		return false, g.ledgerErr(err)

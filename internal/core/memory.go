@@ -366,7 +366,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	return r, nil
 }
 
-func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
+func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner string, holds int, tick int64, rec finishArgs) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -376,16 +376,16 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner s
 	// record writes the finish to the ledger and its history, as the
 	// script's record.
 	record := func(g *memLedger) {
-		if rec.Done && g.done < tick {
+		if rec.done && g.done < tick {
 			g.done = tick
 		}
-		g.seen = max(g.seen, rec.Seen)
-		g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
+		g.seen = max(g.seen, rec.seen)
+		g.outcome, g.tries, g.finished = rec.outcome, int64(rec.tries), owner
 		if g.last == nil {
 			g.last = make(map[string]int64)
 		}
-		g.last[rec.Outcome] = time.Now().UnixMilli()
-		s.appendHistory(lg, rec.Entry, now)
+		g.last[rec.outcome] = time.Now().UnixMilli()
+		s.appendHistory(lg, rec.entry, now)
 	}
 	l := s.live(k.lock, now)
 	switch {
@@ -395,7 +395,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner s
 			s.mu.Unlock()
 			return relReleased, nil // as the script: a repeat
 		}
-		if l == nil && g != nil && rec.Done && g.owner == owner && g.running == tick && g.done < tick {
+		if l == nil && g != nil && rec.done && g.owner == owner && g.running == tick && g.done < tick {
 			// As the script: the lock expired under a run that ended, and
 			// no one has claimed the tick since: record it done, late,
 			// and tell the listeners.
@@ -423,7 +423,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner s
 	}
 	s.mu.Unlock()
 	for _, sub := range subs {
-		sub.heard(k.channel, TickEvent{Tick: tick, Done: rec.Done}, lg.id) // before the wake-up, as on Redis
+		sub.heard(k.channel, TickEvent{Tick: tick, Done: rec.done}, lg.id) // before the wake-up, as on Redis
 		if lg.fair {
 			if head != "" {
 				sub.wakeFair(head)
@@ -435,7 +435,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner s
 	return relReleased, nil
 }
 
-func (b *memoryBackend) ledgerPass(ctx context.Context, lg *Ledger, upTo int64, entry map[string]string) (int64, error) {
+func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64, entry map[string]string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -504,11 +504,11 @@ func idBefore(id streamID, s string) bool {
 
 // appendHistory appends fields, if any, to lg's history, trimmed as the
 // script trims it. s.mu is held.
-func (s *MemoryStore) appendHistory(lg *Ledger, fields map[string]string, now time.Time) {
+func (s *MemoryStore) appendHistory(lg ledgerRef, fields map[string]string, now time.Time) {
 	if len(fields) == 0 {
 		return
 	}
-	key := lg.HistoryKey()
+	key := lg.history
 	h := s.hists[key]
 	if h == nil || !now.Before(h.expires) {
 		h = &memHistory{}

@@ -241,29 +241,29 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	return r, nil
 }
 
-func (b *redisBackend) finish(ctx context.Context, k *keys, g *Ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
+func (b *redisBackend) finish(ctx context.Context, k *keys, g ledgerRef, owner string, holds int, tick int64, rec finishArgs) (int64, error) {
 	d := 0
-	if rec.Done {
+	if rec.done {
 		d = 1
 	}
-	keys := []string{k.lock, k.channel, g.key, g.HistoryKey()}
+	keys := []string{k.lock, k.channel, g.key, g.history}
 	f := 0
 	if g.fair {
 		f = 1
 		keys = append(keys, k.queue, k.timeout)
 	}
-	args := append([]any{owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.Done), rec.Seen, f,
-		g.keep, g.maxAge.Milliseconds()}, flatten(rec.Entry)...)
+	args := append([]any{owner, holds, tick, d, rec.outcome, rec.tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.done), rec.seen, f,
+		g.keep, g.maxAge.Milliseconds()}, flatten(rec.entry)...)
 	return b.runBatched(ctx, finishScript, keys, args...).Int64()
 }
 
-func (b *redisBackend) ledgerPass(ctx context.Context, g *Ledger, upTo int64, entry map[string]string) (int64, error) {
+func (b *redisBackend) ledgerPass(ctx context.Context, g ledgerRef, upTo int64, entry map[string]string) (int64, error) {
 	var up any = upTo
 	if upTo == 0 {
 		up = "" // append alone
 	}
 	args := append([]any{up, LedgerTTL.Milliseconds(), g.keep, g.maxAge.Milliseconds()}, flatten(entry)...)
-	return passScript.Run(ctx, b.rdb, []string{g.key, g.HistoryKey()}, args...).Int64()
+	return passScript.Run(ctx, b.rdb, []string{g.key, g.history}, args...).Int64()
 }
 
 func (b *redisBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
