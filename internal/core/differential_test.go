@@ -78,8 +78,7 @@ var diffScripts = map[string]string{
 }
 
 // diffUncompared are the backend methods the test does not call, and why:
-// every other method of the core interface and of each capability must be
-// called in each run.
+// every other method of the backend interface must be called in each run.
 var diffUncompared = map[string]string{
 	"subscribe":        "Pub/Sub plumbing: a memory subscription is in place at once, a Redis one when confirmed",
 	"subscribeIfReady": "Pub/Sub plumbing, as subscribe",
@@ -91,23 +90,8 @@ var diffUncompared = map[string]string{
 	"storeID":          "names the store: a Redis address, or a MemoryStore",
 }
 
-// diffBackend is a backend with every capability (capabilities), as both
-// backends of the package are.
-type diffBackend interface {
-	backend
-	fairBackend
-	rwBackend
-	semBackend
-	ledgerBackend
-	eventBackend
-	inspectBackend
-	memberBackend
-}
-
-var (
-	_ diffBackend = (*redisBackend)(nil)
-	_ diffBackend = (*memoryBackend)(nil)
-)
+// diffBackend is a backend: both of the package's are compared.
+type diffBackend = backend
 
 // diffMethod is an operation: a call of one backend method, made with
 // arguments by gen, and how often it comes.
