@@ -1345,7 +1345,8 @@ var diffReplyValues = map[string]bool{"renewed": true, "published": true, "held"
 // as "method what=value": every status and outcome that each script (and
 // its twin) answers. The replies about keys of another type or without a
 // TTL (statuses -2, -3, -4, -6, -7, -8) are Redis's alone: the memory store
-// has no such keys (TestBadKeys and the fleet's script tests meet them).
+// has no such keys (the Redis tests of lock and fleet meet them: bad keys,
+// wrong types).
 var diffReplies = []string{
 	"acquire status=1", "acquire status=0", "acquire status=-1", "acquire status=-5",
 	"renew renewed=true", "renew renewed=false",
