@@ -12,7 +12,7 @@
 // # Files
 //
 // The seam to a store is the backend interface (client.go), one method per
-// script, in parts by kind (fairBackend, rwBackend, semBackend,
+// store operation (most run one script), in parts by kind (fairBackend, rwBackend, semBackend,
 // ledgerBackend, eventBackend, inspectBackend, memberBackend, each beside
 // its front-end); its methods take plain values (keys, owner ids, numbers,
 // a ledgerRef and finishArgs), never the front-end's types. The Redis
