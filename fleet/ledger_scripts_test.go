@@ -191,8 +191,8 @@ func TestClaimScriptRetryAfterLostReply(t *testing.T) {
 			if f["tries"] != fmt.Sprint(tc.wantTry) || f["running"] != fmt.Sprint(tc.claimed) || f["owner"] != owner || f["seen"] != fmt.Sprint(tick) {
 				t.Errorf("ledger %v; want tries %d, running %d, owner %s, seen %d", f, tc.wantTry, tc.claimed, owner, tick)
 			}
-			if h := s.fields(t, ctx, k.lock); len(h) != 1 || h[owner] != "1" {
-				t.Errorf("lock hash %v, want one hold by %s", h, owner)
+			if h := s.fields(t, ctx, k.lock); len(h) != 2 || h[owner] != "1" || h[owner+":token"] != fmt.Sprint(first[1]) {
+				t.Errorf("lock hash %v, want one hold by %s and its token %d", h, owner, first[1])
 			}
 		})
 	}

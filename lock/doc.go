@@ -11,8 +11,10 @@
 // # How a lock is kept
 //
 // A lock named n is a hash at prefix:{n} mapping its owner id to a hold
-// count, with a TTL; prefix:{n}:token holds the fencing token of its
-// current or last lease. Lua scripts (internal/core/scripts/*.lua, run
+// count, and <owner id>:token to its lease's fencing token, with a TTL;
+// prefix:{n}:token holds the last fencing token issued for the name, by a
+// lease of any kind (the counter that every kind of lock of the name
+// shares). Lua scripts (internal/core/scripts/*.lua, run
 // by EVALSHA with EVAL on NOSCRIPT) take, renew and release it; they are
 // idempotent, so a go-redis retry after a lost reply changes nothing twice.
 // All keys of one lock share the hash tag {n}, so they live in one Cluster

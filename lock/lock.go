@@ -456,8 +456,8 @@ type LockInfo struct {
 	// permit, then by owner id: one for a Mutex or a write lock, several
 	// for read locks and permits. Empty while the lock is only waited for.
 	Holders []Holder
-	// TTL is the remaining time to live of the lock's key in the store: at
-	// least the longest lease's. 0 if the lock is not held.
+	// TTL is how long the lock lasts in the store unless renewed: its
+	// longest lease's (a Mutex's key's). 0 if the lock is not held.
 	TTL time.Duration
 	// Token is the fencing token of the current or last lease of a lock of
 	// this name, of any kind (prefix:{name}:token); 0 if there is none.

@@ -74,8 +74,11 @@ func TestKeyNamesShareHashTag(t *testing.T) {
 	if got := srv.Do("HGET", "app:{billing}", lease.Owner()); got != "1" {
 		t.Fatalf("holds of %s in app:{billing} = %v, want 1", lease.Owner(), got)
 	}
-	if n := srv.Do("HLEN", "app:{billing}").(int64); n != 1 {
-		t.Fatalf("app:{billing} has %d fields, want the owner's only", n)
+	if n := srv.Do("HLEN", "app:{billing}").(int64); n != 2 {
+		t.Fatalf("app:{billing} has %d fields, want the owner's holds and token only", n)
+	}
+	if got := srv.Do("HGET", "app:{billing}", lease.Owner()+":token"); got != strconv.FormatInt(lease.Token(), 10) {
+		t.Fatalf("the lease's token in app:{billing} = %v, want %d", got, lease.Token())
 	}
 	if got := srv.Do("GET", "app:{billing}:token"); got != strconv.FormatInt(lease.Token(), 10) {
 		t.Fatalf("token key %v, want %d", got, lease.Token())

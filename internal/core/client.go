@@ -70,13 +70,13 @@ type backend interface {
 type ledgerBackend interface {
 	// claim runs claim.lua with the ledger at key ledger.
 	claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error)
-	// finish runs finish.lua. Like release, it does not wake this
-	// Client's own waiters.
-	// It appends rec.Entry to the ledger's history.
-	finish(ctx context.Context, k *keys, g *Ledger, owner string, holds int, tick int64, rec Record) (int64, error)
+	// finish runs finish.lua on the ledger at lg: it records how owner's
+	// claim of tick ended and appends f.entry to lg's history. Like
+	// release, it does not wake this Client's own waiters.
+	finish(ctx context.Context, k *keys, lg ledgerRef, owner string, holds int, tick int64, f finishArgs) (int64, error)
 	// ledgerPass runs pass.lua: 1 passed, 0 passed already, or a type
 	// error's status.
-	ledgerPass(ctx context.Context, g *Ledger, upTo int64, entry map[string]string) (int64, error)
+	ledgerPass(ctx context.Context, lg ledgerRef, upTo int64, entry map[string]string) (int64, error)
 	// history reads a ledger's history stream, newest first.
 	history(ctx context.Context, key string, limit int, before string) ([]Entry, error)
 	// ledgerPause sets or clears a ledger's paused field.
@@ -86,6 +86,27 @@ type ledgerBackend interface {
 	// ledger reads a ledger's fields (empty if there is none; an error
 	// wrapping ErrBadKey if the key is not a hash) and whether k is held.
 	ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error)
+}
+
+// ledgerRef is where a ledger lives in the store and how its history is
+// kept, as plain values (Ledger.ref).
+type ledgerRef struct {
+	id      string        // the ledger's id, named in a finish's message
+	key     string        // the ledger hash
+	history string        // its history stream
+	fair    bool          // its claims wait in the FairMutex's queue
+	keep    int           // history entries kept
+	maxAge  time.Duration // history entries' lifetime
+}
+
+// finishArgs are how a claimed tick ended (Record), as finish.lua takes
+// them.
+type finishArgs struct {
+	done    bool
+	outcome string
+	tries   int
+	seen    int64
+	entry   map[string]string
 }
 
 type acquireReply struct {

@@ -78,8 +78,7 @@ var diffScripts = map[string]string{
 }
 
 // diffUncompared are the backend methods the test does not call, and why:
-// every other method of the core interface and of each capability must be
-// called in each run.
+// every other method of the backend interface must be called in each run.
 var diffUncompared = map[string]string{
 	"subscribe":        "Pub/Sub plumbing: a memory subscription is in place at once, a Redis one when confirmed",
 	"subscribeIfReady": "Pub/Sub plumbing, as subscribe",
@@ -91,23 +90,8 @@ var diffUncompared = map[string]string{
 	"storeID":          "names the store: a Redis address, or a MemoryStore",
 }
 
-// diffBackend is a backend with every capability (capabilities), as both
-// backends of the package are.
-type diffBackend interface {
-	backend
-	fairBackend
-	rwBackend
-	semBackend
-	ledgerBackend
-	eventBackend
-	inspectBackend
-	memberBackend
-}
-
-var (
-	_ diffBackend = (*redisBackend)(nil)
-	_ diffBackend = (*memoryBackend)(nil)
-)
+// diffBackend is a backend: both of the package's are compared.
+type diffBackend = backend
 
 // diffMethod is an operation: a call of one backend method, made with
 // arguments by gen, and how often it comes.
@@ -152,9 +136,8 @@ var diffMethods = []diffMethod{
 // sequence of operations, applied to both backends, gets the same answers.
 // Fencing tokens (see delta), TTLs, sleeps and times (within
 // diffTolerance) and history entry ids (not compared) are the backends'
-// own; everything else must be equal. The differences known and left as
-// they are are guarded where they arise ("Known divergence"). Replay a
-// failure with -args -diff.seed=N.
+// own; everything else must be equal, with no exception. Replay a failure
+// with -args -diff.seed=N.
 func TestBackendsAgree(t *testing.T) {
 	t.Parallel()
 	seed := *diffSeed
@@ -162,7 +145,7 @@ func TestBackendsAgree(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay with -args -diff.seed=%d)", seed, seed)
-	n := 3000
+	n := 12000 // enough to meet every reply (diffReplies): 6000 missed one in about 60 runs
 	if testing.Short() {
 		n = 500
 	}
@@ -173,8 +156,8 @@ func TestBackendsAgree(t *testing.T) {
 	for i := range n {
 		d.step(ctx, i)
 	}
-	t.Logf("%d operations in %v (%v at most for one on both backends); known divergences guarded: %v",
-		n, time.Since(start).Round(time.Millisecond), d.gap.Round(time.Microsecond), d.known)
+	t.Logf("%d operations in %v (%v at most for one on both backends)",
+		n, time.Since(start).Round(time.Millisecond), d.gap.Round(time.Microsecond))
 	d.checkCoverage()
 }
 
@@ -190,10 +173,9 @@ type diffRun struct {
 	group   string              // the members' group key
 	ledgers []*diffLedger       // by lock name and id
 	calls   map[string]int      // operations made, by backend method
+	replies map[string]bool     // the replies met: "method what=value" (see diffReplies)
 	bases   [2]map[string]int64 // the first fencing token of each counter: Redis's, the memory store's
 	last    [2]map[string]int64 // the latest token of each counter, as bases
-	leases  [2]map[string]int64 // the token of each new Mutex lease, by lock key and owner, as bases
-	known   map[string]int      // the known divergences met, by what the test does about them
 	recent  []string            // the last operations, with their answers
 	// gap is the longest time an operation took on both backends, from
 	// Redis's start to the memory store's end: a deadline one sets, and
@@ -238,10 +220,9 @@ func newDiffRun(t *testing.T, seed uint64) *diffRun {
 	d := &diffRun{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), prefix: c.opt.prefix,
 		rdb: rdb, redis: rb, mem: mb, group: c.membersKey("g"),
-		calls: make(map[string]int), known: make(map[string]int),
-		bases:  [2]map[string]int64{make(map[string]int64), make(map[string]int64)},
-		last:   [2]map[string]int64{make(map[string]int64), make(map[string]int64)},
-		leases: [2]map[string]int64{make(map[string]int64), make(map[string]int64)},
+		calls: make(map[string]int), replies: make(map[string]bool),
+		bases: [2]map[string]int64{make(map[string]int64), make(map[string]int64)},
+		last:  [2]map[string]int64{make(map[string]int64), make(map[string]int64)},
 	}
 	for _, name := range diffNames {
 		for _, id := range diffLedgers {
@@ -271,6 +252,14 @@ func (d *diffRun) step(ctx context.Context, i int) {
 	ra := op.run(ctx, d.redis)
 	ma := op.run(ctx, d.mem)
 	d.gap = max(d.gap, time.Since(start))
+	for _, v := range ra {
+		switch {
+		case v.what == "woken":
+			d.replies[op.method+" woken="+strconv.FormatBool(v.s != "")] = true
+		case v.what == "status" || v.kind == diffExact && diffReplyValues[v.what]:
+			d.replies[op.method+" "+v.what+"="+v.s] = true
+		}
+	}
 	if what := d.differ(ra, ma); what != "" {
 		d.t.Fatalf("seed %d (replay with -args -diff.seed=%d): operation %d: %s\n%s differs:\n  redis:  %s\n  memory: %s\nthe operations before it:\n%s",
 			d.seed, d.seed, i, op.desc, what, d.show(0, ra), d.show(1, ma), strings.Join(d.recent, "\n"))
@@ -336,6 +325,11 @@ func (d *diffRun) checkCoverage() {
 		}
 	}
 	t.Logf("calls: %v", d.calls)
+	for _, r := range diffReplies {
+		if !d.replies[r] && !testing.Short() {
+			t.Errorf("reply %q was never met: make it likelier in the operations' arguments", r)
+		}
+	}
 }
 
 // The operations' arguments. Owner ids come from small pools, so that
@@ -520,20 +514,6 @@ func (d *diffRun) semHolds(k *keys, owner string) int {
 	return 0
 }
 
-// hasPlace reports whether owner has a place, live or not, in the queue of
-// the fair lock k.
-func (d *diffRun) hasPlace(k *keys, owner string) bool {
-	s := d.mem.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q := s.queues[k.queue]
-	if q == nil {
-		return false
-	}
-	_, ok := q.deadline[owner]
-	return ok
-}
-
 // ledgerHint is the ledger at key as the memory store has it.
 func (d *diffRun) ledgerHint(key string) memLedger {
 	s := d.mem.s
@@ -558,64 +538,6 @@ func (d *diffRun) queued(k *keys) []string {
 	return out
 }
 
-// lapsed reports whether owner's deadline in the sorted set zset on Redis,
-// and in the map that entries returns of the memory store, is live on
-// neither backend, and kept, past, on one at least.
-func (d *diffRun) lapsed(ctx context.Context, zset, owner string, entries func(*MemoryStore) map[string]time.Time) bool {
-	now, err := d.rdb.Time(ctx).Result()
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	score, err := d.rdb.ZScore(ctx, zset, owner).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		d.t.Fatal(err)
-	}
-	keptR, liveR := err == nil, err == nil && int64(score) > now.UnixMilli()
-	s := d.mem.s
-	s.mu.Lock()
-	t, keptM := entries(s)[owner]
-	liveM := keptM && time.Now().Before(t)
-	s.mu.Unlock()
-	return !liveR && !liveM && (keptR || keptM)
-}
-
-// onlyExpiredPermits reports whether Redis keeps the permits of the
-// Semaphore k, and none of them is live.
-func (d *diffRun) onlyExpiredPermits(ctx context.Context, k *keys) bool {
-	now, err := d.rdb.Time(ctx).Result()
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	all, err := d.rdb.ZCard(ctx, k.lock).Result()
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	live, err := d.rdb.ZCount(ctx, k.lock, "("+strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	return all > 0 && live == 0
-}
-
-// restart calls renew, which starts a lease again, if be is the memory
-// store: the answer to a repeat of the call that took the lease (holds 0,
-// by its owner) was acquired.
-//
-// Known divergence: on Redis such a repeat (a retry after a lost reply)
-// starts the lease again (acquire.lua, claim.lua and fairacquire.lua
-// PEXPIRE the lock, rwacquire.lua and semacquire.lua move the lease's
-// deadline), so that the caller's deadline, counted from the repeat, is
-// not later than the store's; the memory store, which loses no replies,
-// answers with the lease's token and leaves its deadline. The test renews
-// the memory store's lease as the script did, so that the TTLs compared
-// later agree.
-func (d *diffRun) restart(be diffBackend, renew func()) {
-	if be == diffBackend(d.mem) {
-		renew()
-		d.known["a repeat starts the lease again"]++
-	}
-}
-
 // The operations, one per backend method.
 
 func (d *diffRun) acquireOp() diffOp {
@@ -627,12 +549,8 @@ func (d *diffRun) acquireOp() diffOp {
 		short: lease == diffShort,
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			r, err := be.acquire(ctx, k, owner, lease, holds)
-			if h == 1 && holds == 0 && r.status == acqAcquired {
-				d.restart(be, func() { _, _ = be.renew(ctx, k, owner, lease) })
-			}
 			a.err(err)
 			a.reply(k, r.status, r.value)
-			a.mutexToken(k, owner, h > 0)
 			return a
 		},
 	}
@@ -684,34 +602,11 @@ func (d *diffRun) forceUnlockOp() diffOp {
 func (d *diffRun) claimOp() diffOp {
 	g := d.ledger()
 	k, owner, lease := g.m.k, d.owner("c"+g.id), d.lease()
-	again := d.mutexHolds(k, owner) > 0
 	st := d.ledgerHint(g.key)
 	tick := max(st.done+int64(d.rng.IntN(5))-1, 1)
-	if again {
-		// Known divergence: a repeat of the claim that holds the lock
-		// leaves the ledger as it is on Redis (claim.lua answers before
-		// it writes seen), while the memory store moves seen up to the
-		// tick first. A repeat (a retry after a lost reply) names the
-		// tick of the claim it repeats, which seen has reached already;
-		// only reused owner ids claim a later one. So a claim by the
-		// holder names a tick seen has reached.
-		tick = max(st.seen-int64(d.rng.IntN(2)), 1)
-		d.known["a claim by the holder names a tick seen has reached"]++
-	}
 	var fc claimArgs
 	if d.rng.IntN(5) < 2 {
 		fc = claimArgs{fair: true, place: d.place(), wait: d.rng.IntN(3)}
-		if d.hasPlace(k, owner) {
-			// Known divergence: a fair claim that does not wait and
-			// takes the free lock leaves the caller's place, live or
-			// not, in the queue on Redis (claim.lua pops it only at the
-			// head), and drops it in the memory store. A Client's claim
-			// keeps one way of waiting, and one that does not wait never
-			// takes a place; only reused owner ids meet it. So a claim
-			// by an owner with a place waits for any tick.
-			fc.wait = 2
-			d.known["a fair claim by an owner with a place waits"]++
-		}
 	}
 	// The definition the claim records: none, or one of two versions.
 	fc.def = [...]string{"", "v1", "v2"}[d.rng.IntN(3)]
@@ -720,12 +615,8 @@ func (d *diffRun) claimOp() diffOp {
 		short: lease == diffShort || fc.place == diffShort,
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			r, err := be.claim(ctx, k, g.key, owner, lease, tick, fc)
-			if again && r.status == claimAcquired {
-				d.restart(be, func() { _, _ = be.renew(ctx, k, owner, lease) })
-			}
 			a.err(err)
 			a.reply(k, r.status, r.value)
-			a.mutexToken(k, owner, again)
 			a.exact("try", r.try)
 			a.exact("extra", r.extra)
 			a.exact("from", r.from)
@@ -771,7 +662,7 @@ func (d *diffRun) finishOp() diffOp {
 	return diffOp{
 		desc: fmt.Sprintf("finish(%s, ledger %s fair %t, %s, holds %d, tick %d, %+v)", k.name, g.id, g.fair, owner, holds, tick, rec),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			n, err := be.finish(ctx, k, g, owner, holds, tick, rec)
+			n, err := be.finish(ctx, k, g.ref(), owner, holds, tick, rec.args())
 			a.err(err)
 			a.exact("status", n)
 			return a
@@ -792,7 +683,7 @@ func (d *diffRun) ledgerPassOp() diffOp {
 	return diffOp{
 		desc: fmt.Sprintf("ledgerPass(%s, up to %d, %v)", g.key, upTo, entry),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			n, err := be.ledgerPass(ctx, g, upTo, entry)
+			n, err := be.ledgerPass(ctx, g.ref(), upTo, entry)
 			a.err(err)
 			a.exact("status", n)
 			return a
@@ -861,19 +752,14 @@ func (d *diffRun) ledgerOp() diffOp {
 
 func (d *diffRun) fairAcquireOp() diffOp {
 	k, owner, lease, place := newKeys(d.prefix, d.name()), d.owner("o"), d.lease(), d.place()
-	again := d.mutexHolds(k, owner) > 0
 	enqueue := d.rng.IntN(10) < 7
 	return diffOp{
 		desc:  fmt.Sprintf("fairAcquire(%s, %s, lease %v, place %v, enqueue %t)", k.name, owner, lease, place, enqueue),
 		short: lease == diffShort || place == diffShort,
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			r, err := be.fairAcquire(ctx, k, owner, lease, place, enqueue)
-			if again && r.status == acqAcquired {
-				d.restart(be, func() { _, _ = be.renew(ctx, k, owner, lease) })
-			}
 			a.err(err)
 			a.reply(k, r.status, r.value)
-			a.mutexToken(k, owner, again)
 			a.exact("position", r.pos)
 			return a
 		},
@@ -899,28 +785,12 @@ func (d *diffRun) fairReleaseOp() diffOp {
 func (d *diffRun) fairLeaveOp() diffOp {
 	k := newKeys(d.prefix, d.name())
 	owner := d.ownerOf(d.queued(k), "o")
-	var lapsed bool
 	return diffOp{
 		desc: fmt.Sprintf("fairLeave(%s, %s)", k.name, owner),
-		before: func(ctx context.Context) {
-			lapsed = d.lapsed(ctx, k.timeout, owner, func(s *MemoryStore) map[string]time.Time {
-				if q := s.queues[k.queue]; q != nil {
-					return q.deadline
-				}
-				return nil
-			})
-		},
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			head, err := be.fairLeave(ctx, k, owner)
 			a.err(err)
 			a.exact("woken", head)
-			// Known divergence: the leave of a place that lapsed finds
-			// it, removes it and wakes the next waiter where it is still
-			// kept: on Redis until a script drops the queue's lapsed
-			// head, or the keys expire; in the memory store until
-			// anything reads the queue, Client.Locks (locks) too, which
-			// on Redis changes nothing.
-			a.knownIf(lapsed, "the leave of a lapsed place")
 			return a
 		},
 	}
@@ -956,9 +826,6 @@ func (d *diffRun) rwAcquireOp() diffOp {
 		short: lease == diffShort || mark == diffShort,
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			r, err := be.rwAcquire(ctx, k, owner, write, lease, holds, writer, mark, diffMaxSleep)
-			if h > 0 && holds == 0 && r.status == acqAcquired {
-				d.restart(be, func() { _, _ = be.rwRenew(ctx, k, owner, write, lease) })
-			}
 			a.err(err)
 			a.reply(k, r.status, r.value)
 			return a
@@ -999,28 +866,12 @@ func (d *diffRun) rwReleaseOp() diffOp {
 
 func (d *diffRun) rwLeaveOp() diffOp {
 	k, owner := rwKeys(d.prefix, d.name()), d.owner("w")
-	var lapsed bool
 	return diffOp{
 		desc: fmt.Sprintf("rwLeave(%s, %s)", k.name, owner),
-		before: func(ctx context.Context) {
-			lapsed = d.lapsed(ctx, k.writerWaiting, owner, func(s *MemoryStore) map[string]time.Time {
-				if rw := s.rw[k.lock]; rw != nil {
-					return rw.marks
-				}
-				return nil
-			})
-		},
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			published, err := be.rwLeave(ctx, k, owner)
 			a.err(err)
 			a.exact("published", published)
-			// Known divergence: the leave of a writer whose mark lapsed
-			// publishes where the lapsed mark is still kept (on Redis
-			// until a script prunes the marks or their key expires; in
-			// the memory store until anything reads the lock, Client.Locks
-			// too, which on Redis changes nothing), and not where it is
-			// gone; rwleave.lua promises it for the last live mark only.
-			a.knownIf(lapsed, "the leave of a lapsed mark")
 			return a
 		},
 	}
@@ -1053,9 +904,6 @@ func (d *diffRun) semAcquireOp() diffOp {
 		short: lease == diffShort,
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			r, err := be.semAcquire(ctx, k, owner, lease, holds, permits)
-			if h > 0 && holds == 0 && r.status == acqAcquired {
-				d.restart(be, func() { _, _ = be.semRenew(ctx, k, owner, lease) })
-			}
 			a.err(err)
 			a.reply(k, r.status, r.value)
 			return a
@@ -1095,22 +943,10 @@ func (d *diffRun) semReleaseOp() diffOp {
 
 func (d *diffRun) semForceUnlockOp() diffOp {
 	k := semKeys(d.prefix, d.name())
-	var stale bool
 	return diffOp{
-		desc:   fmt.Sprintf("semForceUnlock(%s)", k.name),
-		before: func(ctx context.Context) { stale = d.onlyExpiredPermits(ctx, k) },
+		desc: fmt.Sprintf("semForceUnlock(%s)", k.name),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			n, err := be.semForceUnlock(ctx, k)
-			if be == diffBackend(d.redis) && stale && n == 1 {
-				// Known divergence: semforceunlock.lua answers 1 when
-				// the semaphore's keys exist, and they outlive their
-				// last permit when its deadline moved earlier (a renewal
-				// with a shorter lease: the keys' TTL only grows); the
-				// memory store answers 0 when no permit is live. Both
-				// delete what is left and wake the waiters.
-				n = 0
-				d.known["semForceUnlock of expired permits"]++
-			}
 			a.err(err)
 			a.exact("status", n)
 			return a
@@ -1144,13 +980,6 @@ func (d *diffRun) membersOp() diffOp {
 			slices.Sort(m) // the order is the caller's (Client.Heartbeat)
 			a.exact("others", strings.Join(slices.DeleteFunc(slices.Clone(m), func(x string) bool { return x == member }), " "))
 			a.exact("member", slices.Contains(m, member))
-			// Known divergence: members.lua gives the group's key the
-			// TTL of its last member, here a millisecond, and then reads
-			// the group: when the server stalls that long mid-script (a
-			// loaded machine), the key has expired and the answer lacks
-			// the member just added (Heartbeat: "member included"). The
-			// memory store always includes it.
-			a.knownIf(ttl == diffShort, "a 1ms heartbeat's own key expires under it")
 			return a
 		},
 	}
@@ -1321,12 +1150,6 @@ type diffVal struct {
 	n    int64  // diffToken, diffNear
 	key  string // diffToken: the counter's key
 	show string // how to print it, if not s
-	// lease and counter: a token of the Mutex lease named lease, which
-	// Redis reads from the counter if counter (see mutexToken).
-	lease   string
-	counter bool
-	known   string // a known divergence that lets it differ (see knownIf)
-	longer  bool   // known: only Redis's may be the greater
 }
 
 // diffAnswer is what a backend answered to an operation, value by value.
@@ -1384,25 +1207,6 @@ func (a *diffAnswer) reply(k *keys, status, value int64) {
 	}
 }
 
-// knownIf marks the value just added, if cond, as one that may differ,
-// as the known divergence called name does.
-func (a *diffAnswer) knownIf(cond bool, name string) {
-	if cond {
-		(*a)[len(*a)-1].known = name
-	}
-}
-
-// mutexToken marks the token just added, if any, as that of owner's lease
-// of the Mutex k: a new lease's, or, if again (the owner held the lock
-// before the call: a re-entry, or a repeat of the call that took it), one
-// that acquire.lua, claim.lua and fairacquire.lua read from the name's
-// counter (GET KEYS[2]) rather than from the lease.
-func (a *diffAnswer) mutexToken(k *keys, owner string, again bool) {
-	if v := &(*a)[len(*a)-1]; v.kind == diffToken {
-		v.lease, v.counter = k.lock+" "+owner, again
-	}
-}
-
 // entries adds a history listing: entry ids are the backends' own, and
 // their times are on the backends' clocks.
 func (a *diffAnswer) entries(what string, ents []Entry, err error) {
@@ -1454,13 +1258,6 @@ func (a *diffAnswer) locks(prefix string, infos []LockInfo) {
 		a.exact("lock", p)
 		a.near(p+" ttl", info.TTL.Milliseconds())
 		if info.Kind == kindSemaphore {
-			// Known divergence: on Redis a semaphore's TTL is its keys',
-			// which semacquire.lua and semrenew.lua only lengthen: after
-			// a renewal with a shorter lease they outlive the longest
-			// permit (LockInfo.TTL: "at least the longest lease's"); the
-			// memory store answers the longest permit's.
-			a.knownIf(true, "a semaphore's keys outlive its permits")
-			(*a)[len(*a)-1].longer = true
 		}
 		a.token(p+" token", token, info.Token)
 		a.exact(p+" waiters", info.Waiters)
@@ -1487,36 +1284,12 @@ func (d *diffRun) differ(r, m diffAnswer) string {
 		case x.what != y.what || x.kind != y.kind:
 			return fmt.Sprintf("value %d (%s, %s)", i, x.what, y.what)
 		case x.kind == diffToken:
-			last := d.last[0][x.key]
 			if d.delta(0, x) == d.delta(1, y) {
-				if x.lease != "" && !x.counter {
-					d.leases[0][x.lease], d.leases[1][y.lease] = x.n, y.n
-				}
-				continue
-			}
-			if x.counter && x.n == last && y.n == d.leases[1][y.lease] {
-				// Known divergence: the token of a re-entry, or of a
-				// repeat of the call that took the lock, is the name's
-				// counter on Redis (acquire.lua, claim.lua and
-				// fairacquire.lua answer GET KEYS[2]: "while the lease
-				// holds the lock no other token is issued"), but every
-				// kind of lock of the name shares the counter: once a
-				// permit or an RWMutex lease of the same name was taken
-				// since, Redis answers that lease's token, the memory
-				// store the Mutex lease's own. The Client ignores a
-				// re-entry's token; a repeat's (a retry after a lost
-				// reply) becomes its Lease's. The Redis token must be the
-				// counter's, the memory store's the lease's.
-				d.known["the token of a re-entry or repeat is the counter"]++
 				continue
 			}
 			return x.what
 		case x.kind == diffExact && x.s != y.s,
 			x.kind == diffNear && max(x.n-y.n, y.n-x.n) > (diffTolerance+d.gap).Milliseconds():
-			if x.known != "" && x.known == y.known && (!x.longer || x.n > y.n) {
-				d.known[x.known]++
-				continue
-			}
 			return x.what
 		}
 	}
@@ -1561,4 +1334,42 @@ func (d *diffRun) show(b int, a diffAnswer) string {
 		out = append(out, v.what+"="+s)
 	}
 	return strings.Join(out, ", ")
+}
+
+// diffReplyValues are the values of an answer, beside its status, that
+// tell one reply of a method from another (see diffReplies); "woken" counts
+// as true (someone) or false (no one).
+var diffReplyValues = map[string]bool{"renewed": true, "published": true, "held": true, "position": true, "member": true}
+
+// diffReplies are the replies that each run must meet, on both backends,
+// as "method what=value": every status and outcome that each script (and
+// its twin) answers. The replies about keys of another type or without a
+// TTL (statuses -2, -3, -4, -6, -7, -8) are Redis's alone: the memory store
+// has no such keys (the Redis tests of lock and fleet meet them: bad keys,
+// wrong types).
+var diffReplies = []string{
+	"acquire status=1", "acquire status=0", "acquire status=-1", "acquire status=-5",
+	"renew renewed=true", "renew renewed=false",
+	"release status=1", "release status=2", "release status=0", "release status=-5",
+	"forceUnlock status=1", "forceUnlock status=0",
+	"claim status=1", "claim status=0", "claim status=2", "claim status=3",
+	"finish status=1", "finish status=0", "finish status=-5",
+	"ledgerPass status=1", "ledgerPass status=0",
+	"ledger held=true", "ledger held=false",
+	"fairAcquire status=1", "fairAcquire status=0",
+	"fairAcquire position=0", "fairAcquire position=1", "fairAcquire position=2", "fairAcquire position=-1",
+	"fairRelease status=1", "fairRelease status=2", "fairRelease status=0", "fairRelease status=-5",
+	"fairRelease woken=true", "fairRelease woken=false",
+	"fairLeave woken=true", "fairLeave woken=false",
+	"rwAcquire status=1", "rwAcquire status=0", "rwAcquire status=-1", "rwAcquire status=-5",
+	"rwRenew renewed=true", "rwRenew renewed=false",
+	"rwRelease status=1", "rwRelease status=2", "rwRelease status=0", "rwRelease status=-5",
+	"rwRelease published=true", "rwRelease published=false",
+	"rwLeave published=true", "rwLeave published=false",
+	"rwForceUnlock status=1", "rwForceUnlock status=0",
+	"semAcquire status=1", "semAcquire status=0", "semAcquire status=-1", "semAcquire status=-5",
+	"semRenew renewed=true", "semRenew renewed=false",
+	"semRelease status=1", "semRelease status=2", "semRelease status=0", "semRelease status=-5",
+	"semForceUnlock status=1", "semForceUnlock status=0",
+	"members member=true", "members member=false",
 }

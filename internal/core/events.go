@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // eventBackend is what Publish and Subscribe need from a backend.
@@ -80,112 +78,6 @@ type handler struct {
 	be *memoryBackend
 }
 
-func (b *redisBackend) publish(ctx context.Context, channel, payload string) (int64, error) {
-	return b.rdb.Publish(ctx, channel, payload).Result()
-}
-
-func (b *redisBackend) listen(channel string, fn func(string)) func() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return func() {}
-	}
-	hs := b.handlers[channel]
-	if hs == nil {
-		hs = make(map[*handler]struct{})
-		b.handlers[channel] = hs
-		b.startPubSub()
-		b.enqueueOp(subOp{sub: true, channel: channel})
-	}
-	h := &handler{fn: fn}
-	hs[h] = struct{}{}
-	return func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if _, ok := hs[h]; !ok {
-			return
-		}
-		delete(hs, h)
-		if len(hs) == 0 && b.handlers[channel] != nil {
-			delete(b.handlers, channel)
-			if !b.closed {
-				b.enqueueOp(subOp{sub: false, channel: channel})
-			}
-		}
-	}
-}
-
-// handlersOf returns the funcs subscribed to channel. b.mu is held.
-func (b *redisBackend) handlersOf(channel string) []func(string) {
-	hs := b.handlers[channel]
-	if len(hs) == 0 {
-		return nil
-	}
-	fns := make([]func(string), 0, len(hs))
-	for h := range hs {
-		fns = append(fns, h.fn)
-	}
-	return fns
-}
-
-func (b *memoryBackend) publish(ctx context.Context, channel, payload string) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s := b.s
-	s.mu.Lock()
-	fns := make([]func(string), 0, len(s.events[channel]))
-	clients := make(map[*memoryBackend]bool)
-	for h := range s.events[channel] {
-		fns = append(fns, h.fn)
-		clients[h.be] = true
-	}
-	s.mu.Unlock()
-	for _, fn := range fns {
-		fn(payload)
-	}
-	return int64(len(clients)), nil
-}
-
-// dropHandlers ends the Subscribes of b's Client (at its Close). s.mu is
-// not held.
-func (b *memoryBackend) dropHandlers() {
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for ch, hs := range s.events {
-		for h := range hs {
-			if h.be == b {
-				delete(hs, h)
-			}
-		}
-		if len(hs) == 0 {
-			delete(s.events, ch)
-		}
-	}
-}
-
-func (b *memoryBackend) listen(channel string, fn func(string)) func() {
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	hs := s.events[channel]
-	if hs == nil {
-		hs = make(map[*handler]struct{})
-		s.events[channel] = hs
-	}
-	h := &handler{fn: fn, be: b}
-	hs[h] = struct{}{}
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(hs, h)
-		if len(hs) == 0 && s.events[channel] != nil && len(s.events[channel]) == 0 {
-			delete(s.events, channel)
-		}
-	}
-}
-
 // Ping checks that the store answers: a PING to Redis (on a Cluster, to
 // every node), nothing for the memory backend. ctx bounds it. It returns
 // ErrClosed after Close. It is safe for concurrent use.
@@ -198,12 +90,3 @@ func (c *Client) Ping(ctx context.Context) error {
 	}
 	return nil
 }
-
-func (b *redisBackend) ping(ctx context.Context) error {
-	if cc, ok := b.rdb.(*redis.ClusterClient); ok {
-		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
-	}
-	return b.rdb.Ping(ctx).Err()
-}
-
-func (b *memoryBackend) ping(ctx context.Context) error { return ctx.Err() }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -128,7 +126,7 @@ func (g *Ledger) pass(ctx context.Context, upTo int64, entry map[string]string) 
 	if g.c.isClosed() {
 		return false, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	n, err := g.c.be.ledgerPass(ctx, g, upTo, entry)
+	n, err := g.c.be.ledgerPass(ctx, g.ref(), upTo, entry)
 	switch {
 	case err != nil:
 		return false, g.ledgerErr(err)
@@ -145,25 +143,4 @@ const historyType = -8
 
 func (g *Ledger) historyTypeErr() error {
 	return fmt.Errorf("lock %q: key %q holds another type, not a ledger's history stream: %w", g.m.k.name, g.HistoryKey(), ErrBadKey)
-}
-
-// entryTime is the store's time of an entry id: its milliseconds.
-func entryTime(id string) time.Time {
-	ms, _, _ := strings.Cut(id, "-")
-	n, _ := strconv.ParseInt(ms, 10, 64)
-	return time.UnixMilli(n)
-}
-
-// flatten is an entry's fields as XADD's arguments, in a stable order.
-func flatten(f map[string]string) []any {
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([]any, 0, 2*len(f))
-	for _, k := range keys {
-		out = append(out, k, f[k])
-	}
-	return out
 }

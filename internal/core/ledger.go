@@ -56,6 +56,16 @@ type claimArgs struct {
 	def   string        // "": record none
 }
 
+// ref is where g lives in the store, for the backend.
+func (g *Ledger) ref() ledgerRef {
+	return ledgerRef{id: g.id, key: g.key, history: g.HistoryKey(), fair: g.fair, keep: g.keep, maxAge: g.maxAge}
+}
+
+// args are rec as the backend takes it.
+func (rec Record) args() finishArgs {
+	return finishArgs{done: rec.Done, outcome: rec.Outcome, tries: rec.Tries, seen: rec.Seen, entry: rec.Entry}
+}
+
 // Ledger returns the ledger named id beside the lock named lockName, with
 // its history (Ledger.History) kept as opts say. It returns ErrInvalid for
 // a bad lock name, an id that is empty or holds { or }, or a negative
@@ -276,7 +286,8 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 	}
 	var ledgerErr error
 	err := l.releaseWith(ctx, ErrReleased, func(ctx context.Context, holds int) (int64, error) {
-		n, err := l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
+		lg, f := g.ref(), rec.args()
+		n, err := l.c.be.finish(ctx, l.k, lg, l.owner, holds, cl.Tick, f)
 		// A tick whose outcome is not recorded may run again: retry
 		// failures while ctx lasts (finish.lua answers a repeat with 1).
 		for wait := finishRetry; err != nil && ctx.Err() == nil; wait = min(2*wait, maxBackoff) {
@@ -287,7 +298,7 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 				t.Stop()
 				continue
 			}
-			n, err = l.c.be.finish(ctx, l.k, g, l.owner, holds, cl.Tick, rec)
+			n, err = l.c.be.finish(ctx, l.k, lg, l.owner, holds, cl.Tick, f)
 		}
 		// The ledger recorded the finish (with or without its history
 		// entry): our own listeners hear of it here, and so do the claims

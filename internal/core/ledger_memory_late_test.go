@@ -47,7 +47,7 @@ func TestMemoryFinishAfterExpiry(t *testing.T) {
 				t.Fatalf("claim by another after the expiry: %v, %v; want try 2", ocl, err)
 			}
 		}
-		n, err := c.be.finish(ctx, cl.Lease.k, g, owner, 1, tick, Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick})
+		n, err := c.be.finish(ctx, cl.Lease.k, g.ref(), owner, 1, tick, finishArgs{done: true, outcome: "ran", tries: 1, seen: tick})
 		if err != nil {
 			t.Fatal(err)
 		}

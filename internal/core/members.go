@@ -7,14 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed scripts/members.lua
-	membersSrc    string
-	membersScript = redis.NewScript(membersSrc)
 )
 
 // memberBackend keeps groups of live members (Heartbeat, Leave).
@@ -70,40 +62,4 @@ func (c *Client) members(ctx context.Context, group, member string, ttl time.Dur
 	}
 	slices.Sort(m)
 	return m, nil
-}
-
-func (b *redisBackend) members(ctx context.Context, key, member string, ttl time.Duration) ([]string, error) {
-	return membersScript.Run(ctx, b.rdb, []string{key}, member, ttl.Milliseconds()).StringSlice()
-}
-
-func (b *memoryBackend) members(ctx context.Context, key, member string, ttl time.Duration) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	g := s.groups[key]
-	if g == nil {
-		g = make(map[string]time.Time)
-		s.groups[key] = g
-	}
-	if ttl > 0 {
-		g[member] = now.Add(ttl)
-	} else {
-		delete(g, member)
-	}
-	out := make([]string, 0, len(g))
-	for m, until := range g {
-		if !now.Before(until) {
-			delete(g, m)
-			continue
-		}
-		out = append(out, m)
-	}
-	if len(g) == 0 {
-		delete(s.groups, key)
-	}
-	return out, nil
 }

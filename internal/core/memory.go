@@ -3,9 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -29,19 +26,6 @@ type MemoryStore struct {
 	groups map[string]map[string]time.Time  // groups' members and their deadlines (Heartbeat), by key
 
 	released map[string]time.Time // release marks (release.lua), by key, until they expire
-}
-
-// memLedger is a ledger's hash (claim.lua).
-type memLedger struct {
-	done, seen, running, tries int64
-	triggers                   int64
-	paused                     bool
-	owner, outcome, finished   string
-	from                       string           // the owner before owner, when tries > 1
-	since                      int64            // ms of the claim of running
-	definition, defOwner       string           // recorded by the latest claim that had one, and its owner
-	last                       map[string]int64 // at:<outcome>: ms of its last finish
-	expires                    time.Time
 }
 
 type memLock struct {
@@ -177,6 +161,11 @@ func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, leas
 	case holds:
 		l.holds++
 	case holds + 1: // as the script: a repeat of a call that was applied
+		if holds == 0 {
+			// A repeat of the call that took the lock (a retry after a
+			// lost reply): the lease starts again now.
+			l.expires = now.Add(lease)
+		}
 	default:
 		return acquireReply{status: acqMismatch, value: int64(l.holds)}, nil
 	}
@@ -267,310 +256,6 @@ func (b *memoryBackend) forceUnlock(ctx context.Context, k *keys) (int64, error)
 	return 1, nil
 }
 
-// ledgerAt returns the live ledger at key; with create, a new one if
-// there is none, and its lifetime renewed. s.mu is held.
-func (s *MemoryStore) ledgerAt(key string, now time.Time, create bool) *memLedger {
-	g := s.ledger[key]
-	if g != nil && !now.Before(g.expires) {
-		delete(s.ledger, key)
-		g = nil
-	}
-	if g == nil && create {
-		g = &memLedger{}
-		s.ledger[key] = g
-	}
-	if g != nil && create {
-		g.expires = now.Add(LedgerTTL)
-	}
-	return g
-}
-
-func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error) {
-	if err := ctx.Err(); err != nil {
-		return claimReply{}, err
-	}
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	g := s.ledgerAt(ledger, now, true)
-	running := g.running
-	if running <= g.done {
-		running = 0
-	}
-	g.seen = max(g.seen, tick)
-	var q *memQueue
-	if ca.fair {
-		q = s.queueAt(k, now, false)
-	}
-	leave := func() {
-		if q != nil && q.remove(owner) && len(q.order) == 0 {
-			delete(s.queues, k.queue)
-		}
-	}
-	switch {
-	case g.paused:
-		leave()
-		return claimReply{status: claimPaused}, nil
-	case g.done >= tick:
-		leave()
-		return claimReply{status: claimDone, value: g.done}, nil
-	case running > tick:
-		leave()
-		return claimReply{status: claimDone, value: running}, nil
-	}
-	waits := ca.fair && (ca.wait == 1 && running == tick || ca.wait == 2)
-	if l := s.live(k.lock, now); l != nil {
-		if l.owner == owner {
-			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner}, nil
-		}
-		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
-		if waits {
-			pttl, _ = s.keepPlace(k, owner, ca.place, now, pttl)
-		}
-		return claimReply{status: claimHeld, value: pttl, extra: running}, nil
-	}
-	if head := q.head(); waits && head != "" && head != owner {
-		// Free, but others came first.
-		sleep, _ := s.keepPlace(k, owner, ca.place, now, 0)
-		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
-	}
-	leave()
-	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now), extra: tick}
-	if running != 0 && running < tick {
-		r.extra = running // never overtaken: as the script
-	}
-	g.from = ""
-	if running == r.extra {
-		g.tries++
-		g.from = g.owner
-	} else {
-		g.tries = 1
-	}
-	g.running, g.owner, r.try, r.from = r.extra, owner, g.tries, g.from
-	g.since = now.UnixMilli()
-	r.def, r.defOwner = g.definition, g.defOwner
-	if ca.def != "" {
-		g.definition, g.defOwner = ca.def, owner
-	}
-	return r, nil
-}
-
-func (b *memoryBackend) finish(ctx context.Context, k *keys, lg *Ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s := b.s
-	s.mu.Lock()
-	now := time.Now()
-	// record writes the finish to the ledger and its history, as the
-	// script's record.
-	record := func(g *memLedger) {
-		if rec.Done && g.done < tick {
-			g.done = tick
-		}
-		g.seen = max(g.seen, rec.Seen)
-		g.outcome, g.tries, g.finished = rec.Outcome, int64(rec.Tries), owner
-		if g.last == nil {
-			g.last = make(map[string]int64)
-		}
-		g.last[rec.Outcome] = time.Now().UnixMilli()
-		s.appendHistory(lg, rec.Entry, now)
-	}
-	l := s.live(k.lock, now)
-	switch {
-	case l == nil || l.owner != owner:
-		g := s.ledgerAt(lg.key, now, false)
-		if g != nil && g.finished == owner {
-			s.mu.Unlock()
-			return relReleased, nil // as the script: a repeat
-		}
-		if l == nil && g != nil && rec.Done && g.owner == owner && g.running == tick && g.done < tick {
-			// As the script: the lock expired under a run that ended, and
-			// no one has claimed the tick since: record it done, late,
-			// and tell the listeners.
-			record(s.ledgerAt(lg.key, now, true))
-			subs := s.subscribers(k, b)
-			s.mu.Unlock()
-			for _, sub := range subs {
-				sub.heard(k.channel, TickEvent{Tick: tick, Done: true}, lg.id)
-				sub.wake(k.channel)
-			}
-			return relReleased, nil
-		}
-		s.mu.Unlock()
-		return relNotHeld, nil
-	case l.holds != holds:
-		s.mu.Unlock()
-		return relMismatch, nil
-	}
-	record(s.ledgerAt(lg.key, now, true))
-	delete(s.locks, k.lock)
-	subs := s.subscribers(k, b)
-	head := ""
-	if lg.fair {
-		head = s.queueAt(k, now, false).head()
-	}
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.heard(k.channel, TickEvent{Tick: tick, Done: rec.Done}, lg.id) // before the wake-up, as on Redis
-		if lg.fair {
-			if head != "" {
-				sub.wakeFair(head)
-			}
-		} else {
-			sub.wake(k.channel)
-		}
-	}
-	return relReleased, nil
-}
-
-func (b *memoryBackend) ledgerPass(ctx context.Context, lg *Ledger, upTo int64, entry map[string]string) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	if upTo != 0 { // 0: append alone
-		if g := s.ledgerAt(lg.key, now, false); g != nil && g.seen >= upTo {
-			return 0, nil
-		}
-		s.ledgerAt(lg.key, now, true).seen = upTo
-	}
-	s.appendHistory(lg, entry, now)
-	return 1, nil
-}
-
-func (b *memoryBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := s.hists[key]
-	if h == nil || !time.Now().Before(h.expires) {
-		delete(s.hists, key)
-		return nil, nil
-	}
-	var out []Entry
-	for i := len(h.entries) - 1; i >= 0 && len(out) < limit; i-- {
-		e := h.entries[i]
-		if before != "" && !idBefore(e.id, before) {
-			continue
-		}
-		out = append(out, Entry{ID: e.id.String(), Time: time.UnixMilli(e.id.ms), Fields: maps.Clone(e.fields)})
-	}
-	return out, nil
-}
-
-// memHistory is a ledger's history stream (lib.lua's appendHistory).
-type memHistory struct {
-	entries []memEntry // oldest first
-	last    streamID
-	expires time.Time
-}
-
-type memEntry struct {
-	id     streamID
-	fields map[string]string
-}
-
-// streamID is a Redis Stream entry id.
-type streamID struct{ ms, seq int64 }
-
-func (id streamID) String() string { return fmt.Sprintf("%d-%d", id.ms, id.seq) }
-
-// idBefore reports whether id comes before the entry id s (well formed).
-func idBefore(id streamID, s string) bool {
-	var b streamID
-	if _, err := fmt.Sscanf(s, "%d-%d", &b.ms, &b.seq); err != nil {
-		return false
-	}
-	return id.ms < b.ms || id.ms == b.ms && id.seq < b.seq
-}
-
-// appendHistory appends fields, if any, to lg's history, trimmed as the
-// script trims it. s.mu is held.
-func (s *MemoryStore) appendHistory(lg *Ledger, fields map[string]string, now time.Time) {
-	if len(fields) == 0 {
-		return
-	}
-	key := lg.HistoryKey()
-	h := s.hists[key]
-	if h == nil || !now.Before(h.expires) {
-		h = &memHistory{}
-		s.hists[key] = h
-	}
-	id := streamID{ms: now.UnixMilli()}
-	if id.ms <= h.last.ms {
-		id = streamID{ms: h.last.ms, seq: h.last.seq + 1}
-	}
-	h.last = id
-	h.entries = append(h.entries, memEntry{id: id, fields: maps.Clone(fields)})
-	if n := len(h.entries) - lg.keep; n > 0 {
-		h.entries = slices.Delete(h.entries, 0, n)
-	}
-	oldest := id.ms - lg.maxAge.Milliseconds()
-	i := 0
-	for i < len(h.entries) && h.entries[i].id.ms < oldest {
-		i++
-	}
-	h.entries = slices.Delete(h.entries, 0, i)
-	h.expires = now.Add(lg.maxAge)
-}
-
-func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
-	}
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	held := s.live(k.lock, now) != nil
-	g := s.ledgerAt(key, now, false)
-	if g == nil {
-		return map[string]string{}, held, nil
-	}
-	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	f := map[string]string{
-		"done": n(g.done), "seen": n(g.seen), "running": n(g.running), "tries": n(g.tries),
-		"owner": g.owner, "outcome": g.outcome, "finished": g.finished,
-		"paused": map[bool]string{true: "1", false: ""}[g.paused], "triggers": n(g.triggers),
-	}
-	if g.since != 0 {
-		f["since"] = n(g.since)
-	}
-	for outcome, ms := range g.last {
-		f["at:"+outcome] = n(ms)
-	}
-	return f, held, nil
-}
-
-func (b *memoryBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.s.mu.Lock()
-	defer b.s.mu.Unlock()
-	b.s.ledgerAt(key, time.Now(), true).paused = paused
-	return nil
-}
-
-func (b *memoryBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	b.s.mu.Lock()
-	defer b.s.mu.Unlock()
-	g := b.s.ledgerAt(key, time.Now(), true)
-	g.triggers++
-	return g.triggers, nil
-}
-
 // subscribe is in place at once: a release after it will wake us.
 func (b *memoryBackend) subscribe(k *keys) <-chan struct{} {
 	s := b.s
@@ -610,3 +295,10 @@ func (b *memoryBackend) close() error {
 	b.dropHandlers()
 	return nil
 }
+
+// transient: nothing between a MemoryStore and its Clients can fail and
+// come back.
+func (b *memoryBackend) transient(error) bool { return false }
+
+// storeID names the MemoryStore.
+func (b *memoryBackend) storeID() string { return fmt.Sprintf("memory %p", b.s) }

@@ -156,7 +156,7 @@ func buildAcquireOptions(name string, opts []AcquireOption) (acquireOptions, err
 type keys struct {
 	name    string
 	id      string // the kind of lease: re-entry and this Client's queues
-	lock    string // the kind's main key (Mutex and FairMutex: a hash of owner -> holds)
+	lock    string // the kind's main key (Mutex and FairMutex: a hash of owner -> holds, <owner>:token -> its token)
 	token   string // fencing token counter, shared by every kind of one name
 	channel string // Pub/Sub: unlock messages
 

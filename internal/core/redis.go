@@ -3,9 +3,13 @@ package core
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -195,140 +199,6 @@ func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds
 
 func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {
 	return forceUnlockScript.Run(ctx, b.rdb, []string{k.lock, k.channel}).Int64()
-}
-
-func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error) {
-	keys := []string{k.lock, k.token, ledger}
-	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()}
-	if ca.fair {
-		keys = append(keys, k.queue, k.timeout)
-		args = append(args, 1, ca.place.Milliseconds(), max((ca.place/3).Milliseconds(), 1), ca.wait, ca.def)
-	} else {
-		args = append(args, 0, 0, 0, 0, ca.def)
-	}
-	v, err := b.runBatched(ctx, claimScript, keys, args...).Slice()
-	if err != nil {
-		return claimReply{}, err
-	}
-	if len(v) < 2 {
-		return claimReply{}, fmt.Errorf("claim: %d values in reply, want 2 or more", len(v))
-	}
-	n := make([]int64, len(v))
-	for i, x := range v {
-		switch x := x.(type) {
-		case int64:
-			n[i] = x
-		case string:
-			if i < 4 {
-				return claimReply{}, fmt.Errorf("claim: value %d of the reply is %q, not an integer", i, x)
-			}
-		default:
-			return claimReply{}, fmt.Errorf("claim: value %d of the reply is a %T", i, x)
-		}
-	}
-	r := claimReply{status: n[0], value: n[1]}
-	switch {
-	case r.status == claimAcquired && len(v) == 7:
-		r.try, r.extra = n[2], n[3]
-		r.from, _ = v[4].(string)
-		r.def, _ = v[5].(string)
-		r.defOwner, _ = v[6].(string)
-	case r.status == claimHeld && len(v) == 3:
-		r.extra = n[2]
-	case r.status == claimAcquired, r.status == claimHeld:
-		return claimReply{}, fmt.Errorf("claim: %d values in reply with status %d", len(v), r.status)
-	}
-	return r, nil
-}
-
-func (b *redisBackend) finish(ctx context.Context, k *keys, g *Ledger, owner string, holds int, tick int64, rec Record) (int64, error) {
-	d := 0
-	if rec.Done {
-		d = 1
-	}
-	keys := []string{k.lock, k.channel, g.key, g.HistoryKey()}
-	f := 0
-	if g.fair {
-		f = 1
-		keys = append(keys, k.queue, k.timeout)
-	}
-	args := append([]any{owner, holds, tick, d, rec.Outcome, rec.Tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.Done), rec.Seen, f,
-		g.keep, g.maxAge.Milliseconds()}, flatten(rec.Entry)...)
-	return b.runBatched(ctx, finishScript, keys, args...).Int64()
-}
-
-func (b *redisBackend) ledgerPass(ctx context.Context, g *Ledger, upTo int64, entry map[string]string) (int64, error) {
-	var up any = upTo
-	if upTo == 0 {
-		up = "" // append alone
-	}
-	args := append([]any{up, LedgerTTL.Milliseconds(), g.keep, g.maxAge.Milliseconds()}, flatten(entry)...)
-	return passScript.Run(ctx, b.rdb, []string{g.key, g.HistoryKey()}, args...).Int64()
-}
-
-func (b *redisBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
-	end := "+"
-	if before != "" {
-		end = "(" + before
-	}
-	msgs, err := b.rdb.XRevRangeN(ctx, key, end, "-", int64(limit)).Result()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Entry, 0, len(msgs))
-	for _, m := range msgs {
-		f := make(map[string]string, len(m.Values))
-		for k, v := range m.Values {
-			if s, ok := v.(string); ok {
-				f[k] = s
-			}
-		}
-		out = append(out, Entry{ID: m.ID, Time: entryTime(m.ID), Fields: f})
-	}
-	return out, nil
-}
-
-func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
-	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if paused {
-			p.HSet(ctx, key, "paused", 1)
-		} else {
-			p.HDel(ctx, key, "paused")
-		}
-		p.PExpire(ctx, key, LedgerTTL)
-		return nil
-	})
-	return err
-}
-
-func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
-	var n *redis.IntCmd
-	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		n = p.HIncrBy(ctx, key, "triggers", 1)
-		p.PExpire(ctx, key, LedgerTTL)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n.Val(), nil
-}
-
-func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
-	var fields *redis.MapStringStringCmd
-	var exists *redis.IntCmd
-	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fields = p.HGetAll(ctx, key)
-		exists = p.Exists(ctx, k.lock)
-		return nil
-	})
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
-			return nil, false, fmt.Errorf("%w: %w", ErrBadKey, err)
-		}
-		return nil, false, err
-	}
-	return fields.Val(), exists.Val() == 1, nil
 }
 
 func (b *redisBackend) subscribe(k *keys) <-chan struct{} {
@@ -568,61 +438,6 @@ func (b *redisBackend) close() error {
 	return err
 }
 
-var (
-	//go:embed scripts/fairacquire.lua
-	fairAcquireSrc string
-	//go:embed scripts/fairrelease.lua
-	fairReleaseSrc string
-	//go:embed scripts/fairleave.lua
-	fairLeaveSrc string
-
-	fairAcquireScript = redis.NewScript(libSrc + fairAcquireSrc)
-	fairReleaseScript = redis.NewScript(libSrc + fairReleaseSrc)
-	fairLeaveScript   = redis.NewScript(libSrc + fairLeaveSrc)
-)
-
-// fairMessage starts an unlock message of a fair lock, addressed to the
-// waiter named after the releaser: "fair\n<releaser>\n<head>".
-const fairMessage = "fair\n"
-
-func (b *redisBackend) fairAcquire(ctx context.Context, k *keys, owner string, lease, place time.Duration, enqueue bool) (fairReply, error) {
-	q := 0
-	if enqueue {
-		q = 1
-	}
-	v, err := b.runAcked(ctx, fairAcquireScript, []string{k.lock, k.token, k.queue, k.timeout},
-		owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), place.Milliseconds(), q,
-		max((place/3).Milliseconds(), 1)).Int64Slice()
-	if err != nil {
-		return fairReply{}, err
-	}
-	switch {
-	case len(v) == 2:
-		return fairReply{status: v[0], value: v[1]}, nil
-	case len(v) == 3:
-		return fairReply{status: v[0], value: v[1], pos: v[2]}, nil
-	}
-	return fairReply{}, fmt.Errorf("fair acquire: %d values in reply, want 2 or 3", len(v))
-}
-
-func (b *redisBackend) fairRelease(ctx context.Context, k *keys, owner string, holds, drop int) (int64, string, error) {
-	v, err := fairReleaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout, k.released(owner)},
-		owner, holds, drop, releasedTTL.Milliseconds()).Slice()
-	if err != nil {
-		return 0, "", err
-	}
-	return statusAndOwner(v, "fair release")
-}
-
-func (b *redisBackend) fairLeave(ctx context.Context, k *keys, owner string) (string, error) {
-	v, err := fairLeaveScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.queue, k.timeout}, owner).Slice()
-	if err != nil {
-		return "", err
-	}
-	_, head, err := statusAndOwner(v, "fair leave")
-	return head, err
-}
-
 // statusAndOwner reads a script's {integer, owner id} reply.
 func statusAndOwner(v []any, what string) (int64, string, error) {
 	if len(v) != 2 {
@@ -634,4 +449,41 @@ func statusAndOwner(v []any, what string) (int64, string, error) {
 		return 0, "", fmt.Errorf("%s: reply %v, want an integer and a string", what, v)
 	}
 	return n, s, nil
+}
+
+// transient reports whether err is a failure that passes: the network (a
+// dropped or refused connection, a timeout, an empty pool), or a server
+// that is loading, read-only (a failover under way), down or busy. A waiter
+// tries again after it; any other error (a script error, a permission, a
+// closed client) ends the wait.
+func (b *redisBackend) transient(err error) bool {
+	if errors.Is(err, redis.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
+		return true
+	}
+	for _, p := range []string{"LOADING", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "BUSY", "NOREPLICAS"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// storeID names the server or servers: the address of a single server, the
+// seed addresses of a Cluster; empty when it cannot tell (a Ring, a
+// Sentinel client), so that Multi orders such parts by name alone.
+func (b *redisBackend) storeID() string {
+	switch rdb := b.rdb.(type) {
+	case *redis.Client:
+		return rdb.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(rdb.Options().Addrs, ",")
+	}
+	return ""
 }

@@ -88,3 +88,146 @@ func TestScriptsAreIdempotent(t *testing.T) {
 		})
 	}
 }
+
+// bothBackends runs f on a Redis backend (on a new redis-server) and on a
+// memory one.
+func bothBackends(t *testing.T, f func(t *testing.T, be backend)) {
+	t.Helper()
+	srv := redistest.Start(t)
+	backends := map[string]backend{
+		"redis":  newRedisBackend(srv.Client(), func(string) {}, func(string) {}, nil, "me:", nil),
+		"memory": &memoryBackend{s: NewMemoryStore(), wake: func(string) {}, wakeFair: func(string) {}},
+	}
+	for name, be := range backends {
+		t.Run(name, func(t *testing.T) { f(t, be) })
+	}
+}
+
+// A repeat of the call that took a Mutex (a retry after a lost reply), and
+// a re-entry, answer the lease's own token, though every kind of lock of
+// the name shares the token counter and a Semaphore of the name took the
+// next token meanwhile. (The scripts used to answer the counter's.)
+func TestRepeatAnswersTheLeasesToken(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, func(t *testing.T, be backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		const lease = time.Minute
+		for _, tc := range []struct {
+			name string
+			take func(k *keys, owner string, holds int) (int64, error)
+		}{
+			{"acquire", func(k *keys, owner string, holds int) (int64, error) {
+				r, err := be.acquire(ctx, k, owner, lease, holds)
+				if r.status != acqAcquired {
+					t.Fatalf("acquire(holds %d): %+v", holds, r)
+				}
+				return r.value, err
+			}},
+			{"fairAcquire", func(k *keys, owner string, holds int) (int64, error) {
+				if holds > 0 {
+					r, err := be.acquire(ctx, k, owner, lease, holds) // a FairMutex re-enters so
+					return r.value, err
+				}
+				r, err := be.fairAcquire(ctx, k, owner, lease, time.Minute, true)
+				if r.status != acqAcquired {
+					t.Fatalf("fairAcquire: %+v", r)
+				}
+				return r.value, err
+			}},
+			{"claim", func(k *keys, owner string, holds int) (int64, error) {
+				if holds > 0 {
+					r, err := be.acquire(ctx, k, owner, lease, holds)
+					return r.value, err
+				}
+				r, err := be.claim(ctx, k, k.lock+":ledger:j", owner, lease, 7, claimArgs{})
+				if r.status != claimAcquired {
+					t.Fatalf("claim: %+v", r)
+				}
+				return r.value, err
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				k := newKeys("lockcron", "tok-"+tc.name)
+				first, err := tc.take(k, "me:1", 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := be.semAcquire(ctx, semKeys("lockcron", k.name), "me:2", lease, 0, 1)
+				if err != nil || p.status != acqAcquired || p.value <= first {
+					t.Fatalf("semAcquire of the same name: %+v, %v; want a token after %d", p, err, first)
+				}
+				for _, holds := range []int{0, 1} { // the repeat, then a re-entry
+					got, err := tc.take(k, "me:1", holds)
+					if err != nil || got != first {
+						t.Fatalf("holds %d: token %d, %v; want the lease's %d (the Semaphore's is %d)", holds, got, err, first, p.value)
+					}
+				}
+			})
+		}
+	})
+}
+
+// A fair claim that does not wait takes the free lock whoever queues,
+// and leaves its owner's place in the queue wherever it is, not only at
+// the head: a place left behind would hold back the waiters after it once
+// it reached the head. (claim.lua used to drop it at the head only.)
+func TestFairClaimLeavesItsPlace(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, func(t *testing.T, be backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		const lease, place = time.Minute, time.Minute
+		k := newKeys("lockcron", "place")
+		if r, _ := be.acquire(ctx, k, "me:h", lease, 0); r.status != acqAcquired {
+			t.Fatalf("holder: %+v", r)
+		}
+		for _, w := range []string{"me:a", "me:b"} { // b's place is second
+			if r, err := be.fairAcquire(ctx, k, w, lease, place, true); err != nil || r.status != acqHeld {
+				t.Fatalf("%s queues: %+v, %v", w, r, err)
+			}
+		}
+		if n, _ := be.release(ctx, k, "me:h", 1, 1); n != relReleased {
+			t.Fatalf("release: %d", n)
+		}
+		r, err := be.claim(ctx, k, k.lock+":ledger:j", "me:b", lease, 1, claimArgs{fair: true, place: place})
+		if err != nil || r.status != claimAcquired {
+			t.Fatalf("claim by b: %+v, %v", r, err)
+		}
+		infos, err := be.locks(ctx, "lockcron")
+		if err != nil || len(infos) != 1 || infos[0].Waiters != 1 {
+			t.Fatalf("Locks after b took the lock: %+v, %v; want one waiter, a", infos, err)
+		}
+	})
+}
+
+// A force unlock of a semaphore whose permits have all expired answers
+// that there was nothing to unlock, though its keys outlive the permits
+// after a renewal with a shorter lease; and Locks does not list it.
+func TestSemaphoreForceUnlockOfExpiredPermits(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, func(t *testing.T, be backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		k := semKeys("lockcron", "expired")
+		if r, err := be.semAcquire(ctx, k, "me:1", time.Minute, 0, 2); err != nil || r.status != acqAcquired {
+			t.Fatalf("semAcquire: %+v, %v", r, err)
+		}
+		if r, err := be.semAcquire(ctx, k, "me:2", time.Minute, 0, 2); err != nil || r.status != acqAcquired {
+			t.Fatalf("semAcquire: %+v, %v", r, err)
+		}
+		for _, o := range []string{"me:1", "me:2"} {
+			if ok, err := be.semRenew(ctx, k, o, time.Millisecond); err != nil || !ok {
+				t.Fatalf("semRenew %s: %v, %v", o, ok, err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // not a synchronisation: the permits' 1 ms runs out
+		infos, err := be.locks(ctx, "lockcron")
+		if err != nil || len(infos) != 0 {
+			t.Fatalf("Locks: %+v, %v; want none", infos, err)
+		}
+		if n, err := be.semForceUnlock(ctx, k); err != nil || n != 0 {
+			t.Fatalf("semForceUnlock: %d, %v; want 0", n, err)
+		}
+	})
+}

@@ -41,13 +41,6 @@ func parseTickTail(tail string) (TickEvent, string, bool) {
 	return TickEvent{Tick: tick, Done: d == "1"}, ledger, true
 }
 
-// heardTail passes a finish's tail heard on channel to the Client.
-func (b *redisBackend) heardTail(channel, tail string) {
-	if ev, ledger, ok := parseTickTail(tail); ok {
-		b.heard(channel, ev, ledger)
-	}
-}
-
 // tickBoard is what a Client has heard of the ticks of its ledgers: the
 // latest tick each has finished done, and the listeners (Ledger.Watch).
 type tickBoard struct {

@@ -1,5 +1,6 @@
 -- acquire.lua: take a reentrant lock, or add a hold to the caller's lease.
--- KEYS[1] the lock: a hash of owner -> holds
+-- KEYS[1] the lock: a hash of owner -> holds, and <owner>:token -> the
+--         lease's fencing token
 -- KEYS[2] the fencing token counter (a string): the token of the lock's
 --         current or last lease (see newToken in lib.lua)
 -- ARGV[1] owner id
@@ -25,7 +26,7 @@ if pttl == -2 then
   if not token then
     return {-4, 0}
   end
-  redis.call('HSET', KEYS[1], owner, 1)
+  redis.call('HSET', KEYS[1], owner, 1, owner .. ':token', token)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, token}
 end
@@ -52,5 +53,4 @@ elseif expected == 0 then
   -- from this call, is not later than the key's.
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
--- While the lease holds the lock no other token is issued: KEYS[2] has ours.
-return {1, tonumber(redis.call('GET', KEYS[2])) or 0}
+return {1, leaseToken(KEYS[1], owner, KEYS[2])}

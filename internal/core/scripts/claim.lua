@@ -1,6 +1,6 @@
 -- claim.lua: take a lock to do one tick of a recurring task, unless the
 -- task's ledger says that tick is done or a later one was started.
--- KEYS[1] the lock: a hash of owner -> holds
+-- KEYS[1] the lock: a hash of owner -> holds, <owner>:token -> token
 -- KEYS[2] the fencing token counter (see acquire.lua)
 -- KEYS[3] the ledger: a hash with the fields done (the latest tick done),
 --         seen (the latest tick anyone claimed), running (the tick last
@@ -128,7 +128,7 @@ if pttl ~= -2 then
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, tonumber(redis.call('GET', KEYS[2])) or 0, tries, tonumber(f[2]) or tick, f[7] or '', f[8] or '', f[9] or ''}
+    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, f[7] or '', f[8] or '', f[9] or ''}
   end
   return wait(pttl)
 end
@@ -141,12 +141,10 @@ local token = newToken(KEYS[2], ARGV[3], clock)
 if not token then
   return {-4, 0}
 end
-redis.call('HSET', KEYS[1], owner, 1)
+redis.call('HSET', KEYS[1], owner, 1, owner .. ':token', token)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if fair and head == owner then
-  redis.call('LPOP', KEYS[4])
-  redis.call('ZREM', KEYS[5], owner)
-end
+-- The caller's wait is over: its place goes, wherever it is.
+leave()
 local claimed = tick
 if running ~= 0 and running < tick then
   claimed = running

@@ -1,6 +1,7 @@
 -- fairacquire.lua: take a fair lock in queue order, or keep the caller's
 -- place in the queue (its heartbeat).
--- KEYS[1] the lock: a hash of owner -> holds (shared with the reentrant lock)
+-- KEYS[1] the lock: a hash of owner -> holds, <owner>:token -> token (shared
+--         with the reentrant lock)
 -- KEYS[2] the fencing token counter (a string)
 -- KEYS[3] the queue: a list of waiting owner ids, first come first
 -- KEYS[4] the waiters' deadlines: a sorted set of owner id -> Redis time in ms
@@ -43,7 +44,7 @@ if pttl ~= -2 then
   if held == 1 then
     -- A repeat of a call that acquired: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, tonumber(redis.call('GET', KEYS[2])) or 0}
+    return {1, leaseToken(KEYS[1], owner, KEYS[2])}
   end
 end
 if pttl == -2 and (not head or head == owner) then
@@ -51,7 +52,7 @@ if pttl == -2 and (not head or head == owner) then
   if not token then
     return {-4, 0}
   end
-  redis.call('HSET', KEYS[1], owner, 1)
+  redis.call('HSET', KEYS[1], owner, 1, owner .. ':token', token)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if head == owner then
     redis.call('LPOP', KEYS[3])

@@ -23,6 +23,16 @@ local function newToken(key, ttl, t)
   return n
 end
 
+-- leaseToken is the fencing token of owner's lease of the lock hash key:
+-- its field <owner>:token, written when the lease took the lock. The
+-- counter (the string at counter) is shared by every kind of lock of the
+-- name, so a Semaphore or RWMutex lease of the same name may have moved it
+-- since; it answers only for a lease taken before the field was kept.
+local function leaseToken(key, owner, counter)
+  return tonumber(redis.call('HGET', key, owner .. ':token'))
+    or tonumber(redis.call('GET', counter)) or 0
+end
+
 -- millis is a TIME reply in milliseconds.
 local function millis(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

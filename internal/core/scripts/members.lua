@@ -15,8 +15,11 @@ else
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 -- The group lives as long as its last member.
+-- It is read before its lifetime is set: with a lifetime of 1 ms, a
+-- server that stalls mid-script would otherwise expire the key under it.
+local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 if last[2] then
   redis.call('PEXPIRE', KEYS[1], math.max(tonumber(last[2]) - now, 1))
 end
-return redis.call('ZRANGE', KEYS[1], 0, -1)
+return live

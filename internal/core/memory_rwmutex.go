@@ -11,6 +11,10 @@ type memRW struct {
 	writer string                 // the write lease's owner id; "" if none
 	leases map[string]*memRWLease // the writer's and every reader's, by owner id
 	marks  map[string]time.Time   // waiting writers' marks: when each lapses
+	// marksEnd is when the marks' key expires in Redis: at the latest mark
+	// when a mark was set (rwacquire.lua), so that a mark that lapsed is
+	// kept, or gone with its key, as it is there (see rwLeave).
+	marksEnd time.Time
 }
 
 type memRWLease struct {
@@ -132,7 +136,9 @@ func (b *memoryBackend) rwAcquire(ctx context.Context, k *keys, owner string, wr
 		return acquireReply{status: acqAcquired, value: l.token}, nil
 	}
 	if held {
-		return acquireReply{status: acqAcquired, value: rw.leases[owner].token}, nil
+		l := rw.leases[owner]
+		l.expires = now.Add(lease) // a repeat: the lease starts again
+		return acquireReply{status: acqAcquired, value: l.token}, nil
 	}
 	if rw != nil {
 		var until time.Time
@@ -148,6 +154,7 @@ func (b *memoryBackend) rwAcquire(ctx context.Context, k *keys, owner string, wr
 			if write {
 				if mark > 0 {
 					rw.marks[owner] = now.Add(mark)
+					rw.marksEnd, _ = rw.lastMark()
 				}
 				sleep = min(sleep, maxSleep)
 			}
@@ -227,16 +234,18 @@ func (b *memoryBackend) rwLeave(ctx context.Context, k *keys, owner string) (boo
 	}
 	s := b.s
 	s.mu.Lock()
+	now := time.Now()
 	if rw := s.rw[k.lock]; rw == nil {
 		s.mu.Unlock()
 		return false, nil
-	} else if _, ok := rw.marks[owner]; !ok {
+	} else if _, ok := rw.marks[owner]; !ok || !now.Before(rw.marksEnd) {
+		// No mark, or its key expired with the latest mark.
 		s.mu.Unlock()
 		return false, nil
 	} else {
 		delete(rw.marks, owner)
 	}
-	rw := s.rwAt(k, time.Now(), false)
+	rw := s.rwAt(k, now, false)
 	if rw != nil && (len(rw.marks) > 0 || rw.writer != "") {
 		s.mu.Unlock()
 		return false, nil

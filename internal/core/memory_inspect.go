@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// locks walks the store's maps under s.mu. The expiry helpers (live,
-// queueAt, rwAt, semAt) drop what has expired as they go, as the scripts
-// do, so only live leases, places and marks are listed.
+// locks walks the store's maps under s.mu. It changes nothing, as
+// inspect.lua: what has expired is skipped, not dropped (the scripts drop
+// it), so that a listing never changes what a later call answers.
 func (b *memoryBackend) locks(ctx context.Context, prefix string) ([]LockInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -19,7 +19,6 @@ func (b *memoryBackend) locks(ctx context.Context, prefix string) ([]LockInfo, e
 	defer s.mu.Unlock()
 	now := time.Now()
 
-	// The names first: the helpers delete from the maps.
 	names := func(keys iter.Seq[string], suffix string) []string {
 		var out []string
 		for key := range keys {
@@ -43,11 +42,11 @@ func (b *memoryBackend) locks(ctx context.Context, prefix string) ([]LockInfo, e
 	for name := range mutexes {
 		k := newKeys(prefix, name)
 		info := LockInfo{Name: name, Kind: kindMutex, Token: s.tokens[k.token]}
-		if l := s.live(k.lock, now); l != nil {
+		if l := s.locks[k.lock]; l != nil && now.Before(l.expires) {
 			info.TTL = l.expires.Sub(now)
 			info.Holders = []Holder{{Owner: l.owner, Holds: l.holds, TTL: info.TTL}}
 		}
-		if q := s.queueAt(k, now, false); q != nil {
+		if q := s.queues[k.queue]; q != nil {
 			for _, w := range q.order {
 				if now.Before(q.deadline[w]) {
 					info.Waiters++
@@ -60,12 +59,17 @@ func (b *memoryBackend) locks(ctx context.Context, prefix string) ([]LockInfo, e
 	}
 	for _, name := range rws {
 		k := rwKeys(prefix, name)
-		rw := s.rwAt(k, now, false)
-		if rw == nil {
-			continue
+		rw := s.rw[k.lock]
+		info := LockInfo{Name: name, Kind: kindRWMutex, Token: s.tokens[k.token]}
+		for _, d := range rw.marks {
+			if now.Before(d) {
+				info.Waiters++
+			}
 		}
-		info := LockInfo{Name: name, Kind: kindRWMutex, Token: s.tokens[k.token], Waiters: len(rw.marks)}
 		for owner, l := range rw.leases {
+			if !now.Before(l.expires) {
+				continue
+			}
 			mode := modeRead
 			if owner == rw.writer {
 				mode = modeWrite
@@ -74,21 +78,24 @@ func (b *memoryBackend) locks(ctx context.Context, prefix string) ([]LockInfo, e
 			info.TTL = max(info.TTL, ttl) // the hash lives as long as the longest lease
 			info.Holders = append(info.Holders, Holder{Owner: owner, Holds: l.holds, Mode: mode, Token: l.token, TTL: ttl})
 		}
-		out = append(out, info)
+		if len(info.Holders) > 0 || info.Waiters > 0 {
+			out = append(out, info)
+		}
 	}
 	for _, name := range sems {
 		k := semKeys(prefix, name)
-		m := s.semAt(k, now, false)
-		if len(m) == 0 {
-			continue
-		}
 		info := LockInfo{Name: name, Kind: kindSemaphore, Token: s.tokens[k.token]}
-		for owner, p := range m {
+		for owner, p := range s.sems[k.lock] {
+			if !now.Before(p.expires) {
+				continue
+			}
 			ttl := p.expires.Sub(now)
 			info.TTL = max(info.TTL, ttl)
 			info.Holders = append(info.Holders, Holder{Owner: owner, Holds: p.holds, Mode: modePermit, Token: p.token, TTL: ttl})
 		}
-		out = append(out, info)
+		if len(info.Holders) > 0 {
+			out = append(out, info)
+		}
 	}
 	return out, nil
 }

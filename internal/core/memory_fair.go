@@ -73,6 +73,7 @@ func (b *memoryBackend) fairAcquire(ctx context.Context, k *keys, owner string, 
 		return fairReply{status: acqAcquired, value: token}, nil
 	}
 	if l != nil && l.owner == owner {
+		l.expires = now.Add(lease) // a repeat: the lease starts again
 		return fairReply{status: acqAcquired, value: l.token}, nil
 	}
 	pttl := int64(0)

@@ -64,6 +64,7 @@ func (b *memoryBackend) semAcquire(ctx context.Context, k *keys, owner string, l
 		return acquireReply{status: acqAcquired, value: p.token}, nil
 	}
 	if p != nil { // as the script: a repeat of a call that acquired
+		p.expires = now.Add(lease) // the lease starts again
 		return acquireReply{status: acqAcquired, value: p.token}, nil
 	}
 	if len(m) >= permits {

@@ -1,0 +1,98 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+func (b *memoryBackend) publish(ctx context.Context, channel, payload string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	fns := make([]func(string), 0, len(s.events[channel]))
+	clients := make(map[*memoryBackend]bool)
+	for h := range s.events[channel] {
+		fns = append(fns, h.fn)
+		clients[h.be] = true
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(payload)
+	}
+	return int64(len(clients)), nil
+}
+
+// dropHandlers ends the Subscribes of b's Client (at its Close). s.mu is
+// not held.
+func (b *memoryBackend) dropHandlers() {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch, hs := range s.events {
+		for h := range hs {
+			if h.be == b {
+				delete(hs, h)
+			}
+		}
+		if len(hs) == 0 {
+			delete(s.events, ch)
+		}
+	}
+}
+
+func (b *memoryBackend) listen(channel string, fn func(string)) func() {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hs := s.events[channel]
+	if hs == nil {
+		hs = make(map[*handler]struct{})
+		s.events[channel] = hs
+	}
+	h := &handler{fn: fn, be: b}
+	hs[h] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(hs, h)
+		if len(hs) == 0 && s.events[channel] != nil && len(s.events[channel]) == 0 {
+			delete(s.events, channel)
+		}
+	}
+}
+
+func (b *memoryBackend) ping(ctx context.Context) error { return ctx.Err() }
+
+func (b *memoryBackend) members(ctx context.Context, key, member string, ttl time.Duration) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	g := s.groups[key]
+	if g == nil {
+		g = make(map[string]time.Time)
+		s.groups[key] = g
+	}
+	if ttl > 0 {
+		g[member] = now.Add(ttl)
+	} else {
+		delete(g, member)
+	}
+	out := make([]string, 0, len(g))
+	for m, until := range g {
+		if !now.Before(until) {
+			delete(g, m)
+			continue
+		}
+		out = append(out, m)
+	}
+	if len(g) == 0 {
+		delete(s.groups, key)
+	}
+	return out, nil
+}

@@ -1,0 +1,81 @@
+package core
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func (b *redisBackend) publish(ctx context.Context, channel, payload string) (int64, error) {
+	return b.rdb.Publish(ctx, channel, payload).Result()
+}
+
+func (b *redisBackend) listen(channel string, fn func(string)) func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return func() {}
+	}
+	hs := b.handlers[channel]
+	if hs == nil {
+		hs = make(map[*handler]struct{})
+		b.handlers[channel] = hs
+		b.startPubSub()
+		b.enqueueOp(subOp{sub: true, channel: channel})
+	}
+	h := &handler{fn: fn}
+	hs[h] = struct{}{}
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := hs[h]; !ok {
+			return
+		}
+		delete(hs, h)
+		if len(hs) == 0 && b.handlers[channel] != nil {
+			delete(b.handlers, channel)
+			if !b.closed {
+				b.enqueueOp(subOp{sub: false, channel: channel})
+			}
+		}
+	}
+}
+
+// handlersOf returns the funcs subscribed to channel. b.mu is held.
+func (b *redisBackend) handlersOf(channel string) []func(string) {
+	hs := b.handlers[channel]
+	if len(hs) == 0 {
+		return nil
+	}
+	fns := make([]func(string), 0, len(hs))
+	for h := range hs {
+		fns = append(fns, h.fn)
+	}
+	return fns
+}
+
+func (b *redisBackend) ping(ctx context.Context) error {
+	if cc, ok := b.rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
+	}
+	return b.rdb.Ping(ctx).Err()
+}
+
+var (
+	//go:embed scripts/members.lua
+	membersSrc    string
+	membersScript = redis.NewScript(membersSrc)
+)
+
+func (b *redisBackend) members(ctx context.Context, key, member string, ttl time.Duration) ([]string, error) {
+	return membersScript.Run(ctx, b.rdb, []string{key}, member, ttl.Milliseconds()).StringSlice()
+}
+
+// heardTail passes a finish's tail heard on channel to the Client.
+func (b *redisBackend) heardTail(channel, tail string) {
+	if ev, ledger, ok := parseTickTail(tail); ok {
+		b.heard(channel, ev, ledger)
+	}
+}

@@ -1,0 +1,167 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error) {
+	keys := []string{k.lock, k.token, ledger}
+	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()}
+	if ca.fair {
+		keys = append(keys, k.queue, k.timeout)
+		args = append(args, 1, ca.place.Milliseconds(), max((ca.place/3).Milliseconds(), 1), ca.wait, ca.def)
+	} else {
+		args = append(args, 0, 0, 0, 0, ca.def)
+	}
+	v, err := b.runBatched(ctx, claimScript, keys, args...).Slice()
+	if err != nil {
+		return claimReply{}, err
+	}
+	if len(v) < 2 {
+		return claimReply{}, fmt.Errorf("claim: %d values in reply, want 2 or more", len(v))
+	}
+	n := make([]int64, len(v))
+	for i, x := range v {
+		switch x := x.(type) {
+		case int64:
+			n[i] = x
+		case string:
+			if i < 4 {
+				return claimReply{}, fmt.Errorf("claim: value %d of the reply is %q, not an integer", i, x)
+			}
+		default:
+			return claimReply{}, fmt.Errorf("claim: value %d of the reply is a %T", i, x)
+		}
+	}
+	r := claimReply{status: n[0], value: n[1]}
+	switch {
+	case r.status == claimAcquired && len(v) == 7:
+		r.try, r.extra = n[2], n[3]
+		r.from, _ = v[4].(string)
+		r.def, _ = v[5].(string)
+		r.defOwner, _ = v[6].(string)
+	case r.status == claimHeld && len(v) == 3:
+		r.extra = n[2]
+	case r.status == claimAcquired, r.status == claimHeld:
+		return claimReply{}, fmt.Errorf("claim: %d values in reply with status %d", len(v), r.status)
+	}
+	return r, nil
+}
+
+func (b *redisBackend) finish(ctx context.Context, k *keys, g ledgerRef, owner string, holds int, tick int64, rec finishArgs) (int64, error) {
+	d := 0
+	if rec.done {
+		d = 1
+	}
+	keys := []string{k.lock, k.channel, g.key, g.history}
+	f := 0
+	if g.fair {
+		f = 1
+		keys = append(keys, k.queue, k.timeout)
+	}
+	args := append([]any{owner, holds, tick, d, rec.outcome, rec.tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.done), rec.seen, f,
+		g.keep, g.maxAge.Milliseconds()}, flatten(rec.entry)...)
+	return b.runBatched(ctx, finishScript, keys, args...).Int64()
+}
+
+func (b *redisBackend) ledgerPass(ctx context.Context, g ledgerRef, upTo int64, entry map[string]string) (int64, error) {
+	var up any = upTo
+	if upTo == 0 {
+		up = "" // append alone
+	}
+	args := append([]any{up, LedgerTTL.Milliseconds(), g.keep, g.maxAge.Milliseconds()}, flatten(entry)...)
+	return passScript.Run(ctx, b.rdb, []string{g.key, g.history}, args...).Int64()
+}
+
+func (b *redisBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
+	end := "+"
+	if before != "" {
+		end = "(" + before
+	}
+	msgs, err := b.rdb.XRevRangeN(ctx, key, end, "-", int64(limit)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(msgs))
+	for _, m := range msgs {
+		f := make(map[string]string, len(m.Values))
+		for k, v := range m.Values {
+			if s, ok := v.(string); ok {
+				f[k] = s
+			}
+		}
+		out = append(out, Entry{ID: m.ID, Time: entryTime(m.ID), Fields: f})
+	}
+	return out, nil
+}
+
+func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
+	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if paused {
+			p.HSet(ctx, key, "paused", 1)
+		} else {
+			p.HDel(ctx, key, "paused")
+		}
+		p.PExpire(ctx, key, LedgerTTL)
+		return nil
+	})
+	return err
+}
+
+func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
+	var n *redis.IntCmd
+	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.HIncrBy(ctx, key, "triggers", 1)
+		p.PExpire(ctx, key, LedgerTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n.Val(), nil
+}
+
+func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
+	var fields *redis.MapStringStringCmd
+	var exists *redis.IntCmd
+	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fields = p.HGetAll(ctx, key)
+		exists = p.Exists(ctx, k.lock)
+		return nil
+	})
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return nil, false, fmt.Errorf("%w: %w", ErrBadKey, err)
+		}
+		return nil, false, err
+	}
+	return fields.Val(), exists.Val() == 1, nil
+}
+
+// entryTime is the store's time of an entry id: its milliseconds.
+func entryTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return time.UnixMilli(n)
+}
+
+// flatten is an entry's fields as XADD's arguments, in a stable order.
+func flatten(f map[string]string) []any {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]any, 0, 2*len(f))
+	for _, k := range keys {
+		out = append(out, k, f[k])
+	}
+	return out
+}
