@@ -23,7 +23,7 @@ TEST_TARGETS := $(addprefix test/,chaos . cmd/scheduler examples bench)
 
 .PHONY: test $(TEST_TARGETS) test-oldest-go check-modules check-deps chaos bench lint run tidy
 
-## test: check the modules' go.mod files, then vet and race-test every module, and the bench module's own tests, two modules at a time, each module's output together (needs redis-server and redis-sentinel in PATH; the tests start their own)
+## test: check the modules' go.mod files, then vet and race-test every module, and the bench module's own tests, three modules at a time, each module's output together (needs redis-server and redis-sentinel in PATH; the tests start their own)
 test: check-modules check-deps
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -O $(TEST_TARGETS)
 
