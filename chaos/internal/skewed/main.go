@@ -11,10 +11,14 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/testkit/testclock"
+	"github.com/lockcron/lockcron/jobs/execjob"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
 func main() {
+	if code, ok := execjob.Supervise(); ok {
+		os.Exit(code)
+	}
 	off, err := time.ParseDuration(os.Getenv("CHAOS_CLOCK_OFFSET"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "skewed: CHAOS_CLOCK_OFFSET: %v\n", err)
