@@ -12,7 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -69,8 +71,8 @@ func TestClaimsShareRoundTrips(t *testing.T) {
 	rdb := srv.Client()
 	h := &pipeHook{}
 	rdb.AddHook(h)
-	c := mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
-	ctx := testCtx(t)
+	c := locktest.Made(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
+	ctx := testkit.Context(t)
 	const n = 200
 	ledgers := make([]*fleet.Ledger, n)
 	for i := range ledgers {
@@ -119,8 +121,8 @@ func TestQueuedClaimLeavesWithItsCtx(t *testing.T) {
 	rdb := srv.Client()
 	onWay := &sendHook{key: "lockcron:{first}", sent: make(chan struct{}, 10)}
 	rdb.AddHook(onWay)
-	c := mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
-	ctx := testCtx(t)
+	c := locktest.Made(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
+	ctx := testkit.Context(t)
 	first, err := fleet.New(c).Ledger("first", "job")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -17,7 +18,7 @@ func TestPublishSubscribe(t *testing.T) {
 	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
 			cs := locktest.NewStore(t, be).NewClients(t, 2)
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			got := make(chan string, 10)
 			stopA, err := fleet.New(cs[0]).Subscribe("control", func(p string) { got <- "a:" + p })
 			if err != nil {
@@ -78,7 +79,7 @@ func TestLedgerPauseAndTrigger(t *testing.T) {
 	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
 			cs := locktest.NewStore(t, be).NewClients(t, 2)
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			ga, err := fleet.New(cs[0]).Ledger("job", "job")
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -20,7 +21,7 @@ func TestFairLedgerOrder(t *testing.T) {
 	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
 			cs := locktest.NewStore(t, be).NewClients(t, 3)
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			first, err := fleet.New(cs[0]).FairLedger("shared", "job-0")
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +52,7 @@ func TestFairLedgerOrder(t *testing.T) {
 						order <- result{i: i, err: err}
 					}
 				}()
-				waitQueued(t, c, "shared", before+1)
+				locktest.WaitQueued(t, c, "shared", before+1)
 			}
 			if err := held.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 				t.Fatal(err)
@@ -83,7 +84,7 @@ func TestFairLedgerNoWaitClaims(t *testing.T) {
 	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
 			cs := locktest.NewStore(t, be).NewClients(t, 3, lock.WithWaiterTTL(time.Minute))
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			ledger := func(c *lock.Client) *fleet.Ledger {
 				g, err := fleet.New(c).FairLedger("job", "job")
 				if err != nil {
@@ -101,7 +102,7 @@ func TestFairLedgerNoWaitClaims(t *testing.T) {
 				_, err := ledger(cs[1]).Claim(ctx, 1, false)
 				waited <- err
 			}()
-			waitQueued(t, cs[1], "job", 1)
+			locktest.WaitQueued(t, cs[1], "job", 1)
 			// A one-attempt claim of a later tick finds the lock held and
 			// takes no place.
 			if _, err := ledger(cs[2]).Claim(ctx, 2, false, lock.WithWait(0)); !errors.Is(err, lock.ErrLocked) {
@@ -126,17 +127,5 @@ func TestFairLedgerNoWaitClaims(t *testing.T) {
 				t.Fatalf("%d waiters left", n)
 			}
 		})
-	}
-}
-
-// waitQueued polls until c has n goroutines waiting for name.
-func waitQueued(t *testing.T, c *lock.Client, name string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Waiting(name) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines wait for %q after 5s, want %d", c.Waiting(name), name, n)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/faultproxy"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -41,7 +42,7 @@ func TestNoFalseLockLossOfQueuedClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	ledgers := make([]*fleet.Ledger, n)
 	for i := range ledgers {
 		if ledgers[i], err = fleet.New(c).Ledger("queued-"+strconv.Itoa(i), "job"); err != nil {

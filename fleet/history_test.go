@@ -217,7 +217,7 @@ func TestLedgerHistory(t *testing.T) {
 func TestLedgerHistoryRedis(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
+	c := locktest.NewClient(t, srv)
 	rdb := srv.Client()
 	g := ledger(t, c, "typed")
 	if want := "lockcron:{typed}:ledger:job:history"; g.HistoryKey() != want {

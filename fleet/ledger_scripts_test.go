@@ -12,7 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 )
 
 // The ledger's scripts, read from the files the package embeds, run on
@@ -43,7 +45,7 @@ type ledgerScripts struct {
 
 func newLedgerScripts(t *testing.T) *ledgerScripts {
 	t.Helper()
-	load := func(name string) *redis.Script { return redis.NewScript(scriptSource(t, "lib.lua", name)) }
+	load := func(name string) *redis.Script { return redis.NewScript(locktest.ScriptSource(t, "lib.lua", name)) }
 	return &ledgerScripts{rdb: redistest.Start(t).Client(), claimS: load("claim.lua"), finS: load("finish.lua")}
 }
 
@@ -155,7 +157,7 @@ func sameDump(t *testing.T, what string, got, want map[string]string) {
 func TestClaimScriptRetryAfterLostReply(t *testing.T) {
 	t.Parallel()
 	s := newLedgerScripts(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const tick = 1000
 	for _, tc := range []struct {
 		name    string
@@ -202,7 +204,7 @@ func TestClaimScriptRetryAfterLostReply(t *testing.T) {
 func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 	t.Parallel()
 	s := newLedgerScripts(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k := keysOf("finish")
 	const owner, tick = "me:1", 1000
 	if r := s.claim(t, ctx, k, owner, tick); r[0] != 1 {
@@ -258,7 +260,7 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 func TestFinishScriptWrongHoldCount(t *testing.T) {
 	t.Parallel()
 	s := newLedgerScripts(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k := keysOf("holds")
 	const owner, tick = "me:1", 1000
 	if r := s.claim(t, ctx, k, owner, tick); r[0] != 1 {
@@ -277,7 +279,7 @@ func TestFinishScriptWrongHoldCount(t *testing.T) {
 func TestClaimScriptLedgerWrongType(t *testing.T) {
 	t.Parallel()
 	s := newLedgerScripts(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k := keysOf("wrongtype")
 	s.rdb.Set(ctx, k.ledger, "not a ledger", 0)
 	before := s.dump(t, ctx)
@@ -293,7 +295,7 @@ func TestClaimScriptLedgerWrongType(t *testing.T) {
 func TestFinishScriptLedgerWrongType(t *testing.T) {
 	t.Parallel()
 	s := newLedgerScripts(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k := keysOf("wrongtype")
 	const owner, tick = "me:1", 1000
 	if r := s.claim(t, ctx, k, owner, tick); r[0] != 1 {
@@ -327,7 +329,7 @@ func TestFinishScriptLedgerWrongType(t *testing.T) {
 func TestLedgerScriptsSeen(t *testing.T) {
 	t.Parallel()
 	s := newLedgerScripts(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k := keysOf("seen")
 	seen := func() string { return s.rdb.HGet(ctx, k.ledger, "seen").Val() }
 	s.rdb.HSet(ctx, k.ledger, "seen", 5000)
@@ -369,7 +371,7 @@ func TestLedgerScriptsSeen(t *testing.T) {
 func TestFinishScriptAfterExpiry(t *testing.T) {
 	t.Parallel()
 	s := newLedgerScripts(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	k := keysOf("late")
 	const owner, tick = "me:1", 1000
 	rec := finishRec{holds: 1, tick: tick, done: true, outcome: "ran", tries: 1, seen: tick}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -59,7 +60,7 @@ func awaitClaim(t *testing.T, ch <-chan claimResult) claimResult {
 func TestLedgerOncePerTick(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		a, b := ledger(t, store.NewClient(t), "job"), ledger(t, store.NewClient(t), "job")
 		cl := mustClaim(t, ctx, a, 100)
 		if cl.Try != 1 || cl.Tick != 100 || cl.Token() <= 0 {
@@ -113,7 +114,7 @@ func TestLedgerOncePerTick(t *testing.T) {
 func TestLedgerWaiterStopsWhenTickIsDone(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		a := ledger(t, store.NewClient(t), "job")
 		cb := store.NewClient(t)
 		b := ledger(t, cb, "job")
@@ -132,7 +133,7 @@ func TestLedgerWaiterStopsWhenTickIsDone(t *testing.T) {
 func TestLedgerGiveBack(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		a := ledger(t, store.NewClient(t), "job")
 		cb := store.NewClient(t)
 		b := ledger(t, cb, "job")
@@ -158,7 +159,7 @@ func TestLedgerGiveBack(t *testing.T) {
 func TestLedgerDeadHolder(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		ca := store.NewClient(t)
 		a, b := ledger(t, ca, "job"), ledger(t, store.NewClient(t), "job")
 		cl := mustClaim(t, ctx, a, 7)
@@ -212,7 +213,7 @@ func TestLedgerDeadHolder(t *testing.T) {
 func TestLedgerOverlap(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		a := ledger(t, store.NewClient(t), "job")
 		cb := store.NewClient(t)
 		b := ledger(t, cb, "job")
@@ -241,7 +242,7 @@ func TestLedgerOverlap(t *testing.T) {
 func TestLedgerReentryAndFinishDropsAllHolds(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c := store.NewClient(t)
 		cl := mustClaim(t, ctx, ledger(t, c, "job"), 1)
 		inner, err := c.Mutex("job").Lock(cl.Context())
@@ -262,7 +263,7 @@ func TestLedgerReentryAndFinishDropsAllHolds(t *testing.T) {
 func TestLedgerWaitEndsWithCtx(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		cl := mustClaim(t, ctx, ledger(t, store.NewClient(t), "job"), 1)
 		defer cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1})
 		cb := store.NewClient(t)
@@ -304,8 +305,8 @@ func TestLedgerBadInput(t *testing.T) {
 func TestLedgerWrongTypeKey(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 	g := ledger(t, c, "job")
 	srv.Do("SET", g.Key(), "not a ledger")
 	if _, err := g.Claim(ctx, 1, false); !errors.Is(err, lock.ErrBadKey) {
@@ -325,8 +326,8 @@ func TestLedgerWrongTypeKey(t *testing.T) {
 func TestLedgerKeyAndTTL(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 	g := ledger(t, c, "nightly")
 	if g.Key() != "lockcron:{nightly}:ledger:job" {
 		t.Fatalf("key = %q", g.Key())
@@ -347,7 +348,7 @@ func TestLedgerKeyAndTTL(t *testing.T) {
 func TestLedgerDefinition(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c1, c2 := store.NewClient(t), store.NewClient(t)
 		v1, err := fleet.New(c1).Ledger("job", "job", fleet.WithDefinition("v1"))
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -77,7 +78,7 @@ func TestLedgerWatch(t *testing.T) {
 				name += "/fair"
 			}
 			t.Run(name, func(t *testing.T) {
-				ctx := testCtx(t)
+				ctx := testkit.Context(t)
 				a, b, bCmds := twoClients(t, be)
 				ledger := func(c *lock.Client) *fleet.Ledger {
 					mk := fleet.New(c).Ledger
@@ -196,7 +197,7 @@ func TestLedgerWatch(t *testing.T) {
 func TestHeartbeat(t *testing.T) {
 	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			a, b, _ := twoClients(t, be)
 			beat := func(c *lock.Client, member string, ttl time.Duration) []string {
 				t.Helper()
@@ -253,8 +254,8 @@ func TestHeartbeat(t *testing.T) {
 func TestHeartbeatBadKey(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
-	c := mkClient(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(srv.Client(), o...) }, nil)
+	ctx := testkit.Context(t)
+	c := locktest.Made(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(srv.Client(), o...) }, nil)
 	srv.Do("SET", "lockcron:members:{fleet}", "x")
 	_, err := fleet.New(c).Heartbeat(ctx, "fleet", "a", time.Second)
 	if !errors.Is(err, lock.ErrBadKey) || !strings.Contains(err.Error(), "lockcron:members:{fleet}") {

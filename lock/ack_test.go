@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -32,8 +34,8 @@ func startReplica(t *testing.T, primary *redistest.Server) *redistest.Server {
 // wraps ErrNoAck and the lock is given back.
 func TestReplicaAckFailsClosed(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
-	c := newClient(t, srv, lock.WithReplicaAck(1, 50*time.Millisecond))
+	ctx := testkit.Context(t)
+	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 50*time.Millisecond))
 	for name, l := range map[string]lock.Locker{"mutex": c.Mutex("acked"), "fair": c.FairMutex("acked")} {
 		_, err := l.Lock(ctx)
 		if !errors.Is(err, lock.ErrNoAck) || !strings.Contains(err.Error(), "0 of 1 replicas") {
@@ -53,8 +55,8 @@ func TestReplicaAckFailsClosed(t *testing.T) {
 func TestReplicaAckWaitsForReplica(t *testing.T) {
 	srv := redistest.Start(t)
 	replica := startReplica(t, srv)
-	ctx := testCtx(t)
-	c := newClient(t, srv, lock.WithReplicaAck(1, 5*time.Second), lock.WithLeaseTime(300*time.Millisecond))
+	ctx := testkit.Context(t)
+	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 5*time.Second), lock.WithLeaseTime(300*time.Millisecond))
 	l, err := c.Mutex("acked").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +82,8 @@ func TestAOFAckUnsupported(t *testing.T) {
 	if v := srv.Do("INFO", "server").(string); !strings.Contains(v, "redis_version:7.0") && !strings.Contains(v, "redis_version:6") {
 		t.Skip("this server may have WAITAOF")
 	}
-	c := newClient(t, srv, lock.WithAOFAck(0, 1, 50*time.Millisecond))
-	_, err := c.Mutex("aof").Lock(testCtx(t))
+	c := locktest.NewClient(t, srv, lock.WithAOFAck(0, 1, 50*time.Millisecond))
+	_, err := c.Mutex("aof").Lock(testkit.Context(t))
 	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "WAITAOF needs Redis 7.2") {
 		t.Fatalf("Lock with WAITAOF on Redis 7.0: %v, want ErrUnsupported naming WAITAOF", err)
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -45,7 +47,7 @@ func watchExclusion(ctx context.Context, holder *lock.Lease, contender lock.Lock
 // learns that it lost it; no one else gets it meanwhile.
 func TestSentinelFailoverWhileHeld(t *testing.T) {
 	s := redistest.StartSentinel(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	holderC, err := lock.New(s.Client(), lock.WithLeaseTime(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestSentinelFailoverWhileHeld(t *testing.T) {
 // lease before the lock can expire and be taken.
 func TestSentinelFailoverWithAck(t *testing.T) {
 	s := redistest.StartSentinel(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	holderC, err := lock.New(s.Client(), lock.WithLeaseTime(time.Second), lock.WithReplicaAck(1, 200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +149,7 @@ func TestSentinelFailoverWithAck(t *testing.T) {
 // three primaries.
 func TestClusterLocksAllSlots(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	c, err := lock.New(cl.Client())
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +191,7 @@ func TestClusterLocksAllSlots(t *testing.T) {
 // failover still reaches the waiter long before the holder's TTL.
 func TestClusterWaiterWokenAfterFailover(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	holderC, err := lock.New(cl.Client(), lock.WithLeaseTime(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +226,7 @@ func TestClusterWaiterWokenAfterFailover(t *testing.T) {
 			got <- time.Now()
 			_ = w.Unlock(ctx)
 		})
-		waitQueued(t, waiterC, name, 1)
+		locktest.WaitQueued(t, waiterC, name, 1)
 		cl.Failover(cl.PrimaryForKey("lockcron:{" + name + "}"))
 		// Either the holder still holds (and unlocks now), or the failover
 		// lost the lock and the waiter took it.

@@ -13,31 +13,9 @@ import (
 
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
-
-// mkClient makes a Client with f, closed when the test ends.
-func mkClient(t *testing.T, f func(...lock.Option) (*lock.Client, error), opts []lock.Option) *lock.Client {
-	t.Helper()
-	c, err := f(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// waitQueued polls until c has n goroutines waiting for name.
-func waitQueued(t *testing.T, c *lock.Client, name string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Waiting(name) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines wait for %q after 5s, want %d", c.Waiting(name), name, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // Twenty waiters on four Clients enter the queue in a known order and
 // acquire in exactly that order.
@@ -46,7 +24,7 @@ func TestFairOrder(t *testing.T) {
 	for _, be := range locktest.Backends {
 		t.Run(be, func(t *testing.T) {
 			clients := locktest.NewStore(t, be).NewClients(t, 4)
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			holder, err := clients[0].FairMutex("fifo").Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -73,7 +51,7 @@ func TestFairOrder(t *testing.T) {
 						errs <- err
 					}
 				}()
-				waitQueued(t, c, "fifo", before+1)
+				locktest.WaitQueued(t, c, "fifo", before+1)
 			}
 			if err := holder.Unlock(ctx); err != nil {
 				t.Fatal(err)
@@ -101,7 +79,7 @@ func TestFairWaiterLeaves(t *testing.T) {
 				// A long TTL: only leaving, not expiry, can let the next go.
 				clients := locktest.NewStore(t, be).NewClients(t, 3, lock.WithWaiterTTL(time.Minute))
 				holderC, gone, next := clients[0], clients[1], clients[2]
-				ctx := testCtx(t)
+				ctx := testkit.Context(t)
 				holder, err := holderC.FairMutex("leave").Lock(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -113,9 +91,9 @@ func TestFairWaiterLeaves(t *testing.T) {
 					_, err := gone.FairMutex("leave").Lock(gctx)
 					goneErr <- err
 				}()
-				waitQueued(t, gone, "leave", 1)
+				locktest.WaitQueued(t, gone, "leave", 1)
 				got := locktest.LockAsync(ctx, next.FairMutex("leave"))
-				waitQueued(t, next, "leave", 1)
+				locktest.WaitQueued(t, next, "leave", 1)
 
 				if how == "ctx" {
 					cancel()
@@ -144,9 +122,9 @@ func TestFairWaiterLeaves(t *testing.T) {
 func TestFairDeadWaiterExpires(t *testing.T) {
 	const ttl = 600 * time.Millisecond
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
-	holderC := newClient(t, srv, lock.WithWaiterTTL(ttl))
-	next := newClient(t, srv, lock.WithWaiterTTL(ttl))
+	ctx := testkit.Context(t)
+	holderC := locktest.NewClient(t, srv, lock.WithWaiterTTL(ttl))
+	next := locktest.NewClient(t, srv, lock.WithWaiterTTL(ttl))
 	deadRdb := redis.NewClient(srv.Options())
 	dead, err := lock.New(deadRdb, lock.WithWaiterTTL(ttl))
 	if err != nil {
@@ -163,9 +141,9 @@ func TestFairDeadWaiterExpires(t *testing.T) {
 		_, err := dead.FairMutex("dead").Lock(ctx)
 		deadErr <- err
 	}()
-	waitQueued(t, dead, "dead", 1)
+	locktest.WaitQueued(t, dead, "dead", 1)
 	got := locktest.LockAsync(ctx, next.FairMutex("dead"))
-	waitQueued(t, next, "dead", 1)
+	locktest.WaitQueued(t, next, "dead", 1)
 
 	_ = deadRdb.Close() // the dead waiter's renewals and its leave fail
 	cut := time.Now()
@@ -189,10 +167,10 @@ func TestFairDeadWaiterExpires(t *testing.T) {
 func TestFairUnlockWakesOne(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	clients := make([]*lock.Client, 4)
 	for i := range clients {
-		clients[i] = newClient(t, srv, lock.WithWaiterTTL(time.Minute)) // no renewals meanwhile
+		clients[i] = locktest.NewClient(t, srv, lock.WithWaiterTTL(time.Minute)) // no renewals meanwhile
 	}
 	holder, err := clients[0].FairMutex("one").Lock(ctx)
 	if err != nil {
@@ -209,7 +187,7 @@ func TestFairUnlockWakesOne(t *testing.T) {
 			}
 			got <- l
 		}()
-		waitQueued(t, c, "one", before+1)
+		locktest.WaitQueued(t, c, "one", before+1)
 	}
 	before := scriptCalls(t, srv)
 	if err := holder.Unlock(ctx); err != nil {
@@ -256,11 +234,11 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int {
 func TestFairRestartEmpty(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const ttl = 300 * time.Millisecond
 	clients := make([]*lock.Client, 3)
 	for i := range clients {
-		clients[i] = newClient(t, srv, lock.WithWaiterTTL(ttl), lock.WithLeaseTime(time.Second))
+		clients[i] = locktest.NewClient(t, srv, lock.WithWaiterTTL(ttl), lock.WithLeaseTime(time.Second))
 	}
 	holder, err := clients[0].FairMutex("restart").Lock(ctx)
 	if err != nil {
@@ -282,7 +260,7 @@ func TestFairRestartEmpty(t *testing.T) {
 				errs <- err
 			}
 		}()
-		waitQueued(t, c, "restart", before+1)
+		locktest.WaitQueued(t, c, "restart", before+1)
 	}
 	srv.Restart()
 	select {
@@ -310,8 +288,8 @@ func TestFairRestartEmpty(t *testing.T) {
 func TestFairTryLockDoesNotQueue(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
-	a, b := newClient(t, srv), newClient(t, srv)
+	ctx := testkit.Context(t)
+	a, b := locktest.NewClient(t, srv), locktest.NewClient(t, srv)
 	l, err := a.FairMutex("try").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -329,8 +307,8 @@ func TestFairTryLockDoesNotQueue(t *testing.T) {
 func TestFairBadQueueKey(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
-	a, b := newClient(t, srv), newClient(t, srv)
+	ctx := testkit.Context(t)
+	a, b := locktest.NewClient(t, srv), locktest.NewClient(t, srv)
 	l, err := a.FairMutex("bad").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -147,8 +148,8 @@ func TestLostReleaseReplyReportsSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	other := newClient(t, srv)
-	ctx := testCtx(t)
+	other := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 	rw, otherRW := c.RWMutex("rw"), other.RWMutex("rw")
 	for _, tc := range []struct {
 		name    string
@@ -223,8 +224,8 @@ func TestLostReleaseReplyReportsSuccess(t *testing.T) {
 // ledger's claims; TryLock reports the failure at once.
 func TestLockRidesOutRestart(t *testing.T) {
 	srv := redistest.Start(t)
-	c := newClient(t, srv, lock.WithLeaseTime(time.Second))
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv, lock.WithLeaseTime(time.Second))
+	ctx := testkit.Context(t)
 	g, err := fleet.New(c).Ledger("claimed", "job")
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func TestLockRidesOutRestart(t *testing.T) {
 	})
 	// Every call has met the dead store at least once before it comes back.
 	for _, name := range []string{"mutex", "fair", "rw", "rw2", "sem"} {
-		waitQueued(t, c, name, 1)
+		locktest.WaitQueued(t, c, name, 1)
 	}
 	<-time.After(300 * time.Millisecond)
 	srv.Restart()
@@ -289,7 +290,7 @@ func TestLockRidesOutSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	g, err := fleet.New(c).Ledger("claims", "job")
 	if err != nil {
 		t.Fatal(err)
@@ -393,7 +394,7 @@ func TestLockRidesOutSentinelFailover(t *testing.T) {
 func TestWaiterResumesAfterRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	const names = 8
-	holder := newClient(t, srv, lock.WithLeaseTime(time.Second))
+	holder := locktest.NewClient(t, srv, lock.WithLeaseTime(time.Second))
 	client := func() *lock.Client {
 		// A dialer that retries every 20 ms within the dial timeout, as
 		// go-redis's DialerRetries (v9.10 and later) would: the library
@@ -423,7 +424,7 @@ func TestWaiterResumesAfterRestart(t *testing.T) {
 		return c
 	}
 	waiters := []*lock.Client{client(), client()}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	var delays []time.Duration
 	for round := range 3 {
 		var held []*lock.Lease
@@ -448,7 +449,7 @@ func TestWaiterResumesAfterRestart(t *testing.T) {
 		}
 		for i := range names {
 			for _, w := range waiters {
-				waitQueued(t, w, lockName(round, i), 1)
+				locktest.WaitQueued(t, w, lockName(round, i), 1)
 			}
 		}
 		srv.Kill()
@@ -510,7 +511,7 @@ func TestNoFalseLockLossOnSlowNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	lockers := []lock.Locker{c.Mutex("slow-a"), c.FairMutex("slow-b"), c.RWMutex("slow-c"), c.Semaphore("slow-d", 1)}
 	// A warm Client, as in a running service: its scripts are loaded and
 	// it has connections. (A new connection's handshake, or a script the
@@ -572,7 +573,7 @@ func TestNoFalseLockLossOnColdConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locktest.MustUnlock(t, locktest.MustLock(t, testCtx(t), warm.Mutex("cold")))
+	locktest.MustUnlock(t, locktest.MustLock(t, testkit.Context(t), warm.Mutex("cold")))
 	warm.Close()
 	f := newFaultyConns()
 	f.setDelay(leaseTime * 30 / 100)
@@ -582,7 +583,7 @@ func TestNoFalseLockLossOnColdConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	start := time.Now()
 	lease := locktest.MustLock(t, ctx, c.Mutex("cold"))
 	t.Logf("first Lock on a cold connection took %v (lease %v)", time.Since(start), leaseTime)

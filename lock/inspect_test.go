@@ -12,6 +12,7 @@ import (
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -146,7 +147,7 @@ func inspectSortHolders(hs []lock.Holder) []lock.Holder {
 func TestLocks(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c1 := e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("one"))
 		c2 := e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithClientID("two"))
 
@@ -162,14 +163,14 @@ func TestLocks(t *testing.T) {
 
 		fair := locktest.MustLock(t, ctx, c1.FairMutex("fair"))
 		fw1 := inspectLockAsync(ctx, c2.FairMutex("fair"))
-		waitQueued(t, c2, "fair", 1)
+		locktest.WaitQueued(t, c2, "fair", 1)
 		fw2 := inspectLockAsync(ctx, c2.FairMutex("fair"))
-		waitQueued(t, c2, "fair", 2)
+		locktest.WaitQueued(t, c2, "fair", 2)
 
 		r1 := locktest.MustLock(t, ctx, c1.RWMutex("rw").RLocker())
 		r2 := locktest.MustLock(t, ctx, c2.RWMutex("rw").RLocker())
 		writer := inspectLockAsync(ctx, c2.RWMutex("rw"))
-		waitQueued(t, c2, "rw", 1)
+		locktest.WaitQueued(t, c2, "rw", 1)
 
 		p1 := locktest.MustLock(t, ctx, c1.Semaphore("sem", 3))
 		p2 := locktest.MustLock(t, ctx, c2.Semaphore("sem", 3))
@@ -234,7 +235,7 @@ func TestLocks(t *testing.T) {
 func TestLocksWriter(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c := e.NewClient(t, lock.WithLeaseTime(inspectLease))
 		rw := c.RWMutex("doc")
 		w := locktest.MustLock(t, ctx, rw)
@@ -256,7 +257,7 @@ func TestLocksWriter(t *testing.T) {
 func TestLocksExpired(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c := e.NewClient(t, lock.WithLeaseTime(inspectLease))
 		// Long enough for all four to be taken and listed on a loaded
 		// machine, short enough to wait out.
@@ -291,7 +292,7 @@ func TestLocksExpired(t *testing.T) {
 func TestLocksKeyPrefix(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		byPrefix := map[string]*lock.Client{
 			"lockcron": e.NewClient(t, lock.WithLeaseTime(inspectLease)),
 			"other":    e.NewClient(t, lock.WithLeaseTime(inspectLease), lock.WithKeyPrefix("other")),
@@ -324,7 +325,7 @@ func TestLocksKeyPrefix(t *testing.T) {
 // ErrBadKey; the listing goes on.
 func TestLocksWrongType(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c, err := lock.New(rdb, lock.WithLeaseTime(inspectLease))
@@ -398,7 +399,7 @@ func TestLocksWrongType(t *testing.T) {
 // Thousands of locks take several SCAN pages and pipelines, and tokens
 // alone are skipped.
 func TestLocksMany(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const n = 2500
@@ -433,7 +434,7 @@ func TestLocksMany(t *testing.T) {
 
 // On a Cluster, Locks walks every primary.
 func TestLocksCluster(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	cl := redistest.StartCluster(t)
 	c, err := lock.New(cl.Client(), lock.WithLeaseTime(inspectLease))
 	if err != nil {
@@ -484,7 +485,7 @@ func TestLocksErrors(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, e locktest.Store) {
 		c := e.NewClient(t)
-		locktest.MustLock(t, testCtx(t), c.Mutex("a"))
+		locktest.MustLock(t, testkit.Context(t), c.Mutex("a"))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := c.Locks(ctx); !errors.Is(err, context.Canceled) {

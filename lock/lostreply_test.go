@@ -6,14 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -49,25 +50,9 @@ func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// scriptSource is a script as the Client sends it: the files of
-// internal/core/scripts named, one after the other (lib.lua first, for the scripts
-// that use it).
-func scriptSource(t *testing.T, files ...string) string {
-	t.Helper()
-	var src []byte
-	for _, f := range files {
-		b, err := os.ReadFile("../internal/core/scripts/" + f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = append(src, b...)
-	}
-	return string(src)
-}
-
 func scriptSHA(t *testing.T, files ...string) string {
 	t.Helper()
-	sum := sha1.Sum([]byte(scriptSource(t, files...)))
+	sum := sha1.Sum([]byte(locktest.ScriptSource(t, files...)))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -77,9 +62,9 @@ func scriptSHA(t *testing.T, files ...string) string {
 // and no one else gets it meanwhile.
 func TestLostReplyDuringWait(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	const leaseTime = time.Second
-	holder := newClient(t, srv)
+	holder := locktest.NewClient(t, srv)
 	hook := &loseReply{calls: map[string]int{}}
 	rdb := srv.Client()
 	rdb.AddHook(hook)
@@ -102,7 +87,7 @@ func TestLostReplyDuringWait(t *testing.T) {
 		}
 		got <- l
 	}()
-	waitQueued(t, waiterC, "lost", 1)
+	locktest.WaitQueued(t, waiterC, "lost", 1)
 	hook.mu.Lock()
 	hook.armed = acquireSHA
 	hook.mu.Unlock()
@@ -130,7 +115,7 @@ func TestLostReplyDuringWait(t *testing.T) {
 	if pttl := srv.Do("PTTL", "lockcron:{lost}").(int64); time.Duration(pttl)*time.Millisecond < leaseTime*8/10 {
 		t.Fatalf("the lease taken over by the retry has %dms left in Redis; its time was not started again", pttl)
 	}
-	other := newClient(t, srv)
+	other := locktest.NewClient(t, srv)
 	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if x, err := other.Mutex("lost").TryLock(ctx); err == nil {
 			_ = x.Unlock(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -21,7 +22,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 		t.Run(be, func(t *testing.T) {
 			cs := locktest.NewStore(t, be).NewClients(t, 2)
 			a, b := cs[0], cs[1]
-			ctx := testCtx(t)
+			ctx := testkit.Context(t)
 			other, err := b.Mutex("y").Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -132,9 +133,9 @@ func TestMultiOppositeOrders(t *testing.T) {
 // back the other parts.
 func TestMultiPartLost(t *testing.T) {
 	srv1, srv2 := redistest.Start(t), redistest.Start(t)
-	c1 := newClient(t, srv1, lock.WithLeaseTime(300*time.Millisecond))
-	c2 := newClient(t, srv2, lock.WithLeaseTime(300*time.Millisecond))
-	ctx := testCtx(t)
+	c1 := locktest.NewClient(t, srv1, lock.WithLeaseTime(300*time.Millisecond))
+	c2 := locktest.NewClient(t, srv2, lock.WithLeaseTime(300*time.Millisecond))
+	ctx := testkit.Context(t)
 	l, err := lock.Multi(c1.Mutex("a"), c2.Mutex("b")).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestMultiPartLost(t *testing.T) {
 	if err := l.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("Unlock of a lost Multi: %v, want ErrNotHeld", err)
 	}
-	other := newClient(t, srv1)
+	other := locktest.NewClient(t, srv1)
 	x, err := other.Mutex("a").TryLock(ctx)
 	if err != nil {
 		t.Fatalf("part a after the lost Multi's Unlock: %v", err)
@@ -168,7 +169,7 @@ func TestCompositeInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	for name, l := range map[string]lock.Locker{
 		"Multi()":            lock.Multi(),
 		"Multi(nil)":         lock.Multi(c.Mutex("a"), nil),
@@ -187,7 +188,7 @@ func redlockServers(t *testing.T, n int, name string, opts ...lock.Option) ([]*r
 	parts := make([]lock.Locker, n)
 	for i := range srvs {
 		srvs[i] = redistest.Start(t)
-		parts[i] = newClient(t, srvs[i], opts...).Mutex(name)
+		parts[i] = locktest.NewClient(t, srvs[i], opts...).Mutex(name)
 	}
 	return srvs, parts
 }
@@ -197,7 +198,7 @@ func redlockServers(t *testing.T, n int, name string, opts ...lock.Option) ([]*r
 func TestRedLockMajority(t *testing.T) {
 	t.Parallel()
 	srvs, parts := redlockServers(t, 3, "red")
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	rl := lock.RedLock(parts...)
 
 	l, err := rl.Lock(ctx, lock.WithWait(2*time.Second))
@@ -206,7 +207,7 @@ func TestRedLockMajority(t *testing.T) {
 	}
 	otherParts := make([]lock.Locker, 3)
 	for i, s := range srvs {
-		otherParts[i] = newClient(t, s).Mutex("red")
+		otherParts[i] = locktest.NewClient(t, s).Mutex("red")
 	}
 	if _, err := lock.RedLock(otherParts...).TryLock(ctx); !errors.Is(err, lock.ErrLocked) {
 		t.Fatalf("a second RedLock owner: %v, want ErrLocked", err)
@@ -240,7 +241,7 @@ func TestRedLockMajority(t *testing.T) {
 // when a majority is lost.
 func TestRedLockLoss(t *testing.T) {
 	srvs, parts := redlockServers(t, 3, "loss", lock.WithLeaseTime(300*time.Millisecond))
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	l, err := lock.RedLock(parts...).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestRedLockLoss(t *testing.T) {
 // shortest lease could expire on any server.
 func TestRedLockValidity(t *testing.T) {
 	_, parts := redlockServers(t, 3, "valid")
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	start := time.Now()
 	l, err := lock.RedLock(parts...).Lock(ctx, lock.WithLease(300*time.Millisecond))
 	if err != nil {
@@ -303,7 +304,7 @@ func TestMultiReentryAndRelease(t *testing.T) {
 	c2, _ := store.NewClient()
 	defer c1.Close()
 	defer c2.Close()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	l, err := lock.Multi(c1.Mutex("a"), c1.Mutex("b")).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)

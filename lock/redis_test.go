@@ -11,24 +11,9 @@ import (
 
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
-
-func newClient(t *testing.T, srv *redistest.Server, opts ...lock.Option) *lock.Client {
-	t.Helper()
-	c, err := lock.New(srv.Client(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // inScripts are the commands our Lua scripts run; commandstats counts those
 // calls too, and the Clients never send them directly.
@@ -64,8 +49,8 @@ func commandCalls(t *testing.T, srv *redistest.Server) int {
 
 func TestKeyNamesShareHashTag(t *testing.T) {
 	srv := redistest.Start(t)
-	c := newClient(t, srv, lock.WithKeyPrefix("app"))
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv, lock.WithKeyPrefix("app"))
+	ctx := testkit.Context(t)
 	lease, err := c.Mutex("billing").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +76,8 @@ func TestKeyNamesShareHashTag(t *testing.T) {
 func TestBadKeysAreReportedAndKept(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 
 	cases := []struct {
 		name, key string
@@ -142,7 +127,7 @@ func TestBadKeysAreReportedAndKept(t *testing.T) {
 func TestInvalidInputSendsNothing(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	for _, opt := range []lock.Option{lock.WithLeaseTime(0), lock.WithLeaseTime(-time.Second), lock.WithLeaseTime(20 * time.Millisecond), lock.WithKeyPrefix(""), lock.WithKeyPrefix("a{b")} {
 		if _, err := lock.New(srv.Client(), opt); !errors.Is(err, lock.ErrInvalid) {
 			t.Fatalf("New with a bad option: %v, want ErrInvalid", err)
@@ -151,7 +136,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 	if _, err := lock.NewMemory(lock.WithLeaseTime(time.Millisecond)); !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("NewMemory with a bad lease: %v, want ErrInvalid", err)
 	}
-	c := newClient(t, srv)
+	c := locktest.NewClient(t, srv)
 	before := commandCalls(t, srv)
 	for _, call := range []func() error{
 		func() error { _, err := c.Mutex("").Lock(ctx); return err },
@@ -172,8 +157,8 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 func TestNoScriptFallsBackToEval(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 	lease, err := c.Mutex("noscript").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +180,8 @@ func TestNoScriptFallsBackToEval(t *testing.T) {
 func TestPausedRedisCancelsLeaseBeforeExpiry(t *testing.T) {
 	const leaseTime = 2 * time.Second
 	srv := redistest.Start(t)
-	c := newClient(t, srv, lock.WithLeaseTime(leaseTime))
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv, lock.WithLeaseTime(leaseTime))
+	ctx := testkit.Context(t)
 	lease, err := c.Mutex("paused").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -232,8 +217,8 @@ func TestRestartEmptyIsDetectedAndTokensGrow(t *testing.T) {
 	t.Parallel()
 	const leaseTime = 600 * time.Millisecond
 	srv := redistest.Start(t)
-	c := newClient(t, srv, lock.WithLeaseTime(leaseTime))
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv, lock.WithLeaseTime(leaseTime))
+	ctx := testkit.Context(t)
 	lease, err := c.Mutex("restart").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +246,7 @@ func TestUnreachableRedisFailsWithinDeadline(t *testing.T) {
 	for _, fault := range []string{"killed", "paused"} {
 		t.Run(fault, func(t *testing.T) {
 			srv := redistest.Start(t)
-			c := newClient(t, srv)
+			c := locktest.NewClient(t, srv)
 			if fault == "killed" {
 				srv.Kill()
 			} else {
@@ -285,8 +270,8 @@ func TestUnreachableRedisFailsWithinDeadline(t *testing.T) {
 func TestWaiterAcquiresAfterPubSubKilled(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	holder, waiter := newClient(t, srv), newClient(t, srv) // 30s leases
-	ctx := testCtx(t)
+	holder, waiter := locktest.NewClient(t, srv), locktest.NewClient(t, srv) // 30s leases
+	ctx := testkit.Context(t)
 	lease, err := holder.Mutex("pubsub").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -331,12 +316,12 @@ func pubsubConns(t *testing.T, srv *redistest.Server) int {
 func TestOneSharedSubscriptionNoLeaks(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	holder := newClient(t, srv)
+	holder := locktest.NewClient(t, srv)
 	c, err := lock.New(srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	names := []string{"a", "b", "c"}
 	var held []*lock.Lease
 	for _, n := range names {
@@ -398,8 +383,8 @@ func TestOneSharedSubscriptionNoLeaks(t *testing.T) {
 // acquisition costs its acquire and its release, plus the odd subscription.
 func TestContentionCommandsPerAcquisition(t *testing.T) {
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 	mu := c.Mutex("contended")
 	const goroutines, rounds = 8, 40
 	before := commandCalls(t, srv)
@@ -418,9 +403,9 @@ func TestContentionCommandsPerAcquisition(t *testing.T) {
 func TestClientIDInOwner(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c1 := newClient(t, srv, lock.WithClientID("replica-a"))
-	c2 := newClient(t, srv, lock.WithClientID("replica-a"))
-	ctx := testCtx(t)
+	c1 := locktest.NewClient(t, srv, lock.WithClientID("replica-a"))
+	c2 := locktest.NewClient(t, srv, lock.WithClientID("replica-a"))
+	ctx := testkit.Context(t)
 	l1, err := c1.Mutex("x").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -443,8 +428,8 @@ func TestClientIDInOwner(t *testing.T) {
 func TestKeyDeletedByHandCancelsLease(t *testing.T) {
 	const leaseTime = 300 * time.Millisecond
 	srv := redistest.Start(t)
-	c := newClient(t, srv, lock.WithLeaseTime(leaseTime))
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv, lock.WithLeaseTime(leaseTime))
+	ctx := testkit.Context(t)
 	lease, err := c.Mutex("deleted").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -469,8 +454,8 @@ func TestKeyDeletedByHandCancelsLease(t *testing.T) {
 func TestSubscriptionLingersBetweenWaits(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	holder, waiter := newClient(t, srv), newClient(t, srv)
-	ctx := testCtx(t)
+	holder, waiter := locktest.NewClient(t, srv), locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 	round := func() {
 		t.Helper()
 		h, err := holder.Mutex("linger").Lock(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
 
@@ -62,7 +63,7 @@ func waitLeaseDone(t *testing.T, l *lock.Lease, within time.Duration, what strin
 func TestRWMutexReadersShare(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		clients := []*lock.Client{s.NewClient(t), s.NewClient(t), s.NewClient(t)}
 		const readers = 6
 		var leases []*lock.Lease
@@ -110,7 +111,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 func TestRWMutexExclusion(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		clients := []*lock.Client{s.NewClient(t), s.NewClient(t), s.NewClient(t)}
 		var readers, writers, maxReaders, violations, reads, writes atomic.Int64
 		var wg sync.WaitGroup
@@ -180,7 +181,7 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 			hold      = 40 * time.Millisecond
 			goroutine = 6
 		)
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		// The readers stop when rctx ends, should the writer keep the lock.
 		rctx, cancel := context.WithCancel(ctx)
 		rc := []*lock.Client{s.NewClient(t), s.NewClient(t)}
@@ -305,7 +306,7 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 func TestRWMutexReaderLeaseExpiresAlone(t *testing.T) {
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		const leaseTime = 300 * time.Millisecond
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		crashed := s.NewClient(t)
 		alive := s.NewClient(t, lock.WithLeaseTime(leaseTime))
 		wc := s.NewClient(t)
@@ -341,15 +342,15 @@ func TestRWMutexReaderLeaseExpiresAlone(t *testing.T) {
 func TestRWMutexCrashedReaderRedis(t *testing.T) {
 	const leaseTime = 300 * time.Millisecond
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	rdb := srv.Client()
 	crashed, err := lock.New(rdb, lock.WithLeaseTime(leaseTime))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = crashed.Close() })
-	alive := newClient(t, srv, lock.WithLeaseTime(leaseTime))
-	wc := newClient(t, srv)
+	alive := locktest.NewClient(t, srv, lock.WithLeaseTime(leaseTime))
+	wc := locktest.NewClient(t, srv)
 
 	a := locktest.MustLock(t, ctx, crashed.RWMutex("crash").RLocker())
 	b := locktest.MustLock(t, ctx, alive.RWMutex("crash").RLocker())
@@ -377,7 +378,7 @@ func TestRWMutexCrashedReaderRedis(t *testing.T) {
 func TestRWMutexReentry(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c1, c2 := s.NewClient(t), s.NewClient(t)
 		rw, other := c1.RWMutex("re"), c2.RWMutex("re")
 
@@ -434,7 +435,7 @@ func TestRWMutexReentry(t *testing.T) {
 func TestRWMutexDowngrade(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c1, c2 := s.NewClient(t), s.NewClient(t)
 		rw, other := c1.RWMutex("down"), c2.RWMutex("down")
 
@@ -498,7 +499,7 @@ func TestRWMutexDowngrade(t *testing.T) {
 // nothing is sent.
 func TestRWMutexUpgradeRefused(t *testing.T) {
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c := s.NewClient(t)
 		rw := c.RWMutex("up")
 		r := locktest.MustLock(t, ctx, rw.RLocker())
@@ -543,7 +544,7 @@ func TestRWMutexUpgradeRefused(t *testing.T) {
 // readers it held back come in at once.
 func TestRWMutexWriterGivesUp(t *testing.T) {
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c1, c2, c3 := s.NewClient(t), s.NewClient(t), s.NewClient(t)
 		r := locktest.MustLock(t, ctx, c1.RWMutex("giveup").RLocker())
 		wctx, cancel := context.WithCancel(ctx)
@@ -585,8 +586,8 @@ func TestRWMutexWriterGivesUp(t *testing.T) {
 func TestRWMutexDeadWriterMarkLapses(t *testing.T) {
 	const waiterTTL = 300 * time.Millisecond
 	srv := redistest.Start(t)
-	ctx := testCtx(t)
-	c1, c3 := newClient(t, srv), newClient(t, srv)
+	ctx := testkit.Context(t)
+	c1, c3 := locktest.NewClient(t, srv), locktest.NewClient(t, srv)
 	rdb := srv.Client()
 	dead, err := lock.New(rdb, lock.WithWaiterTTL(waiterTTL))
 	if err != nil {
@@ -622,7 +623,7 @@ func TestRWMutexDeadWriterMarkLapses(t *testing.T) {
 func TestRWMutexForceUnlock(t *testing.T) {
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		const leaseTime = 300 * time.Millisecond
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c1 := s.NewClient(t, lock.WithLeaseTime(leaseTime))
 		c2 := s.NewClient(t, lock.WithLeaseTime(leaseTime))
 		r1 := locktest.MustLock(t, ctx, c1.RWMutex("force").RLocker())
@@ -676,8 +677,8 @@ func TestRWMutexForceUnlock(t *testing.T) {
 func TestRWMutexBadKey(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
 	cases := []struct {
 		name, lock, key string
 		setup           []any
@@ -728,8 +729,8 @@ func TestRWMutexBadKey(t *testing.T) {
 func TestRWMutexKeysAndTTL(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	c := newClient(t, srv, lock.WithKeyPrefix("app"))
-	ctx := testCtx(t)
+	c := locktest.NewClient(t, srv, lock.WithKeyPrefix("app"))
+	ctx := testkit.Context(t)
 	rw := c.RWMutex("report")
 	short := locktest.MustLock(t, ctx, rw.RLocker(), lock.WithLease(2*time.Second))
 	long := locktest.MustLock(t, ctx, rw.RLocker(), lock.WithLease(20*time.Second))
@@ -764,7 +765,7 @@ func TestRWMutexInvalidName(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
 		c := s.NewClient(t)
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		for _, name := range []string{"", "a{b", "a}b"} {
 			rw := c.RWMutex(name)
 			if rw.Name() != name {
@@ -786,7 +787,7 @@ func TestRWMutexInvalidName(t *testing.T) {
 // lib.lua, rwlib.lua, then the script.
 func rwScript(t *testing.T, name string) *redis.Script {
 	t.Helper()
-	return redis.NewScript(scriptSource(t, "lib.lua", "rwlib.lua", name))
+	return redis.NewScript(locktest.ScriptSource(t, "lib.lua", "rwlib.lua", name))
 }
 
 // go-redis may send a script again after a reply was lost: each run of the
@@ -796,7 +797,7 @@ func TestRWScriptsRetry(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	ctx := testCtx(t)
+	ctx := testkit.Context(t)
 	acquire, renew, release := rwScript(t, "rwacquire.lua"), rwScript(t, "rwrenew.lua"), rwScript(t, "rwrelease.lua")
 	const (
 		hash, readers, writers = "p:{s}:rw", "p:{s}:rw:readers", "p:{s}:rw:writers"
@@ -924,7 +925,7 @@ func TestRWScriptsRetry(t *testing.T) {
 func TestRWMutexDowngradeAheadOfOwnReaders(t *testing.T) {
 	t.Parallel()
 	locktest.Matrix(t, func(t *testing.T, s locktest.Store) {
-		ctx := testCtx(t)
+		ctx := testkit.Context(t)
 		c := s.NewClient(t)
 		rw := c.RWMutex("ahead")
 		w := locktest.MustLock(t, ctx, rw)

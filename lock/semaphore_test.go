@@ -490,7 +490,9 @@ func TestSemaphoreScriptsAreIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := locktest.Ctx(t, 10*time.Second)
-	script := func(name string) *redis.Script { return redis.NewScript(scriptSource(t, "lib.lua", name+".lua")) }
+	script := func(name string) *redis.Script {
+		return redis.NewScript(locktest.ScriptSource(t, "lib.lua", name+".lua"))
+	}
 	acquire, renew, release := script("semacquire"), script("semrenew"), script("semrelease")
 	k := []string{"p:{idem}:sem", "p:{idem}:sem:holds", "p:{idem}:sem:tokens", "p:{idem}:token"}
 	acq := func(owner string, holds int) []int64 {
