@@ -164,12 +164,13 @@ func (w *window) required(tick time.Time) bool {
 // unrecordable reports whether a run that ended at m (Mono) could not have
 // been recorded: it ended inside a window in which Redis was as good as
 // unreachable for longer than the lease (killed, paused, cut off, or every
-// round trip over redis.timeout), so its finish could not reach Redis
-// before its lock expired. Its tick runs again, at least once; a shorter
-// window is ridden out and excuses nothing.
+// round trip over redis.timeout), or less than the window's InFlight
+// before it (its finish was on the way when the round trips grew), so its
+// finish could not reach Redis before its lock expired. Its tick runs
+// again, at least once; a shorter window is ridden out and excuses nothing.
 func (w *window) unrecordable(m int64) bool {
 	for _, x := range w.excused {
-		if x.RedisDown && x.To-x.From >= int64(w.lease) && m >= x.From && m <= x.To {
+		if x.RedisDown && x.To-x.From >= int64(w.lease) && m >= x.From-int64(x.InFlight) && m <= x.To {
 			return true
 		}
 	}

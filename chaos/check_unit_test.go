@@ -86,11 +86,14 @@ func TestCheckTwiceAfterUnreachable(t *testing.T) {
 		name       string
 		end        time.Duration // the first run's end, from wall0
 		down       time.Duration // the outage's length, from 5.1 s
+		inFlight   time.Duration // the round trip before the outage
 		unrecorded bool
 	}{
-		{"ended 0.1 s into an outage of 4× the lease", 5200 * time.Millisecond, 4 * lease, true},
-		{"ended 0.1 s into an outage of half the lease", 5200 * time.Millisecond, lease / 2, false},
-		{"ended before an outage of 4× the lease", 5050 * time.Millisecond, 4 * lease, false},
+		{"ended 0.1 s into an outage of 4× the lease", 5200 * time.Millisecond, 4 * lease, 0, true},
+		{"ended 0.1 s into an outage of half the lease", 5200 * time.Millisecond, lease / 2, 0, false},
+		{"ended before an outage of 4× the lease", 5050 * time.Millisecond, 4 * lease, 0, false},
+		{"ended less than the round trip before it: the finish on the way", 5050 * time.Millisecond, 4 * lease, 800 * time.Millisecond, true},
+		{"ended more than the round trip before it", 5050 * time.Millisecond, 4 * lease, 40 * time.Millisecond, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ev := eventsOf(tick)
@@ -98,7 +101,7 @@ func TestCheckTwiceAfterUnreachable(t *testing.T) {
 			to := from + int64(c.down)
 			w := &window{wall0: wall0, mono0: mono0, period: time.Second, lease: lease,
 				from: at(5 * time.Second), to: at(5 * time.Second),
-				excused: []Window{{What: "round trip 1s", From: from, To: to, RedisDown: true}}}
+				excused: []Window{{What: "round trip 1s", From: from, To: to, RedisDown: true, InFlight: c.inFlight}}}
 			evs := []oracle.Event{
 				ev("a", "r3", 1, oracle.Start, at(5*time.Second)),
 				ev("a", "r3", 1, oracle.End, at(c.end)),

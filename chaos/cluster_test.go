@@ -53,7 +53,11 @@ type Window struct {
 	RedisDown bool  // no replica could reach Redis: ticks in it are excused
 	// Lead is how long before From a tick is excused as well, when
 	// RedisDown: a tick whose claim was under way (1s if zero).
-	Lead       time.Duration
+	Lead time.Duration
+	// InFlight, when RedisDown, is the round trip before From: a run that
+	// ended less than that before From had its finish on the way when
+	// the window began, and its reply met the window (0: none).
+	InFlight   time.Duration
 	ReplicaOff string
 }
 

@@ -316,8 +316,9 @@ func scenarios() []*Scenario {
 				// No command can complete within redis.timeout: as good as
 				// unreachable.
 				// Claims take a few round trips of the phase before: a
-				// tick due that long before it was still being claimed.
-				f.c.fault(Window{What: fmt.Sprintf("round trip %v", rtt), From: at, To: oracle.Mono(), RedisDown: true, Lead: time.Second + 4*prev})
+				// tick due that long before it was still being claimed;
+				// a finish sent less than one round trip before it met it.
+				f.c.fault(Window{What: fmt.Sprintf("round trip %v", rtt), From: at, To: oracle.Mono(), RedisDown: true, Lead: time.Second + 4*prev, InFlight: prev})
 			}
 			prev = rtt
 			f.note("round trip %.1f× lease (%v, redis.timeout %v): locks lost %.0f", x, rtt, timeout, f.c.lost()-before)
