@@ -327,3 +327,43 @@ func TestMultiReentryAndRelease(t *testing.T) {
 		t.Fatalf("cause after a clean Unlock: %v", cause)
 	}
 }
+
+// counting is a Locker of a program's own (a decorator around one of
+// ours), as a Multi part: Multi takes it like any other.
+type counting struct {
+	lock.Locker
+	locks *atomic.Int64
+}
+
+func (c counting) Lock(ctx context.Context, opts ...lock.AcquireOption) (*lock.Lease, error) {
+	c.locks.Add(1)
+	return c.Locker.Lock(ctx, opts...)
+}
+
+// A Multi over a Locker that is not this package's takes it through that
+// Locker's own Lock, holds it, and releases it with the rest.
+func TestMultiOfForeignLocker(t *testing.T) {
+	t.Parallel()
+	c := locktest.Made(t, lock.NewMemory, nil)
+	ctx := testkit.Context(t)
+	var n atomic.Int64
+	m := lock.Multi(counting{c.Mutex("a"), &n}, c.Mutex("b"))
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 1 || len(l.Parts()) != 2 {
+		t.Fatalf("foreign part locked %d times, %d parts; want 1 and 2", n.Load(), len(l.Parts()))
+	}
+	if _, err := c.Mutex("a").TryLock(ctx); !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("the foreign part's lock while the Multi holds it: %v, want ErrLocked", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	free, err := c.Mutex("a").TryLock(ctx)
+	if err != nil {
+		t.Fatalf("the foreign part's lock after Unlock: %v", err)
+	}
+	_ = free.Unlock(ctx)
+}
