@@ -314,28 +314,38 @@ func (g *Ledger) Append(ctx context.Context, entry map[string]string) error {
 	return g.g.Append(ctx, entry)
 }
 
-// A TickEvent is a tick of a ledger that a claimant finished (Finish), as
-// the finish's unlock message names it.
+// A TickEvent is a tick of a ledger that a claimant claimed or finished.
 type TickEvent struct {
 	Tick int64
 	// Done is true when the tick was recorded done, false when it was
-	// given back (Record.Done false), to be claimed again.
+	// given back (Record.Done false), to be claimed again, or claimed.
 	Done bool
+	// Claimed is true when the event is a claim of the tick: its run
+	// begins on another Client. Done is false then.
+	Claimed bool
+	// Busy is true when a claim of the tick on another Client found the
+	// lock held for an earlier tick, and let the tick go (a claim that
+	// does not queue). Done is false then.
+	Busy bool
 }
 
-// Watch calls fn with each tick of the ledger that a claimant finishes
-// (Claim.Finish), on any Client of the store, until stop is called or the
-// Client is closed: the tick, and whether it is done or given back. It
-// learns them from the unlock messages that Finish publishes, so delivery
-// is at most once (a message sent while the connection is down is lost);
-// a finish of this Client's is told at once.
+// Watch calls fn with each tick of the ledger that a claimant claims or
+// finishes (Claim, Claim.Finish) on another Client of the store, and each
+// this Client finishes, until stop is called or the Client is closed: the
+// tick, and whether it was claimed, done, given back, or let go by a claim
+// that found the lock held for an earlier tick.
 //
-// While a Watch lasts, the lock's channel stays subscribed, so that Claims
-// of the lock need no subscription of their own, and a Claim of a tick
-// heard done returns ErrDone without asking the store. fn runs on the
-// goroutine that delivers the Client's messages (or on the finishing
-// goroutine): it must return quickly. It returns lock.ErrClosed after
-// Close; stop may be called more than once.
+// Claims and finishes are announced in batches on one channel of the
+// store (prefix:ticks): a message per batch of a few milliseconds, to each
+// Client that watches, not one per tick, so the store's cost per tick does
+// not grow with the number of watchers. A Client announces the claims and
+// finishes of the ledgers it watches itself. Delivery is at most once (a
+// message sent while a connection is down is lost): a Watch is a hint, the
+// ledger decides. While a Watch lasts, a Claim of a tick heard done returns
+// lock.ErrDone without asking the store. fn runs on the goroutine that
+// delivers the Client's messages (or on the finishing goroutine): it must
+// return quickly. It returns lock.ErrClosed after Close; stop may be called
+// more than once.
 func (g *Ledger) Watch(fn func(TickEvent)) (stop func(), err error) {
 	if fn == nil {
 		return g.g.Watch(nil)

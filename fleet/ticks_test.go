@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,9 +68,10 @@ func claimFinish(t *testing.T, ctx context.Context, g *fleet.Ledger, tick int64,
 	}
 }
 
-// A Watch hears the ticks other Clients finish, done or given back, from
-// their unlock messages, and its own Client's at once; a Claim of a tick
-// heard done returns ErrDone without a command; after stop, nothing more.
+// A Watch hears the ticks other Clients claim and finish (done or given
+// back), from their announcements, and its own Client's finishes at once;
+// a Claim of a tick heard done returns ErrDone without a command; after
+// stop, nothing more.
 func TestLedgerWatch(t *testing.T) {
 	t.Parallel()
 	for _, be := range locktest.Backends {
@@ -92,12 +95,12 @@ func TestLedgerWatch(t *testing.T) {
 					return g
 				}
 				ga, gb := ledger(a), ledger(b)
-				heardB := make(chan fleet.TickEvent, 100)
+				heardB := make(chan fleet.TickEvent, 1000)
 				stopB, err := gb.Watch(func(ev fleet.TickEvent) { heardB <- ev })
 				if err != nil {
 					t.Fatal(err)
 				}
-				heardA := make(chan fleet.TickEvent, 100)
+				heardA := make(chan fleet.TickEvent, 1000)
 				stopA, err := ga.Watch(func(ev fleet.TickEvent) { heardA <- ev })
 				if err != nil {
 					t.Fatal(err)
@@ -114,10 +117,14 @@ func TestLedgerWatch(t *testing.T) {
 					}
 					tick++
 					claimFinish(t, ctx, ga, tick, true)
-					select {
-					case ev := <-heardB:
-						heard = ev == fleet.TickEvent{Tick: tick, Done: true}
-					case <-time.After(50 * time.Millisecond):
+					timeout := time.After(50 * time.Millisecond)
+					for waiting := true; waiting && !heard; {
+						select {
+						case ev := <-heardB:
+							heard = ev == fleet.TickEvent{Tick: tick, Done: true}
+						case <-timeout:
+							waiting = false
+						}
 					}
 				}
 				next := func(ch chan fleet.TickEvent, who string) fleet.TickEvent {
@@ -133,22 +140,55 @@ func TestLedgerWatch(t *testing.T) {
 				for range len(heardA) {
 					<-heardA // a's own finishes so far
 				}
+				for range len(heardB) {
+					<-heardB
+				}
 
 				tick++
 				claimFinish(t, ctx, ga, tick, false) // given back
-				if ev, want := next(heardB, "b"), (fleet.TickEvent{Tick: tick, Done: false}); ev != want {
-					t.Fatalf("b heard %+v, want %+v", ev, want)
+				for _, want := range []fleet.TickEvent{{Tick: tick, Claimed: true}, {Tick: tick}} {
+					if ev := next(heardB, "b"); ev != want {
+						t.Fatalf("b heard %+v, want %+v", ev, want)
+					}
 				}
 				if ev, want := next(heardA, "a"), (fleet.TickEvent{Tick: tick, Done: false}); ev != want {
-					t.Fatalf("a heard its own finish as %+v, want %+v", ev, want)
+					t.Fatalf("a heard its own finish as %+v, want %+v (and not its own claim)", ev, want)
 				}
 				claimFinish(t, ctx, ga, tick, true) // taken again, done
-				if ev, want := next(heardB, "b"), (fleet.TickEvent{Tick: tick, Done: true}); ev != want {
-					t.Fatalf("b heard %+v, want %+v", ev, want)
+				for _, want := range []fleet.TickEvent{{Tick: tick, Claimed: true}, {Tick: tick, Done: true}} {
+					if ev := next(heardB, "b"); ev != want {
+						t.Fatalf("b heard %+v, want %+v", ev, want)
+					}
 				}
 				if ev, want := next(heardA, "a"), (fleet.TickEvent{Tick: tick, Done: true}); ev != want {
 					t.Fatalf("a heard %+v, want %+v", ev, want)
 				}
+
+				// A claim that finds the lock held for an earlier tick lets
+				// its tick go, and says so.
+				held, err := ga.Claim(ctx, tick+10, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev, want := next(heardB, "b"), (fleet.TickEvent{Tick: tick + 10, Claimed: true}); ev != want {
+					t.Fatalf("b heard %+v, want %+v", ev, want)
+				}
+				if _, err := gb.Claim(ctx, tick+11, false); !errors.Is(err, lock.ErrLocked) {
+					t.Fatalf("b's claim of tick %d while %d runs: %v, want ErrLocked", tick+11, tick+10, err)
+				}
+				if ev, want := next(heardA, "a"), (fleet.TickEvent{Tick: tick + 11, Busy: true}); ev != want {
+					t.Fatalf("a heard %+v, want %+v", ev, want)
+				}
+				if err := held.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick + 11}); err != nil {
+					t.Fatal(err)
+				}
+				if ev, want := next(heardB, "b"), (fleet.TickEvent{Tick: tick + 10, Done: true}); ev != want {
+					t.Fatalf("b heard %+v, want %+v", ev, want)
+				}
+				if ev, want := next(heardA, "a"), (fleet.TickEvent{Tick: tick + 10, Done: true}); ev != want {
+					t.Fatalf("a heard %+v, want %+v", ev, want)
+				}
+				tick += 10
 
 				var before int64
 				if bCmds != nil {
@@ -170,15 +210,17 @@ func TestLedgerWatch(t *testing.T) {
 				if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick + 1}); err != nil {
 					t.Fatal(err)
 				}
-				if ev := next(heardA, "a"); ev != (fleet.TickEvent{Tick: tick + 1, Done: true}) {
-					t.Fatalf("a heard %+v, want tick %d done", ev, tick+1)
+				for _, want := range []fleet.TickEvent{{Tick: tick + 1, Claimed: true}, {Tick: tick + 1, Done: true}} {
+					if ev := next(heardA, "a"); ev != want {
+						t.Fatalf("a heard %+v, want %+v", ev, want)
+					}
 				}
 
 				stopB()
 				stopB() // twice is fine
 				claimFinish(t, ctx, ga, tick+2, true)
-				if ev := next(heardA, "a"); ev.Tick != tick+2 {
-					t.Fatalf("a heard %+v, want tick %d", ev, tick+2)
+				if ev := next(heardA, "a"); ev != (fleet.TickEvent{Tick: tick + 2, Done: true}) {
+					t.Fatalf("a heard %+v, want tick %d done", ev, tick+2)
 				}
 				select {
 				case ev := <-heardB:
@@ -263,5 +305,92 @@ func TestHeartbeatBadKey(t *testing.T) {
 	}
 	if v := srv.Do("GET", "lockcron:members:{fleet}"); v != "x" {
 		t.Fatalf("the key now holds %v, want it untouched", v)
+	}
+}
+
+// Claims and finishes are announced in batches: many ledgers' ticks
+// claimed and finished at once cost a few messages, each heard by every
+// watcher, not one message per tick per watcher.
+func TestAnnouncementsBatched(t *testing.T) {
+	t.Parallel()
+	st := locktest.NewStore(t, "redis")
+	ctx := testkit.Context(t)
+	a, b := st.NewClient(t), st.NewClient(t)
+	const jobs = 100
+	var ga []*fleet.Ledger
+	heard := make(chan fleet.TickEvent, 4*jobs)
+	for i := range jobs {
+		name := "batch-" + strconv.Itoa(i)
+		g, err := fleet.New(a).Ledger(name, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err := g.Watch(func(fleet.TickEvent) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		gb, err := fleet.New(b).Ledger(name, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, err = gb.Watch(func(ev fleet.TickEvent) { heard <- ev })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		ga = append(ga, g)
+	}
+	// b's subscription is confirmed shortly after Watch: a first round
+	// until b hears it.
+	testkit.Eventually(t, 5*time.Second, "b hears a's first finish", func() bool {
+		claimFinish(t, ctx, ga[0], time.Now().UnixMilli(), true)
+		select {
+		case <-heard:
+			return true
+		case <-time.After(20 * time.Millisecond):
+			return false
+		}
+	})
+	publishes := func() int64 {
+		info, err := st.Server.Client().Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_publish:calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	for len(heard) > 0 {
+		<-heard
+	}
+	before := publishes()
+	tick := time.Now().UnixMilli() + 1000
+	var wg sync.WaitGroup
+	for _, g := range ga {
+		wg.Go(func() { claimFinish(t, ctx, g, tick, true) })
+	}
+	wg.Wait()
+	claimed, done := fleet.TickEvent{Tick: tick, Claimed: true}, fleet.TickEvent{Tick: tick, Done: true}
+	got := map[fleet.TickEvent]int{}
+	timeout := time.After(5 * time.Second)
+	for got[claimed] < jobs || got[done] < jobs {
+		select {
+		case ev := <-heard:
+			got[ev]++
+		case <-timeout:
+			t.Fatalf("b heard %v in 5s, want %d claims and %d finishes of tick %d", got, jobs, jobs, tick)
+		}
+	}
+	// Each finish also publishes the lock's own unlock message (for its
+	// waiters): jobs of them, and the announcements besides.
+	if n := publishes() - before - jobs; n > 2*jobs/10 {
+		t.Errorf("%d ledgers' claims and finishes took %d announcements, want at most %d", jobs, n, 2*jobs/10)
+	} else {
+		t.Logf("%d claims and %d finishes announced in %d messages", jobs, jobs, n)
 	}
 }

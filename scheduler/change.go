@@ -71,6 +71,9 @@ func (s *Scheduler) Remove(name string, opts ...RemoveOption) error {
 		<-e.done
 		e.retireIfIdle()
 	}
+	if started && s.members != nil {
+		s.members.changed() // its group is the jobs'
+	}
 	s.log.Info("job removed", "job", name, "runs_cancelled", o.cancel)
 	return nil
 }

@@ -3,9 +3,11 @@ package scheduler
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"hash/fnv"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -24,8 +26,22 @@ const DefaultClaimFallback = 250 * time.Millisecond
 const DefaultMemberTTL = 3 * time.Second
 
 // memberGroup is the lock store's group (fleet.Store.Heartbeat) of the
-// Schedulers that share a key prefix.
-const memberGroup = "scheduler"
+// Schedulers of a key prefix that run the jobs named: "scheduler:" and the
+// first 16 hex digits of the SHA-256 of the names, sorted, each followed
+// by a newline. A replica is ranked only among replicas that run the same
+// jobs, so a program with other jobs on the same store (another service)
+// never comes first for a job it does not run. Replicas whose sets differ
+// (a change rolled out half-way) are in two groups, each with a first in
+// rank: a tick then costs a claim more, never a run more.
+func memberGroup(names []string) string {
+	slices.Sort(names)
+	h := sha256.New()
+	for _, n := range names {
+		_, _ = io.WriteString(h, n)
+		_, _ = h.Write([]byte{'\n'})
+	}
+	return "scheduler:" + hex.EncodeToString(h.Sum(nil))[:16]
+}
 
 // leaveTimeout bounds a stopping replica's Leave.
 const leaveTimeout = time.Second
@@ -37,8 +53,10 @@ const (
 	claimFallback  = "fallback"     // not first: the tick was not done within the fallback delay
 	claimGivenBack = "given_back"   // not first: the tick's claimant gave it back
 	claimUnknown   = "unknown"      // the membership is unknown: claimed at once
-	claimSpared    = "spared"       // not first: the tick was heard done, and not claimed
+	claimSpared    = "spared"       // not first: the tick was heard claimed, done or let go, and not claimed
 	claimBefore    = "before_later" // not first: a later tick of the job was to be claimed here, so this one first
+
+	claimBusy = "busy" // how a wait is settled when the first in rank let the tick go (lock held): counted as spared
 )
 
 // membership is this replica's view of the fleet: the live members of the
@@ -49,7 +67,10 @@ type membership struct {
 	self  string
 	ttl   time.Duration
 
+	kick chan struct{} // the jobs changed: heartbeat at once
+
 	mu      sync.Mutex
+	group   string    // the group of the last heartbeat (memberGroup)
 	members []string  // sorted, self included, after a heartbeat that worked
 	at      time.Time // when that heartbeat was sent (monotonic)
 	failing bool      // heartbeats fail: logged once
@@ -58,7 +79,16 @@ type membership struct {
 func newMembership(store *fleet.Store, replica string, ttl time.Duration) *membership {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return &membership{store: store, self: replica + "#" + hex.EncodeToString(b[:]), ttl: ttl}
+	return &membership{store: store, self: replica + "#" + hex.EncodeToString(b[:]), ttl: ttl, kick: make(chan struct{}, 1)}
+}
+
+// changed asks for a heartbeat at once: the Scheduler's jobs changed, and
+// with them its group.
+func (m *membership) changed() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
 }
 
 // run heartbeats every ttl/3 until stop closes, then leaves the group at
@@ -70,25 +100,54 @@ func (m *membership) run(s *Scheduler, stop <-chan struct{}) {
 		m.beat(s)
 		select {
 		case <-stop:
-			ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
-			err := m.store.Leave(ctx, memberGroup, m.self)
-			cancel()
-			if err != nil {
-				s.log.Debug("leaving the fleet's membership failed; it expires", "member", m.self, "ttl", m.ttl, "error", err)
-			}
+			m.mu.Lock()
+			group := m.group
+			m.mu.Unlock()
+			m.leave(s, group)
 			return
 		case <-t.C:
+		case <-m.kick:
 		}
 	}
 }
 
+// leave takes this replica out of group at once, so that the others stop
+// ranking it first.
+func (m *membership) leave(s *Scheduler, group string) {
+	if group == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	err := m.store.Leave(ctx, group, m.self)
+	cancel()
+	if err != nil {
+		s.log.Debug("leaving the fleet's membership failed; it expires", "member", m.self, "group", group, "ttl", m.ttl, "error", err)
+	}
+}
+
 func (m *membership) beat(s *Scheduler) {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.entries))
+	for name := range s.entries {
+		names = append(names, name)
+	}
+	s.mu.Unlock()
+	group := memberGroup(names)
+	m.mu.Lock()
+	old := m.group
+	m.mu.Unlock()
+	if old != group {
+		m.leave(s, old)
+	}
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(s.stopCtx, m.ttl/3)
-	members, err := m.store.Heartbeat(ctx, memberGroup, m.self, m.ttl)
+	members, err := m.store.Heartbeat(ctx, group, m.self, m.ttl)
 	cancel()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old != group {
+		m.group, m.members, m.at = group, nil, time.Time{}
+	}
 	if err != nil {
 		if !m.failing && s.stopCtx.Err() == nil {
 			s.log.Warn("fleet membership not renewed: until it is, this replica claims every tick at once", "error", err)
@@ -146,45 +205,235 @@ func rendezvous(member, job string, tick int64) uint64 {
 	return x
 }
 
-// heard is what a replica heard of a job's ticks from the finish messages
-// of the fleet (fleet.Ledger.Watch). e.mu guards it.
+// heard is what a replica heard of a job's ticks from the fleet's
+// announcements of claims and finishes (fleet.Ledger.Watch). e.mu guards
+// it.
 type heard struct {
-	done  int64         // the latest tick heard done, in ms
-	backs uint64        // give-backs heard
-	later int64         // the latest tick (ms) this replica is about to claim (awaitEarlier)
-	ch    chan struct{} // closed at the next event
+	done      int64     // the latest tick heard done, in ms
+	running   int64     // a tick heard claimed by another replica and not heard finished since, 0 if none
+	runningAt time.Time // when that claim was heard
 }
 
-// listen is the job's Watch: it records each finish message, and wakes the
-// replica's ticks that wait for one.
-func (e *entry) listen(ev fleet.TickEvent) {
+// A wait is a tick this replica is not first in rank for, fired and not
+// claimed: when its fallback delay ends, the replica claims it, unless it
+// heard it claimed, done or let go by another replica before (then it lets
+// it go too, sending nothing), or given back (then it claims at once). A
+// wait has no goroutine: a timer, or the announcement that settles it,
+// does what is left. Its fire's counts (e.inflight, s.wg, e.undecided)
+// pass to what settles it.
+type wait struct {
+	e     *entry
+	tick  time.Time
+	ms    int64
+	delay time.Duration // rank × the fallback
+	timer *time.Timer
+}
+
+// heardTick is the job's Watch: it records each announcement of another
+// replica's claim or finish, and settles the waits it decides. It runs on
+// the lock Client's dispatcher: it must not block.
+func (s *Scheduler) heardTick(e *entry, ev fleet.TickEvent) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if ev.Done {
-		e.heard.done = max(e.heard.done, ev.Tick)
-	} else {
-		e.heard.backs++
+	h := &e.heard
+	heardClaimed := h.running == ev.Tick // by another replica: not this one's own give-back
+	switch {
+	case ev.Claimed:
+		if ev.Tick >= h.running {
+			h.running, h.runningAt = ev.Tick, time.Now()
+		}
+	case ev.Done:
+		h.done = max(h.done, ev.Tick)
+		fallthrough
+	default: // done, given back or let go: that claim's run is over
+		if ev.Tick >= h.running {
+			h.running = 0
+		}
 	}
-	e.wakeHeard()
+	back := !ev.Done && !ev.Claimed && !ev.Busy
+	var settled []*wait
+	var whys []string
+	for ms, w := range e.waits {
+		why := ""
+		switch {
+		case (ev.Done || ev.Claimed) && ms <= ev.Tick:
+			why = claimSpared
+		case ev.Busy && ms == ev.Tick:
+			why = claimBusy
+		case back:
+			why = claimGivenBack
+		}
+		if why != "" {
+			delete(e.waits, ms)
+			settled, whys = append(settled, w), append(whys, why)
+		}
+	}
+	_, waiting := e.waits[ev.Tick]
+	e.mu.Unlock()
+	for i, w := range settled {
+		s.settle(w, whys[i])
+	}
+	if back && heardClaimed && !waiting && !slices.ContainsFunc(settled, func(w *wait) bool { return w.ms == ev.Tick }) {
+		// A handoff of a tick this replica let go when it heard it
+		// claimed: claim it at once.
+		s.fireGivenBack(e, time.UnixMilli(ev.Tick))
+	}
 }
 
-// wakeHeard wakes the ticks that wait in shouldClaim. e.mu is held.
-func (e *entry) wakeHeard() {
-	if e.heard.ch != nil {
-		close(e.heard.ch)
-		e.heard.ch = nil
+// claimsNow reports whether this replica claims the tick at once (first in
+// rank, or ranking off or unknown). If not, the tick waits (wait), and what
+// settles the wait claims it or lets it go.
+func (s *Scheduler) claimsNow(e *entry, tick time.Time) bool {
+	if s.opt.fallback <= 0 || s.members == nil {
+		return true
+	}
+	ms := tick.UnixMilli()
+	rank, ok := s.members.rank(e.job.Name, ms)
+	switch {
+	case !ok:
+		s.tel.claimed(e.job.Name, claimUnknown)
+		return true
+	case rank == 0:
+		s.tel.claimed(e.job.Name, claimPreferred)
+		if s.log.IsDebug() {
+			s.log.Debug("tick claimed: first in rank", "job", e.job.Name, "tick", fmtTick(tick))
+		}
+		return true
+	}
+	w := &wait{e: e, tick: tick, ms: ms, delay: time.Duration(rank) * s.opt.fallback}
+	if !s.addWait(w) {
+		s.settle(w, "") // stopping
+		return false
+	}
+	e.mu.Lock()
+	if e.heard.done >= ms {
+		e.mu.Unlock()
+		s.dropWait(w)
+		s.settle(w, claimSpared)
+		return false
+	}
+	if e.waits == nil {
+		e.waits = make(map[int64]*wait)
+	}
+	e.waits[ms] = w
+	w.timer = time.AfterFunc(w.delay, func() { s.waitEnded(w) })
+	e.mu.Unlock()
+	return false
+}
+
+// waitEnded is a wait's timer: the fallback delay is over and nothing
+// settled the tick. While another replica's claim of an earlier tick was
+// heard and its finish was not, for less than the member TTL, that run
+// holds the job's lock: the delay starts again (the tick's own claimant
+// may be waiting for it). Else the replica claims the tick.
+func (s *Scheduler) waitEnded(w *wait) {
+	e := w.e
+	e.mu.Lock()
+	if e.waits[w.ms] != w {
+		e.mu.Unlock()
+		return // settled meanwhile
+	}
+	if h := e.heard; h.running != 0 && h.running < w.ms && time.Since(h.runningAt) < s.opt.memberTTL {
+		w.timer.Reset(w.delay)
+		e.mu.Unlock()
+		return
+	}
+	delete(e.waits, w.ms)
+	e.mu.Unlock()
+	s.settle(w, claimFallback)
+}
+
+// settle ends w: why is how (claimSpared or claimBusy: let go; another:
+// claimed now; "": the Scheduler stops). The caller took w out of e.waits.
+func (s *Scheduler) settle(w *wait, why string) {
+	e := w.e
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	s.dropWait(w)
+	switch why {
+	case "":
+		e.decided(w.ms)
+		s.fired(e)
+		return
+	case claimSpared, claimBusy:
+		outcome := OutcomeSkippedDone
+		if why == claimBusy {
+			outcome = OutcomeSkippedBusy
+		}
+		s.tel.claimed(e.job.Name, claimSpared)
+		s.record(e, w.tick, outcome)
+		if s.log.IsDebug() {
+			s.log.Debug("tick skipped: heard "+string(outcome), "job", e.job.Name, "tick", fmtTick(w.tick))
+		}
+		e.decided(w.ms)
+		s.fired(e)
+		return
+	}
+	s.tel.claimed(e.job.Name, why)
+	if s.log.IsDebug() {
+		msg := map[string]string{
+			claimFallback:  "tick not heard claimed or done within the fallback: claiming it",
+			claimGivenBack: "tick heard given back: claiming it",
+			claimBefore:    "tick claimed before a later one of this replica",
+		}[why]
+		s.log.Debug(msg, "job", e.job.Name, "tick", fmtTick(w.tick), "rank", int(w.delay/s.opt.fallback))
+	}
+	go s.claimTick(e, w.tick)
+}
+
+// addWait registers w with the Scheduler, so that a stop settles it; false
+// if the stop has begun.
+func (s *Scheduler) addWait(w *wait) bool {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	if s.waitsClosed {
+		return false
+	}
+	if s.waiting == nil {
+		s.waiting = make(map[*wait]struct{})
+	}
+	s.waiting[w] = struct{}{}
+	return true
+}
+
+func (s *Scheduler) dropWait(w *wait) {
+	s.waitMu.Lock()
+	delete(s.waiting, w)
+	s.waitMu.Unlock()
+}
+
+// endWaits settles every wait: the Scheduler stops.
+func (s *Scheduler) endWaits() {
+	s.waitMu.Lock()
+	s.waitsClosed = true
+	ws := make([]*wait, 0, len(s.waiting))
+	for w := range s.waiting {
+		ws = append(ws, w)
+	}
+	s.waitMu.Unlock()
+	for _, w := range ws {
+		e := w.e
+		e.mu.Lock()
+		mine := e.waits[w.ms] == w
+		if mine {
+			delete(e.waits, w.ms)
+		}
+		e.mu.Unlock()
+		if mine {
+			s.settle(w, "")
+		}
 	}
 }
 
 // A claim of a later tick overtakes an earlier tick that no one claimed:
 // the ledger then answers the earlier one done. So a replica never claims
-// a tick of a job while it still decides on an earlier one (its wait in
-// shouldClaim, or its claim on the way): that one is claimed at once
-// (claimBefore), and the later claim goes out after its answer. This
-// matters when a replica's fallback for a tick ends as its next tick falls
-// due (rank × fallback reaches the period), and the replicas first in rank
-// for the earlier tick run late clocks: the later claim would otherwise
-// reach the ledger first, and the earlier tick would be lost.
+// a tick of a job while it still decides on an earlier one (its wait, or
+// its claim on the way): that one is claimed at once (claimBefore), and
+// the later claim goes out after its answer. This matters when a replica's
+// fallback for a tick ends as its next tick falls due (rank × fallback
+// reaches the period), and the replicas first in rank for the earlier tick
+// run late clocks: the later claim would otherwise reach the ledger first,
+// and the earlier tick would be lost.
 
 // deciding registers tick as one this replica decides on. e.mu is held.
 func (e *entry) deciding(ms int64) {
@@ -207,9 +456,9 @@ func (e *entry) decided(ms int64) {
 	}
 }
 
-// awaitEarlier hurries the earlier ticks of e this replica still decides
-// on, and waits until each is decided, or the Scheduler stops, or quit is
-// closed.
+// awaitEarlier claims at once the earlier ticks of e this replica waits
+// on, and waits until each earlier tick is decided, or the Scheduler
+// stops, or quit is closed.
 func (s *Scheduler) awaitEarlier(e *entry, ms int64, quit <-chan struct{}) {
 	e.mu.Lock()
 	var waits []chan struct{}
@@ -218,11 +467,17 @@ func (s *Scheduler) awaitEarlier(e *entry, ms int64, quit <-chan struct{}) {
 			waits = append(waits, ch)
 		}
 	}
-	if len(waits) > 0 && ms > e.heard.later {
-		e.heard.later = ms
-		e.wakeHeard()
+	var hurry []*wait
+	for t, w := range e.waits {
+		if t < ms {
+			delete(e.waits, t)
+			hurry = append(hurry, w)
+		}
 	}
 	e.mu.Unlock()
+	for _, w := range hurry {
+		s.settle(w, claimBefore)
+	}
 	for _, ch := range waits {
 		select {
 		case <-ch:
@@ -230,73 +485,6 @@ func (s *Scheduler) awaitEarlier(e *entry, ms int64, quit <-chan struct{}) {
 			return
 		case <-quit:
 			return
-		}
-	}
-}
-
-// shouldClaim decides whether this replica claims the tick, and when: the
-// replica first in rank at once; the others after the fallback delay of
-// their rank, unless the tick is heard done before (then they do not claim
-// it: it returns false) or given back (then at once). It returns false
-// also when the Scheduler stops meanwhile.
-func (s *Scheduler) shouldClaim(e *entry, tick time.Time) bool {
-	if s.opt.fallback <= 0 || s.members == nil {
-		return true
-	}
-	ms := tick.UnixMilli()
-	rank, ok := s.members.rank(e.job.Name, ms)
-	switch {
-	case !ok:
-		s.tel.claimed(e.job.Name, claimUnknown)
-		return true
-	case rank == 0:
-		s.tel.claimed(e.job.Name, claimPreferred)
-		if s.log.IsDebug() {
-			s.log.Debug("tick claimed: first in rank", "job", e.job.Name, "tick", fmtTick(tick))
-		}
-		return true
-	}
-	e.mu.Lock()
-	backs := e.heard.backs
-	e.mu.Unlock()
-	t := time.NewTimer(time.Duration(rank) * s.opt.fallback)
-	defer t.Stop()
-	for {
-		e.mu.Lock()
-		done, back, before := e.heard.done >= ms, e.heard.backs != backs, e.heard.later > ms
-		if e.heard.ch == nil {
-			e.heard.ch = make(chan struct{})
-		}
-		ch := e.heard.ch
-		e.mu.Unlock()
-		switch {
-		case done:
-			s.tel.claimed(e.job.Name, claimSpared)
-			s.record(e, tick, OutcomeSkippedDone)
-			if s.log.IsDebug() {
-				s.log.Debug("tick skipped: heard done", "job", e.job.Name, "tick", fmtTick(tick), "rank", rank)
-			}
-			return false
-		case back:
-			s.tel.claimed(e.job.Name, claimGivenBack)
-			return true
-		case before:
-			s.tel.claimed(e.job.Name, claimBefore)
-			if s.log.IsDebug() {
-				s.log.Debug("tick claimed before a later one of this replica", "job", e.job.Name, "tick", fmtTick(tick), "rank", rank)
-			}
-			return true
-		}
-		select {
-		case <-ch:
-		case <-t.C:
-			s.tel.claimed(e.job.Name, claimFallback)
-			if s.log.IsDebug() {
-				s.log.Debug("tick not heard done within the fallback: claiming it", "job", e.job.Name, "tick", fmtTick(tick), "rank", rank)
-			}
-			return true
-		case <-s.stopping:
-			return false
 		}
 	}
 }

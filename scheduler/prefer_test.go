@@ -98,9 +98,32 @@ func countedReplica(t *testing.T, srv *redistest.Server, id string, opts ...sche
 }
 
 // members is how many replicas the fleet's membership record holds now.
+// members counts the members of every Scheduler group in the record.
 func members(srv *redistest.Server) int64 {
-	n, _ := srv.Do("ZCARD", "lockcron:members:{scheduler}").(int64)
+	var n int64
+	keys, _ := srv.Do("KEYS", "lockcron:members:{scheduler:*}").([]any)
+	for _, k := range keys {
+		c, _ := srv.Do("ZCARD", k).(int64)
+		n += c
+	}
 	return n
+}
+
+// groupOf waits until a Scheduler has joined its group, and returns the
+// group's name (fleet.Store.Heartbeat): a ghost member joins it there.
+func groupOf(t *testing.T, srv *redistest.Server) string {
+	t.Helper()
+	var group string
+	testkit.Eventually(t, 10*time.Second, "a Scheduler's group in the record", func() bool {
+		keys, _ := srv.Do("KEYS", "lockcron:members:{scheduler:*}").([]any)
+		if len(keys) != 1 {
+			return false
+		}
+		k, _ := keys[0].(string)
+		group = strings.TrimSuffix(strings.TrimPrefix(k, "lockcron:members:{"), "}")
+		return true
+	})
+	return group
 }
 
 // Once every replica knows the fleet, each tick is claimed by one replica
@@ -199,9 +222,7 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 	}
 	defer gc.Close()
 	ctx := testkit.Context(t)
-	if _, err := fleet.New(gc).Heartbeat(ctx, "scheduler", "ghost#dead", time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	ghosts := fleet.New(gc)
 	j := newJournal()
 	const nJobs, fallback, ttl = 6, 300 * time.Millisecond, 600 * time.Millisecond
 	var fleet []*replica
@@ -216,6 +237,9 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 	}
 	for _, r := range fleet {
 		r.start()
+	}
+	if _, err := ghosts.Heartbeat(ctx, groupOf(t, srv), "ghost#dead", time.Hour); err != nil {
+		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
 	from := time.Now().Add(ttl) // every replica knows the three members by then
@@ -315,14 +339,14 @@ func ghostAndOne(t *testing.T) (*replica, *journal, *lockedWriter) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gc.Close() })
-	if _, err := fleet.New(gc).Heartbeat(testkit.Context(t), "scheduler", "ghost#dead", time.Hour); err != nil {
-		t.Fatal(err)
-	}
 	j, logs := newJournal(), newLockedWriter()
 	r := newRedisReplica(t, srv, "r1", nil, scheduler.WithClaimFallback(1200*time.Millisecond),
 		scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})))
 	r.add(t, everyJob(j))
 	r.start()
+	if _, err := fleet.New(gc).Heartbeat(testkit.Context(t), groupOf(t, srv), "ghost#dead", time.Hour); err != nil {
+		t.Fatal(err)
+	}
 	return r, j, logs
 }
 
@@ -338,4 +362,76 @@ func checkNoneOvertaken(t *testing.T, j *journal, logs *lockedWriter) {
 	if n := logs.count("outcome=skipped_done"); n != 0 {
 		t.Errorf("%d ticks answered done without running (overtaken by a later one)", n)
 	}
+}
+
+// Two programs with other jobs on the same store and key prefix (two
+// services sharing a Redis) are ranked apart: each is ranked only among the
+// replicas that run its jobs, so every tick of the fleet's jobs is claimed
+// at once by one of its replicas, never left to a fallback for a replica of
+// the other program that does not run it.
+func TestOtherProgramDoesNotDelayTheFleet(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j, other := newJournal(), newJournal()
+	const nJobs, fallback, ttl = 6, 2 * time.Second, 600 * time.Millisecond
+	logs := newLockedWriter()
+	debug := scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}))
+	var replicas []*replica
+	for i := range 2 {
+		r := newRedisReplica(t, srv, "r"+strconv.Itoa(i+1), nil, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl), debug)
+		for k := range nJobs {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 1s", Run: j.fn(nil)})
+		}
+		replicas = append(replicas, r)
+	}
+	// The other program: two replicas with a job of its own.
+	for i := range 2 {
+		r := newRedisReplica(t, srv, "other"+strconv.Itoa(i+1), nil, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
+		r.add(t, scheduler.Job{Name: "others-job", Schedule: "@every 1s", Run: other.fn(nil)})
+		replicas = append(replicas, r)
+	}
+	for _, r := range replicas {
+		r.start()
+	}
+	testkit.Eventually(t, 10*time.Second, "four members in the record, in two groups", func() bool {
+		keys, _ := srv.Do("KEYS", "lockcron:members:{scheduler:*}").([]any)
+		return len(keys) == 2 && members(srv) == 4
+	})
+	from := time.Now().Add(ttl) // every replica knows its group by then
+	first := regexp.MustCompile(`tick claimed: first in rank: job=(\S+) tick=(\S+)`)
+	counted := func() (n int, unclaimed []execution) {
+		preferred := map[string]bool{}
+		for _, m := range first.FindAllStringSubmatch(logs.String(), -1) {
+			preferred[m[1]+" "+m[2]] = true
+		}
+		for _, x := range j.all() {
+			if x.info.Tick.Before(from) {
+				continue
+			}
+			n++
+			if !preferred[x.info.Job+" "+x.info.Tick.UTC().Format(time.RFC3339Nano)] {
+				unclaimed = append(unclaimed, x)
+			}
+		}
+		return n, unclaimed
+	}
+	// With one group for all four, the other program would be first for
+	// about half of these ticks.
+	testkit.Eventually(t, 30*time.Second, "four counted ticks of every job", func() bool {
+		n, _ := counted()
+		return n >= 4*nJobs
+	})
+	for _, r := range replicas {
+		r.stop(t)
+	}
+	checkOncePerTick(t, j.byJob(), time.Second)
+	n, unclaimed := counted()
+	for _, x := range unclaimed {
+		t.Errorf("job %s tick %s ran on %s %v late, claimed by no replica first in rank: the other program was ranked for it",
+			x.info.Job, fmtMs(x.info.Tick.UnixMilli()), x.info.Replica, x.start.Sub(x.info.Tick))
+	}
+	if len(other.all()) == 0 {
+		t.Error("the other program's job never ran")
+	}
+	t.Logf("%d ticks counted, %d not claimed at once", n, len(unclaimed))
 }

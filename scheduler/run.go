@@ -104,19 +104,6 @@ func (r *run) current() runState {
 	return r.state
 }
 
-// handle is one tick on this replica: unless another replica is first in
-// rank for it and does it in time, claim it through the ledger (which waits
-// while another replica runs it), run it, finish it.
-func (s *Scheduler) handle(e *entry, tick time.Time) {
-	ms := tick.UnixMilli()
-	defer e.decided(ms)
-	if !s.shouldClaim(e, tick) {
-		return
-	}
-	s.awaitEarlier(e, ms, nil)
-	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: ms, queue: e.job.Overlap == OverlapQueue})
-}
-
 // claimSpec says what handleClaim claims: a tick of the job's ledger, or a
 // manual run of its ledger of manual runs.
 type claimSpec struct {

@@ -42,6 +42,12 @@ type Scheduler struct {
 
 	changeMu sync.Mutex // serialises Update and Remove
 
+	// The waits of every job (claimsNow), so that a stop settles them;
+	// waitsClosed once it has.
+	waitMu      sync.Mutex
+	waiting     map[*wait]struct{}
+	waitsClosed bool
+
 	mu      sync.Mutex
 	entries map[string]*entry
 	order   []*entry
@@ -89,7 +95,8 @@ type entry struct {
 	next        time.Time
 	lastTick    time.Time
 	lastOutcome Outcome
-	heard       heard                   // finish messages of the fleet (shouldClaim)
+	heard       heard                   // announcements of the fleet's claims and finishes (listen)
+	waits       map[int64]*wait         // ticks (ms) fired here that wait for their fallback (claimsNow)
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
 	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
 	otherAt     time.Time               // when a claim last found it
@@ -169,6 +176,9 @@ func (s *Scheduler) Add(j Job) error {
 	s.order = append(s.order, e)
 	if s.started {
 		s.startLoop(e)
+		if s.members != nil {
+			s.members.changed() // its group is the jobs'
+		}
 	}
 	return nil
 }
@@ -331,6 +341,7 @@ func (s *Scheduler) beginStop() {
 		s.mu.Unlock()
 		s.log.Info("scheduler stopping")
 		close(s.stopping)
+		s.endWaits()
 		s.stop(ErrClosed)
 		go func() {
 			s.wg.Wait()
@@ -406,7 +417,7 @@ func (s *Scheduler) loop(e *entry) {
 	if s.members != nil {
 		// The job's channel stays subscribed while the job is scheduled:
 		// its finish messages tell this replica which ticks are done.
-		if stop, err := e.ledger.Watch(e.listen); err != nil {
+		if stop, err := e.ledger.Watch(func(ev fleet.TickEvent) { s.heardTick(e, ev) }); err != nil {
 			s.log.Warn("finish messages not heard: this replica claims every tick after its fallback", "job", e.job.Name, "error", err)
 		} else {
 			defer stop()
@@ -617,16 +628,54 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 	e.deciding(tick.UnixMilli())
 	e.mu.Unlock()
 	s.wg.Add(1) // the loop calling fire holds a count: no race with Wait
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			e.mu.Lock()
-			e.inflight--
-			e.mu.Unlock()
-			e.retireIfIdle()
-		}()
-		s.handle(e, tick)
-	}()
+	if s.claimsNow(e, tick) {
+		go s.claimTick(e, tick)
+	}
+}
+
+// fireGivenBack claims at once a tick that another replica gave back, and
+// that this replica let go when it heard it claimed, unless it handles as
+// many ticks of the job as its overlap policy allows.
+func (s *Scheduler) fireGivenBack(e *entry, tick time.Time) {
+	limit := 1
+	if e.job.Overlap == OverlapQueue {
+		limit = 2
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || !s.started || e.cancelled() {
+		return
+	}
+	e.mu.Lock()
+	if e.inflight >= limit {
+		e.mu.Unlock()
+		return
+	}
+	e.inflight++
+	e.deciding(tick.UnixMilli())
+	e.mu.Unlock()
+	s.wg.Add(1) // under s.mu, before beginStop's Wait can start
+	s.tel.claimed(e.job.Name, claimGivenBack)
+	go s.claimTick(e, tick)
+}
+
+// claimTick claims the tick once the earlier ones this replica fired are
+// decided, runs it, and ends its fire's counts.
+func (s *Scheduler) claimTick(e *entry, tick time.Time) {
+	defer s.fired(e)
+	ms := tick.UnixMilli()
+	defer e.decided(ms)
+	s.awaitEarlier(e, ms, nil)
+	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: ms, queue: e.job.Overlap == OverlapQueue})
+}
+
+// fired ends the counts of a tick that fire (or fireGivenBack) took.
+func (s *Scheduler) fired(e *entry) {
+	e.mu.Lock()
+	e.inflight--
+	e.mu.Unlock()
+	e.retireIfIdle()
+	s.wg.Done()
 }
 
 func fmtTick(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -144,7 +144,8 @@ type Claim struct {
 	Definition   string
 	DefinitionBy string
 
-	g *Ledger
+	g         *Ledger
+	announced bool // the claim was announced: so is its finish
 }
 
 // Claim takes the lock for tick, unless the ledger says it is done. While
@@ -215,7 +216,8 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if claimed == 0 {
 			claimed = tick
 		}
-		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner, g: g}, nil
+		announced := c.announce(m.k.channel, g.id, TickEvent{Tick: claimed, Claimed: true}, false)
+		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner, g: g, announced: announced}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -224,6 +226,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if r.extra == tick || queue {
 			return nil, time.Duration(r.value) * time.Millisecond, nil, nil
 		}
+		c.announce(m.k.channel, g.id, TickEvent{Tick: tick, Busy: true}, false)
 		return nil, 0, nil, fmt.Errorf("lock %q: held for an earlier tick than %d: %w", m.k.name, tick, ErrLocked)
 	case claimLedgerType:
 		return nil, 0, nil, fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", m.k.name, g.key, ErrBadKey)
@@ -314,7 +317,9 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 			n = relReleased
 		}
 		if recorded {
-			l.c.heard(l.k.channel, TickEvent{Tick: cl.Tick, Done: rec.Done}, g.id)
+			ev := TickEvent{Tick: cl.Tick, Done: rec.Done}
+			l.c.heard(l.k.channel, ev, g.id)
+			l.c.announce(l.k.channel, g.id, ev, cl.announced)
 		}
 		if err != nil || n == relReleased {
 			l.c.wake(l.k.channel) // as Client.release: our own waiters
