@@ -236,6 +236,10 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 		t.Fatalf("ledger after finish: since = %q, want the time of the claim", f["since"])
 	}
 	delete(f, "since")
+	if renewed, err := strconv.ParseInt(f["renewed"], 10, 64); err != nil || renewed <= 0 {
+		t.Fatalf("ledger after finish: renewed = %q, want the time its lifetime was set", f["renewed"])
+	}
+	delete(f, "renewed")
 	if !maps.Equal(f, want) {
 		t.Fatalf("ledger after finish %v, want %v", f, want)
 	}

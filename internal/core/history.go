@@ -85,7 +85,7 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 	if g.c.isClosed() {
 		return nil, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	ents, err := g.c.be.history(ctx, g.HistoryKey(), limit, before)
+	ents, err := g.c.be.history(ctx, g.ref(), limit, before)
 	if err != nil {
 		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			return nil, g.historyTypeErr()
