@@ -32,7 +32,12 @@ type Entry struct {
 type LedgerOption func(*Ledger)
 
 // WithHistory sets how much of a ledger's history is kept: the latest keep
-// entries, none older than maxAge (both are applied at each append). A
+// entries, none older than maxAge. History shows exactly those; the store
+// may hold a few more meanwhile (Redis trims the stream to keep
+// approximately at each append, whole stream nodes of up to 100 entries
+// at a time, and drops the entries older than maxAge once per a 16th of
+// maxAge, at most an hour, rather than at each append: issue 23's lean
+// scripts). Ledgers that share a history should share its retention. A
 // zero keeps the default (DefaultHistoryKeep, DefaultHistoryMaxAge); a
 // negative value is refused by Client.Ledger.
 func WithHistory(keep int, maxAge time.Duration) LedgerOption {
@@ -67,7 +72,9 @@ var entryID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 func ValidEntryID(id string) bool { return entryID.MatchString(id) }
 
 // HistoryKey is the Redis key of the ledger's history: a Stream in the
-// lock's hash slot, beside the ledger, expiring with its last entry.
+// lock's hash slot, beside the ledger, expiring maxAge after its last
+// entry (WithHistory; up to a 16th of maxAge, at most an hour, later: its
+// lifetime is renewed once per that period, not at each append).
 func (g *Ledger) HistoryKey() string { return g.hist }
 
 // History returns the ledger's latest history entries, newest first: at

@@ -260,8 +260,10 @@ func idBefore(id streamID, s string) bool {
 	return id.ms < b.ms || id.ms == b.ms && id.seq < b.seq
 }
 
-// appendHistory appends fields, if any, to lg's history, trimmed as the
-// script trims it. s.mu is held.
+// appendHistory appends fields, if any, to lg's history, trimmed exactly
+// to lg.keep and lg.maxAge (the scripts trim approximately; both backends'
+// readers show the latest keep entries not older than maxAge, so they
+// agree). s.mu is held.
 func (s *MemoryStore) appendHistory(lg ledgerRef, fields map[string]string, now time.Time) {
 	if len(fields) == 0 {
 		return
