@@ -125,7 +125,7 @@ func mainErr(ctx context.Context, cfg *config) error {
 	for r := range cfg.rounds {
 		for i := range sets {
 			s := sets[(i+r)%len(sets)]
-			if err := b.ledgerRound(ctx, s, cfg.warm+1+2*r); err != nil {
+			if err := b.ledgerRound(ctx, s, cfg.warm+1+3*r); err != nil {
 				return err
 			}
 			if err := b.lockRound(ctx, s, r); err != nil {

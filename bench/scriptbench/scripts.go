@@ -81,11 +81,17 @@ func owner(i, tick int) string { return fmt.Sprintf("replica-1:7f3a9c2e:%d", tic
 // claim runs claim.lua as a claim of the reentrant lock with no wait and
 // no definition, and checks that it took the lock.
 func (s *scriptSet) runClaim(ctx context.Context, rdb *redis.Client, i, tick int) error {
+	return s.runClaimRenewing(ctx, rdb, i, tick, ledgerRenew)
+}
+
+// runClaimRenewing is runClaim with the ledger's lifetime renewed every
+// renew (0: at this call).
+func (s *scriptSet) runClaimRenewing(ctx context.Context, rdb *redis.Client, i, tick int, renew time.Duration) error {
 	k := s.keys(i)
 	args := []any{owner(i, tick), lease.Milliseconds(), tokenTTL.Milliseconds(), tickMs(tick), ledgerTTL.Milliseconds(), 0, 0, 0, 0, ""}
 	if s.renewals {
 		args[4] = (ledgerTTL + ledgerRenew).Milliseconds()
-		args = append(args, ledgerRenew.Milliseconds())
+		args = append(args, renew.Milliseconds())
 	}
 	v, err := s.claim.Run(ctx, rdb, []string{k.lock, k.token, k.ledger}, args...).Slice()
 	if err != nil {
@@ -100,13 +106,19 @@ func (s *scriptSet) runClaim(ctx context.Context, rdb *redis.Client, i, tick int
 // runFinish runs finish.lua as the scheduler's Finish of a run that went
 // well, with its history entry.
 func (s *scriptSet) runFinish(ctx context.Context, rdb *redis.Client, keep, i, tick int) error {
+	return s.runFinishRenewing(ctx, rdb, keep, i, tick, ledgerRenew, historyRenew)
+}
+
+// runFinishRenewing is runFinish with the ledger's and the history's
+// lifetimes renewed every renew and histRenew (0: at this call).
+func (s *scriptSet) runFinishRenewing(ctx context.Context, rdb *redis.Client, keep, i, tick int, renew, histRenew time.Duration) error {
 	k := s.keys(i)
 	t := tickMs(tick)
 	args := []any{owner(i, tick), 1, t, 1, "success", 1, ledgerTTL.Milliseconds(),
 		"\n" + strconv.FormatInt(t, 10) + "\n1\njob", t, 0, keep, historyAge.Milliseconds()}
 	if s.renewals {
 		args[6] = (ledgerTTL + ledgerRenew).Milliseconds()
-		args = append(args, ledgerRenew.Milliseconds(), historyRenew.Milliseconds())
+		args = append(args, renew.Milliseconds(), histRenew.Milliseconds())
 	}
 	args = append(args, entry(i, tick)...)
 	n, err := s.finish.Run(ctx, rdb, []string{k.lock, k.channel, k.ledger, k.history}, args...).Int64()
@@ -169,11 +181,24 @@ func (b *bench) ledgerRound(ctx context.Context, s *scriptSet, tick int) error {
 	}
 	// The next tick, claim and finish in turn.
 	t := tick + 1
-	return b.phase(ctx, s.name+": claim+finish, one job", func(i int) error {
+	if err := b.phase(ctx, s.name+": claim+finish, one job", func(i int) error {
 		if err := s.runClaim(ctx, b.rdb, i, t); err != nil {
 			return err
 		}
 		return s.runFinish(ctx, b.rdb, b.cfg.keep, i, t)
+	}); err != nil || !s.renewals {
+		return err
+	}
+	// The rare call that renews the lifetimes (once a day for a ledger,
+	// once an hour for a history): the next tick's claim, then its finish.
+	t++
+	if err := b.phase(ctx, s.name+": claim renewing the ledger's lifetime", func(i int) error {
+		return s.runClaimRenewing(ctx, b.rdb, i, t, 0)
+	}); err != nil {
+		return err
+	}
+	return b.phase(ctx, s.name+": finish renewing both lifetimes, trimming by age", func(i int) error {
+		return s.runFinishRenewing(ctx, b.rdb, b.cfg.keep, i, t, 0, 0)
 	})
 }
 
