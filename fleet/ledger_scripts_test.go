@@ -226,7 +226,7 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 	}
 	after := s.dump(t, ctx)
 	want := map[string]string{"done": "1000", "seen": "1000", "running": "1000", "owner": owner,
-		"tries": "1", "outcome": "ran", "finished": owner}
+		"tries": "1", "outcome": "ran", "finished": owner, "from": ""}
 	f := s.fields(t, ctx, k.ledger)
 	if at, err := strconv.ParseInt(f["at:ran"], 10, 64); err != nil || at <= 0 {
 		t.Fatalf("ledger after finish: at:ran = %q, want the time of the finish", f["at:ran"])

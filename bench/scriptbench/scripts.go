@@ -78,8 +78,9 @@ func (s *scriptSet) keys(i int) jobKeys {
 // owner is a claim's owner id: unique per job and tick, as the Client's.
 func owner(i, tick int) string { return fmt.Sprintf("replica-1:7f3a9c2e:%d", tick*100000+i) }
 
-// claim runs claim.lua as a claim of the reentrant lock with no wait and
-// no definition, and checks that it took the lock.
+// runClaim runs claim.lua as the scheduler's claim of the reentrant lock
+// with no wait, recording the job's definition digest, and checks that it
+// took the lock.
 func (s *scriptSet) runClaim(ctx context.Context, rdb *redis.Client, i, tick int) error {
 	return s.runClaimRenewing(ctx, rdb, i, tick, ledgerRenew)
 }
@@ -88,7 +89,7 @@ func (s *scriptSet) runClaim(ctx context.Context, rdb *redis.Client, i, tick int
 // renew (0: at this call).
 func (s *scriptSet) runClaimRenewing(ctx context.Context, rdb *redis.Client, i, tick int, renew time.Duration) error {
 	k := s.keys(i)
-	args := []any{owner(i, tick), lease.Milliseconds(), tokenTTL.Milliseconds(), tickMs(tick), ledgerTTL.Milliseconds(), 0, 0, 0, 0, ""}
+	args := []any{owner(i, tick), lease.Milliseconds(), tokenTTL.Milliseconds(), tickMs(tick), ledgerTTL.Milliseconds(), 0, 0, 0, 0, digest}
 	if s.renewals {
 		args[4] = (ledgerTTL + ledgerRenew).Milliseconds()
 		args = append(args, renew.Milliseconds())
@@ -130,6 +131,10 @@ func (s *scriptSet) runFinishRenewing(ctx context.Context, rdb *redis.Client, ke
 	}
 	return nil
 }
+
+// digest is a job's definition digest as the scheduler records it with
+// each claim (fleet.WithDefinition: 8 bytes of SHA-256, hex).
+const digest = "3f9a1c2e7b6d5e40"
 
 // tickMs is tick number n as the scheduler's tick: a time in ms.
 func tickMs(n int) int64 { return sinceStart.Add(time.Duration(n) * time.Second).UnixMilli() }

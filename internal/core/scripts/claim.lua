@@ -6,7 +6,7 @@
 --         seen (the latest tick anyone claimed), running (the tick last
 --         claimed), owner (its claimant), tries (tries of running so far),
 --         outcome and finished (written by finish.lua), from (the owner
---         of the claim before running's, when tries > 1), since (when
+--         of the claim before running's when tries > 1, else ""), since (when
 --         running was claimed, Redis time in ms), definition and defowner
 --         (recorded by the latest claim that took the lock with one,
 --         ARGV[10], and its owner), renewed and hrenewed (when the ledger's
@@ -57,7 +57,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'from', 'definition', 'defowner', 'renewed')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed')
 if f.err then
   return {-6, 0}
 end
@@ -133,7 +133,7 @@ if pttl ~= -2 then
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, f[7] or '', f[8] or '', f[9] or ''}
+    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, redis.call('HGET', KEYS[3], 'from') or '', f[7] or '', f[8] or ''}
   end
   return wait(pttl)
 end
@@ -162,27 +162,18 @@ else
   tries = 1
 end
 local now = millis(clock)
-local fields = {'running', claimed, 'owner', owner, 'tries', tries, 'since', now, 'seen', math.max(tick, tonumber(f[4]) or 0)}
-if from ~= '' then
-  fields[#fields + 1] = 'from'
-  fields[#fields + 1] = from
-elseif f[7] then
-  redis.call('HDEL', KEYS[3], 'from')
-end
+local seen = math.max(tick, tonumber(f[4]) or 0)
 local def = ARGV[10] or ''
+-- from is written even when empty, so that nothing is deleted.
 if def ~= '' then
-  fields[#fields + 1] = 'definition'
-  fields[#fields + 1] = def
-  fields[#fields + 1] = 'defowner'
-  fields[#fields + 1] = owner
+  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', now, 'seen', seen, 'from', from, 'definition', def, 'defowner', owner)
+else
+  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', now, 'seen', seen, 'from', from)
 end
-local renew = now - (tonumber(f[10]) or 0) >= (tonumber(ARGV[11]) or 0)
-if renew then
-  fields[#fields + 1] = 'renewed'
-  fields[#fields + 1] = now
-end
-redis.call('HSET', KEYS[3], unpack(fields))
-if renew then
+-- The ledger's lifetime is renewed once per ARGV[11] (finish.lua's
+-- ARGV[13]), not at each claim.
+if now - (tonumber(f[9]) or 0) >= (tonumber(ARGV[11]) or 0) then
+  redis.call('HSET', KEYS[3], 'renewed', now)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
-return {1, token, tries, claimed, from, f[8] or '', f[9] or ''}
+return {1, token, tries, claimed, from, f[7] or '', f[8] or ''}

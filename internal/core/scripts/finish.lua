@@ -75,17 +75,14 @@ local function record(f)
     fields[#fields + 1] = 'seen'
     fields[#fields + 1] = ARGV[9]
   end
-  if hrenewed then
-    fields[#fields + 1] = 'hrenewed'
-    fields[#fields + 1] = hrenewed
-  end
-  local renew = now - renewed >= (tonumber(ARGV[13]) or 0)
-  if renew then
-    fields[#fields + 1] = 'renewed'
-    fields[#fields + 1] = now
-  end
   redis.call('HSET', KEYS[3], unpack(fields))
-  if renew then
+  -- Once per period, not at each finish (the HSET apart, so that the
+  -- common finish builds no longer list).
+  if hrenewed then
+    redis.call('HSET', KEYS[3], 'hrenewed', hrenewed)
+  end
+  if now - renewed >= (tonumber(ARGV[13]) or 0) then
+    redis.call('HSET', KEYS[3], 'renewed', now)
     redis.call('PEXPIRE', KEYS[3], ARGV[7])
   end
   return histOK, now
