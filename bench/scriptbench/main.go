@@ -252,8 +252,9 @@ func (b *bench) report(sets []*scriptSet, load0, load1 string) {
 		}
 		tick, _ := per(s.name + ": claim+finish, one job")
 		tick *= 2 // two calls per job-tick
+		// The verdict takes the worse of the two ways of measuring.
 		fmt.Printf("%s: claim + finish with history per job-tick: %.1f µs (phases apart) / %.1f µs (alternating on one job), %.1f× a trivial script's two calls; target ≤ 35 µs: %s\n",
-			s.name, c+f, tick, (c+f)/(2*triv), benchutil.Verdict(c+f <= targetTick))
+			s.name, c+f, tick, (c+f)/(2*triv), benchutil.Verdict(max(c+f, tick) <= targetTick))
 	}
 }
 
