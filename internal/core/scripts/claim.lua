@@ -171,8 +171,9 @@ else
   redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', now, 'seen', seen, 'from', from)
 end
 -- The ledger's lifetime is renewed once per ARGV[11] (finish.lua's
--- ARGV[13]), not at each claim.
-if now - (tonumber(f[9]) or 0) >= (tonumber(ARGV[11]) or 0) then
+-- ARGV[13]), not at each claim; and whenever the server's clock went
+-- back past the last renewal.
+if math.abs(now - (tonumber(f[9]) or 0)) >= (tonumber(ARGV[11]) or 0) then
   redis.call('HSET', KEYS[3], 'renewed', now)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end

@@ -59,7 +59,8 @@ local function record(f)
   local histEvery = tonumber(ARGV[14]) or 0
   -- The entry's id is its time on the server's clock: no TIME then.
   local histOK, now = appendHistory(KEYS[4], ARGV[11], 15)
-  if now and now - hrenewed >= histEvery then
+  -- (abs: also when the server's clock went back past the last renewal)
+  if now and math.abs(now - hrenewed) >= histEvery then
     renewHistory(KEYS[4], tonumber(ARGV[12]), histEvery, now)
     hrenewed = now
   else
@@ -81,7 +82,7 @@ local function record(f)
   if hrenewed then
     redis.call('HSET', KEYS[3], 'hrenewed', hrenewed)
   end
-  if now - renewed >= (tonumber(ARGV[13]) or 0) then
+  if math.abs(now - renewed) >= (tonumber(ARGV[13]) or 0) then
     redis.call('HSET', KEYS[3], 'renewed', now)
     redis.call('PEXPIRE', KEYS[3], ARGV[7])
   end
