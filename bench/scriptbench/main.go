@@ -67,9 +67,15 @@ func main() {
 }
 
 func mainErr(ctx context.Context, cfg *config) error {
+	_, err := run(ctx, cfg)
+	return err
+}
+
+// run measures as cfg says, prints the report and returns the figures.
+func run(ctx context.Context, cfg *config) (*bench, error) {
 	root, err := gitOut("rev-parse", "--show-toplevel")
 	if err != nil {
-		return fmt.Errorf("finding the repository (run from inside the checkout): %w", err)
+		return nil, fmt.Errorf("finding the repository (run from inside the checkout): %w", err)
 	}
 	cfg.root = strings.TrimSpace(root)
 	sets := []*scriptSet{}
@@ -78,7 +84,7 @@ func mainErr(ctx context.Context, cfg *config) error {
 		return string(b), err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sets = append(sets, cur)
 	if cfg.old != "" {
@@ -86,19 +92,19 @@ func mainErr(ctx context.Context, cfg *config) error {
 			return gitOut("show", cfg.old+":internal/core/scripts/"+f)
 		})
 		if err != nil {
-			return fmt.Errorf("the scripts of %s: %w", cfg.old, err)
+			return nil, fmt.Errorf("the scripts of %s: %w", cfg.old, err)
 		}
 		sets = append(sets, old)
 	}
 
 	srv, err := benchutil.Launch()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer srv.Close()
 	ver, err := benchutil.ServerVersionOr(ctx, srv.Ctl, "?")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	load0 := benchutil.Loadavg()
 	fmt.Printf("scriptbench: redis-server %s, %s, %d CPUs, load average %s\n", ver, runtime.Version(), runtime.NumCPU(), load0)
@@ -111,38 +117,38 @@ func mainErr(ctx context.Context, cfg *config) error {
 	trivial := redis.NewScript("return 1")
 	for _, s := range sets {
 		if err := s.preload(ctx, rdb); err != nil {
-			return err
+			return nil, err
 		}
 		if err := b.warm(ctx, s); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, sc := range []*redis.Script{redisson.lock, redisson.unlock, trivial} {
 		if err := sc.Load(ctx, rdb).Err(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for r := range cfg.rounds {
 		for i := range sets {
 			s := sets[(i+r)%len(sets)]
 			if err := b.ledgerRound(ctx, s, cfg.warm+1+3*r); err != nil {
-				return err
+				return nil, err
 			}
 			if err := b.lockRound(ctx, s, r); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err := b.redissonRound(ctx, redisson, r); err != nil {
-			return err
+			return nil, err
 		}
 		if err := b.phase(ctx, "trivial (return 1)", func(i int) error {
 			return trivial.Run(ctx, rdb, nil).Err()
 		}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	b.report(sets, load0, benchutil.Loadavg())
-	return nil
+	return b, nil
 }
 
 // gitOut runs git in the current directory and returns its output.
