@@ -79,7 +79,9 @@ func (g *Ledger) HistoryKey() string { return g.hist }
 
 // History returns the ledger's latest history entries, newest first: at
 // most limit, and only those older than before when before is not "" (an
-// Entry's ID: the next page of a listing). A ledger without history reads
+// Entry's ID: the next page of a listing), of the entries the history
+// keeps (WithHistory: the latest keep, none older than maxAge, on the
+// store's clock; the store may hold a few more, which History leaves out). A ledger without history reads
 // as none. It returns ErrInvalid for a limit below 1 or a malformed
 // before, and ErrBadKey if the key holds another type.
 func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry, error) {
