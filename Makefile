@@ -55,11 +55,12 @@ test-oldest-go:
 chaos:
 	cd chaos && $(GO) test -count=1 -timeout 20m -v -run 'TestChaos$$' . -args -chaos.full $(if $(SEED),-chaos.seed=$(SEED)) $(if $(TABLE),-chaos.table=$(TABLE))
 
-## bench: the benchmark against peer libraries, then the scheduler's and the fair lock's (bench/, a module of its own)
+## bench: the benchmark against peer libraries, then the scheduler's, the fair lock's and the scripts' Redis time per call (bench/, a module of its own)
 bench:
 	cd bench && $(GO) run .
 	cd bench && $(GO) run ./schedbench
 	cd bench && $(GO) run ./fairbench
+	cd bench && $(GO) run ./scriptbench
 
 ## check-deps: the scheduler links the run contract of jobs alone, not os/exec nor the exec and http jobs, and lock, scheduler and jobs have no init function
 check-deps:

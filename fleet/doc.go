@@ -64,10 +64,16 @@
 // once, by its claimant, whatever the retries; a finish that finds the
 // lock lost records nothing (the caller may Ledger.Append the entry to the
 // history alone). Ledger.Pass moves the ledger's seen past ticks nobody
-// claimed and appends an entry, once across the callers. Each append trims
-// the history to the latest WithHistory keep entries (default 100) and
-// drops those older than its max age (default 30 days), which is also the
-// stream's TTL. Ledger.History reads it newest first, paged by entry id.
+// claimed and appends an entry, once across the callers. The history
+// keeps the latest WithHistory keep entries (default 100), none older than
+// its max age (default 30 days). Ledger.History reads it newest first,
+// paged by entry id, and shows exactly those. To keep a finish cheap, the
+// store trims the stream only approximately at each append (MAXLEN ~:
+// whole stream nodes), drops the entries older than the max age once per
+// a 16th of it (at most an hour) rather than at each append, and renews
+// the stream's TTL (the max age and that period) as often; a ledger's own
+// TTL (LedgerTTL) is renewed once a day. The stream may so hold more
+// entries than History shows.
 // Ledgers of one task may share one history (WithSharedHistory). The
 // ledger also remembers when each outcome was last recorded
 // (LedgerState.Last), and who had a tick before it was taken over

@@ -17,8 +17,9 @@ var ErrDone = core.ErrDone
 var ErrPaused = core.ErrPaused
 
 // LedgerTTL is how long a ledger outlives its last claim or finish, 35
-// days: long enough to judge a monthly schedule's missed tick after a
-// downtime.
+// days at least (up to a day more: the key's lifetime is renewed once a
+// day, not at each claim and finish): long enough to judge a monthly
+// schedule's missed tick after a downtime.
 const LedgerTTL = core.LedgerTTL
 
 // Defaults of a ledger's history (WithHistory): 100 entries, 30 days.
@@ -56,7 +57,12 @@ type Ledger struct{ g *core.Ledger }
 type LedgerOption = core.LedgerOption
 
 // WithHistory sets how much of a ledger's history is kept: the latest keep
-// entries, none older than maxAge (both are applied at each append). A
+// entries, none older than maxAge. History shows exactly those; the store
+// may hold a few more meanwhile (Redis trims the stream to keep
+// approximately at each append, whole stream nodes of up to 100 entries
+// at a time, and drops the entries older than maxAge once per a 16th of
+// maxAge, at most an hour, rather than at each append: issue 23's lean
+// scripts). Ledgers that share a history should share its retention. A
 // zero keeps the default (DefaultHistoryKeep, DefaultHistoryMaxAge); a
 // negative value is refused by Store.Ledger.
 func WithHistory(keep int, maxAge time.Duration) LedgerOption {
@@ -104,7 +110,9 @@ func (s *Store) FairLedger(lockName, id string, opts ...LedgerOption) (*Ledger, 
 func (g *Ledger) Key() string { return g.g.Key() }
 
 // HistoryKey is the Redis key of the ledger's history: a Stream in the
-// lock's hash slot, beside the ledger, expiring with its last entry.
+// lock's hash slot, beside the ledger, expiring maxAge after its last
+// entry (WithHistory; up to a 16th of maxAge, at most an hour, later: its
+// lifetime is renewed once per that period, not at each append).
 func (g *Ledger) HistoryKey() string { return g.g.HistoryKey() }
 
 // A Claim is one owner's hold on a tick: it holds the ledger's lock, with
@@ -279,7 +287,9 @@ func ValidEntryID(id string) bool { return core.ValidEntryID(id) }
 
 // History returns the ledger's latest history entries, newest first: at
 // most limit, and only those older than before when before is not "" (an
-// Entry's ID: the next page of a listing). A ledger without history reads
+// Entry's ID: the next page of a listing), of the entries the history
+// keeps (WithHistory: the latest keep, none older than maxAge, on the
+// store's clock; the store may hold a few more, which History leaves out). A ledger without history reads
 // as none. It returns lock.ErrInvalid for a limit below 1 or a malformed
 // before, and lock.ErrBadKey if the key holds another type.
 func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry, error) {

@@ -227,8 +227,11 @@ func TestLedgerHistoryRedis(t *testing.T) {
 	if typ := rdb.Type(ctx, g.HistoryKey()).Val(); typ != "stream" {
 		t.Fatalf("history key holds a %s, want a stream", typ)
 	}
-	if ttl := rdb.PTTL(ctx, g.HistoryKey()).Val(); ttl <= 0 || ttl > fleet.DefaultHistoryMaxAge {
-		t.Fatalf("history TTL %v, want within the default max age", ttl)
+	// The stream outlives its last entry by the max age, and by at most
+	// an hour more (its lifetime is renewed once an hour, not at each
+	// append).
+	if ttl := rdb.PTTL(ctx, g.HistoryKey()).Val(); ttl < fleet.DefaultHistoryMaxAge-time.Minute || ttl > fleet.DefaultHistoryMaxAge+time.Hour {
+		t.Fatalf("history TTL %v, want the default max age and at most an hour more", ttl)
 	}
 	if err := rdb.Del(ctx, g.HistoryKey()).Err(); err != nil {
 		t.Fatal(err)
@@ -251,4 +254,87 @@ func TestLedgerHistoryRedis(t *testing.T) {
 	if _, err := g.History(ctx, 1, ""); !errors.Is(err, lock.ErrBadKey) {
 		t.Fatalf("History of a key of another type: %v, want ErrBadKey", err)
 	}
+}
+
+// TestLedgerHistoryTrimmedApproximately: a finish trims the history to its
+// keep approximately (MAXLEN ~, whole stream nodes only), so the stream
+// holds more entries than the ledger keeps; History shows the latest keep
+// alone, on every page.
+func TestLedgerHistoryTrimmedApproximately(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := locktest.NewClient(t, srv)
+	rdb := srv.Client()
+	g, err := fleet.New(c).Ledger("approx", "job", fleet.WithHistory(3, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tick := int64(1); tick <= 8; tick++ {
+		finishWith(t, ctx, g, tick)
+	}
+	if n := rdb.XLen(ctx, g.HistoryKey()).Val(); n <= 3 {
+		t.Fatalf("stream holds %d entries, want more than the 3 kept (trimmed approximately)", n)
+	}
+	ents, err := g.History(ctx, 100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(ticksOf(ents)); got != "[8 7 6]" {
+		t.Fatalf("history %s, want the latest 3: [8 7 6]", got)
+	}
+	page, err := g.History(ctx, 100, ents[2].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 0 {
+		t.Fatalf("history before the 3rd newest: %v, want none (beyond the keep)", ticksOf(page))
+	}
+}
+
+// TestLedgerHistoryAged: entries older than the history's max age are
+// hidden from History at once and dropped from the stream by a later
+// finish (on Redis, once per renewal period: a 16th of the max age here).
+func TestLedgerHistoryAged(t *testing.T) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
+		ctx := context.Background()
+		c := store.NewClient(t)
+		const maxAge = time.Second
+		g, err := fleet.New(c).Ledger("aged", "job", fleet.WithHistory(100, maxAge))
+		if err != nil {
+			t.Fatal(err)
+		}
+		finishWith(t, ctx, g, 1)
+		ents, err := g.History(ctx, 10, "")
+		if err != nil || len(ents) != 1 {
+			t.Fatalf("history after one finish: %v, %v", ents, err)
+		}
+		first := ents[0].Time
+		// The time that passes is what is tested: the first entry comes of
+		// age while the stream lives on (the second finish renews it).
+		time.Sleep(time.Until(first.Add(maxAge / 2)))
+		finishWith(t, ctx, g, 2)
+		time.Sleep(time.Until(first.Add(maxAge + 50*time.Millisecond)))
+		ents, err = g.History(ctx, 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(ticksOf(ents)); got != "[2]" {
+			t.Fatalf("history once the first entry is older than %v: %s, want [2]", maxAge, got)
+		}
+		finishWith(t, ctx, g, 3)
+		if store.Server != nil {
+			if n := store.Server.Client().XLen(ctx, g.HistoryKey()).Val(); n != 2 {
+				t.Fatalf("stream holds %d entries after a finish past the first one's age, want 2 (the aged one dropped)", n)
+			}
+		}
+		ents, err = g.History(ctx, 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(ticksOf(ents)); got != "[3 2]" {
+			t.Fatalf("history %s, want [3 2]", got)
+		}
+	})
 }

@@ -226,7 +226,7 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 	}
 	after := s.dump(t, ctx)
 	want := map[string]string{"done": "1000", "seen": "1000", "running": "1000", "owner": owner,
-		"tries": "1", "outcome": "ran", "finished": owner}
+		"tries": "1", "outcome": "ran", "finished": owner, "from": ""}
 	f := s.fields(t, ctx, k.ledger)
 	if at, err := strconv.ParseInt(f["at:ran"], 10, 64); err != nil || at <= 0 {
 		t.Fatalf("ledger after finish: at:ran = %q, want the time of the finish", f["at:ran"])
@@ -236,6 +236,10 @@ func TestFinishScriptRetryAfterLostReply(t *testing.T) {
 		t.Fatalf("ledger after finish: since = %q, want the time of the claim", f["since"])
 	}
 	delete(f, "since")
+	if renewed, err := strconv.ParseInt(f["renewed"], 10, 64); err != nil || renewed <= 0 {
+		t.Fatalf("ledger after finish: renewed = %q, want the time its lifetime was set", f["renewed"])
+	}
+	delete(f, "renewed")
 	if !maps.Equal(f, want) {
 		t.Fatalf("ledger after finish %v, want %v", f, want)
 	}

@@ -336,9 +336,57 @@ func TestLedgerKeyAndTTL(t *testing.T) {
 	if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	ttl := srv.Do("PTTL", g.Key()).(int64)
-	if ttl <= 0 || time.Duration(ttl)*time.Millisecond > fleet.LedgerTTL {
-		t.Fatalf("ledger PTTL = %dms, want (0, %v]", ttl, fleet.LedgerTTL)
+	// The ledger outlives its last claim or finish by LedgerTTL, and by
+	// at most a day more (its lifetime is renewed once a day, not at each
+	// claim and finish).
+	ttl := time.Duration(srv.Do("PTTL", g.Key()).(int64)) * time.Millisecond
+	if ttl < fleet.LedgerTTL || ttl > fleet.LedgerTTL+24*time.Hour {
+		t.Fatalf("ledger PTTL = %v, want [%v, %v]", ttl, fleet.LedgerTTL, fleet.LedgerTTL+24*time.Hour)
+	}
+}
+
+// TestLedgerLifetimeRenewedOncePerPeriod: claims and finishes renew the
+// ledger's and the history's lifetimes only once their renewal period
+// has passed since the last renewal (the ledger's fields renewed and
+// hrenewed), not at each call; and then they do.
+func TestLedgerLifetimeRenewedOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := locktest.NewClient(t, srv)
+	ctx := testkit.Context(t)
+	rdb := srv.Client()
+	g := ledger(t, c, "renewal")
+	finishWith(t, ctx, g, 1)
+	// Shorten both lifetimes by hand: a claim and a finish within the
+	// period leave them as they are.
+	for _, key := range []string{g.Key(), g.HistoryKey()} {
+		if err := rdb.PExpire(ctx, key, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finishWith(t, ctx, g, 2)
+	for _, key := range []string{g.Key(), g.HistoryKey()} {
+		if ttl := rdb.PTTL(ctx, key).Val(); ttl > time.Hour {
+			t.Fatalf("%s: TTL %v after a claim and finish within the renewal period, want at most the hour left", key, ttl)
+		}
+	}
+	// The renewals are due: the next claim renews the ledger's, the next
+	// finish both.
+	if err := rdb.HSet(ctx, g.Key(), "renewed", 1, "hrenewed", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cl := mustClaim(t, ctx, g, 3)
+	if ttl := rdb.PTTL(ctx, g.Key()).Val(); ttl < fleet.LedgerTTL {
+		t.Fatalf("ledger TTL %v after a claim with its renewal due, want at least %v", ttl, fleet.LedgerTTL)
+	}
+	if ttl := rdb.PTTL(ctx, g.HistoryKey()).Val(); ttl > time.Hour {
+		t.Fatalf("history TTL %v after a claim, want the hour left (a claim does not touch the history)", ttl)
+	}
+	if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 3, Entry: map[string]string{"tick": "3"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, g.HistoryKey()).Val(); ttl < fleet.DefaultHistoryMaxAge {
+		t.Fatalf("history TTL %v after a finish with its renewal due, want at least %v", ttl, fleet.DefaultHistoryMaxAge)
 	}
 }
 

@@ -77,8 +77,10 @@ type ledgerBackend interface {
 	// ledgerPass runs pass.lua: 1 passed, 0 passed already, or a type
 	// error's status.
 	ledgerPass(ctx context.Context, lg ledgerRef, upTo int64, entry map[string]string) (int64, error)
-	// history reads a ledger's history stream, newest first.
-	history(ctx context.Context, key string, limit int, before string) ([]Entry, error)
+	// history reads lg's history stream, newest first: of its latest
+	// lg.keep entries, those not older than lg.maxAge (the scripts trim
+	// both approximately, so the stream may hold more).
+	history(ctx context.Context, lg ledgerRef, limit int, before string) ([]Entry, error)
 	// ledgerPause sets or clears a ledger's paused field.
 	ledgerPause(ctx context.Context, key string, paused bool) error
 	// ledgerTrigger adds one to a ledger's triggers field and returns it.
@@ -98,6 +100,22 @@ type ledgerRef struct {
 	keep    int           // history entries kept
 	maxAge  time.Duration // history entries' lifetime
 }
+
+// ledgerRenew is how often a claim or a finish renews its ledger's
+// lifetime: only once this has passed since the last renewal (the
+// ledger's field renewed), to ledgerLife, so that a ledger outlives its
+// last claim or finish by LedgerTTL at least, and most claims and finishes
+// spare the PEXPIRE (claim.lua, finish.lua).
+const (
+	ledgerRenew = 24 * time.Hour
+	ledgerLife  = LedgerTTL + ledgerRenew
+)
+
+// historyRenew is how often a finish drops the entries of lg's history
+// older than lg.maxAge and renews the stream's lifetime (to maxAge and
+// this), rather than at every append: a 16th of maxAge, at most an hour.
+// Readers hide the entries older than maxAge that are left meanwhile.
+func (lg ledgerRef) historyRenew() time.Duration { return min(lg.maxAge/16, time.Hour) }
 
 // finishArgs are how a claimed tick ended (Record), as finish.lua takes
 // them.

@@ -699,13 +699,13 @@ func (d *diffRun) historyOp() diffOp {
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
 			// Entry ids are each backend's own: the page starts before
 			// this backend's entry of the same place.
-			all, err := be.history(ctx, g.HistoryKey(), 100, "")
+			all, err := be.history(ctx, g.ref(), 100, "")
 			a.entries("all", all, err)
 			before := ""
 			if page > 0 && page <= len(all) {
 				before = all[page-1].ID
 			}
-			ents, err := be.history(ctx, g.HistoryKey(), limit, before)
+			ents, err := be.history(ctx, g.ref(), limit, before)
 			a.entries("page", ents, err)
 			return a
 		},

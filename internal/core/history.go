@@ -32,7 +32,12 @@ type Entry struct {
 type LedgerOption func(*Ledger)
 
 // WithHistory sets how much of a ledger's history is kept: the latest keep
-// entries, none older than maxAge (both are applied at each append). A
+// entries, none older than maxAge. History shows exactly those; the store
+// may hold a few more meanwhile (Redis trims the stream to keep
+// approximately at each append, whole stream nodes of up to 100 entries
+// at a time, and drops the entries older than maxAge once per a 16th of
+// maxAge, at most an hour, rather than at each append: issue 23's lean
+// scripts). Ledgers that share a history should share its retention. A
 // zero keeps the default (DefaultHistoryKeep, DefaultHistoryMaxAge); a
 // negative value is refused by Client.Ledger.
 func WithHistory(keep int, maxAge time.Duration) LedgerOption {
@@ -67,12 +72,16 @@ var entryID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 func ValidEntryID(id string) bool { return entryID.MatchString(id) }
 
 // HistoryKey is the Redis key of the ledger's history: a Stream in the
-// lock's hash slot, beside the ledger, expiring with its last entry.
+// lock's hash slot, beside the ledger, expiring maxAge after its last
+// entry (WithHistory; up to a 16th of maxAge, at most an hour, later: its
+// lifetime is renewed once per that period, not at each append).
 func (g *Ledger) HistoryKey() string { return g.hist }
 
 // History returns the ledger's latest history entries, newest first: at
 // most limit, and only those older than before when before is not "" (an
-// Entry's ID: the next page of a listing). A ledger without history reads
+// Entry's ID: the next page of a listing), of the entries the history
+// keeps (WithHistory: the latest keep, none older than maxAge, on the
+// store's clock; the store may hold a few more, which History leaves out). A ledger without history reads
 // as none. It returns ErrInvalid for a limit below 1 or a malformed
 // before, and ErrBadKey if the key holds another type.
 func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry, error) {
@@ -85,7 +94,7 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 	if g.c.isClosed() {
 		return nil, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	ents, err := g.c.be.history(ctx, g.HistoryKey(), limit, before)
+	ents, err := g.c.be.history(ctx, g.ref(), limit, before)
 	if err != nil {
 		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			return nil, g.historyTypeErr()

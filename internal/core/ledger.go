@@ -17,8 +17,10 @@ var ErrDone = errors.New("fleet: tick already done")
 // was taken.
 var ErrPaused = errors.New("fleet: ledger paused")
 
-// LedgerTTL is how long a ledger outlives its last claim or finish: long
-// enough to judge a monthly schedule's missed tick after a downtime.
+// LedgerTTL is how long a ledger outlives its last claim or finish, at
+// least (up to ledgerRenew more: the key's lifetime is renewed once per
+// ledgerRenew, not at each claim and finish): long enough to judge a
+// monthly schedule's missed tick after a downtime.
 const LedgerTTL = 35 * 24 * time.Hour
 
 // A Ledger records, beside a lock, the ticks of a recurring task (a cron

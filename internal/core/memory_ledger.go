@@ -203,21 +203,29 @@ func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64
 	return 1, nil
 }
 
-func (b *memoryBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
+func (b *memoryBackend) history(ctx context.Context, lg ledgerRef, limit int, before string) ([]Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.hists[key]
-	if h == nil || !time.Now().Before(h.expires) {
-		delete(s.hists, key)
+	now := time.Now()
+	h := s.hists[lg.history]
+	if h == nil || !now.Before(h.expires) {
+		delete(s.hists, lg.history)
 		return nil, nil
 	}
+	// As the Redis backend reads: of the latest lg.keep entries, those not
+	// older than lg.maxAge (another ledger sharing the history may keep
+	// more).
+	oldest := now.UnixMilli() - lg.maxAge.Milliseconds()
 	var out []Entry
-	for i := len(h.entries) - 1; i >= 0 && len(out) < limit; i-- {
+	for i := len(h.entries) - 1; i >= 0 && i >= len(h.entries)-lg.keep && len(out) < limit; i-- {
 		e := h.entries[i]
+		if e.id.ms < oldest {
+			break
+		}
 		if before != "" && !idBefore(e.id, before) {
 			continue
 		}
@@ -252,8 +260,10 @@ func idBefore(id streamID, s string) bool {
 	return id.ms < b.ms || id.ms == b.ms && id.seq < b.seq
 }
 
-// appendHistory appends fields, if any, to lg's history, trimmed as the
-// script trims it. s.mu is held.
+// appendHistory appends fields, if any, to lg's history, trimmed exactly
+// to lg.keep and lg.maxAge (the scripts trim approximately; both backends'
+// readers show the latest keep entries not older than maxAge, so they
+// agree). s.mu is held.
 func (s *MemoryStore) appendHistory(lg ledgerRef, fields map[string]string, now time.Time) {
 	if len(fields) == 0 {
 		return

@@ -13,12 +13,12 @@ import (
 
 func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string, lease time.Duration, tick int64, ca claimArgs) (claimReply, error) {
 	keys := []string{k.lock, k.token, ledger}
-	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, LedgerTTL.Milliseconds()}
+	args := []any{owner, lease.Milliseconds(), max(tokenTTL, 2*lease).Milliseconds(), tick, ledgerLife.Milliseconds()}
 	if ca.fair {
 		keys = append(keys, k.queue, k.timeout)
-		args = append(args, 1, ca.place.Milliseconds(), max((ca.place/3).Milliseconds(), 1), ca.wait, ca.def)
+		args = append(args, 1, ca.place.Milliseconds(), max((ca.place/3).Milliseconds(), 1), ca.wait, ca.def, ledgerRenew.Milliseconds())
 	} else {
-		args = append(args, 0, 0, 0, 0, ca.def)
+		args = append(args, 0, 0, 0, 0, ca.def, ledgerRenew.Milliseconds())
 	}
 	v, err := b.runBatched(ctx, claimScript, keys, args...).Slice()
 	if err != nil {
@@ -66,8 +66,8 @@ func (b *redisBackend) finish(ctx context.Context, k *keys, g ledgerRef, owner s
 		f = 1
 		keys = append(keys, k.queue, k.timeout)
 	}
-	args := append([]any{owner, holds, tick, d, rec.outcome, rec.tries, LedgerTTL.Milliseconds(), tickTail(g.id, tick, rec.done), rec.seen, f,
-		g.keep, g.maxAge.Milliseconds()}, flatten(rec.entry)...)
+	args := append([]any{owner, holds, tick, d, rec.outcome, rec.tries, ledgerLife.Milliseconds(), tickTail(g.id, tick, rec.done), rec.seen, f,
+		g.keep, g.maxAge.Milliseconds(), ledgerRenew.Milliseconds(), g.historyRenew().Milliseconds()}, flatten(rec.entry)...)
 	return b.runBatched(ctx, finishScript, keys, args...).Int64()
 }
 
@@ -76,30 +76,61 @@ func (b *redisBackend) ledgerPass(ctx context.Context, g ledgerRef, upTo int64, 
 	if upTo == 0 {
 		up = "" // append alone
 	}
-	args := append([]any{up, LedgerTTL.Milliseconds(), g.keep, g.maxAge.Milliseconds()}, flatten(entry)...)
+	args := append([]any{up, ledgerLife.Milliseconds(), g.keep, g.maxAge.Milliseconds(), g.historyRenew().Milliseconds()}, flatten(entry)...)
 	return passScript.Run(ctx, b.rdb, []string{g.key, g.history}, args...).Int64()
 }
 
-func (b *redisBackend) history(ctx context.Context, key string, limit int, before string) ([]Entry, error) {
-	end := "+"
-	if before != "" {
-		end = "(" + before
-	}
-	msgs, err := b.rdb.XRevRangeN(ctx, key, end, "-", int64(limit)).Result()
+func (b *redisBackend) history(ctx context.Context, lg ledgerRef, limit int, before string) ([]Entry, error) {
+	// The scripts trim approximately (finish.lua): the latest lg.keep
+	// entries are read, with the server's time, and those older than
+	// lg.maxAge or not before before are left out.
+	var msgs *redis.XMessageSliceCmd
+	var now *redis.TimeCmd
+	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		now = p.Time(ctx)
+		msgs = p.XRevRangeN(ctx, lg.history, "+", "-", int64(lg.keep))
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, 0, len(msgs))
-	for _, m := range msgs {
+	oldest := now.Val().Add(-lg.maxAge)
+	out := make([]Entry, 0, min(limit, len(msgs.Val())))
+	for _, m := range msgs.Val() {
+		if len(out) == limit {
+			break
+		}
+		t := entryTime(m.ID)
+		if t.Before(oldest) {
+			break // the ones after it are older still
+		}
+		if before != "" && !idLess(m.ID, before) {
+			continue
+		}
 		f := make(map[string]string, len(m.Values))
 		for k, v := range m.Values {
 			if s, ok := v.(string); ok {
 				f[k] = s
 			}
 		}
-		out = append(out, Entry{ID: m.ID, Time: entryTime(m.ID), Fields: f})
+		out = append(out, Entry{ID: m.ID, Time: t, Fields: f})
 	}
 	return out, nil
+}
+
+// idLess reports whether the entry id a comes before b (both well formed,
+// ValidEntryID).
+func idLess(a, b string) bool {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	an, _ := strconv.ParseUint(am, 10, 64)
+	bn, _ := strconv.ParseUint(bm, 10, 64)
+	if an != bn {
+		return an < bn
+	}
+	aseq, _ := strconv.ParseUint(as, 10, 64)
+	bseq, _ := strconv.ParseUint(bs, 10, 64)
+	return aseq < bseq
 }
 
 func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
@@ -109,7 +140,7 @@ func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool)
 		} else {
 			p.HDel(ctx, key, "paused")
 		}
-		p.PExpire(ctx, key, LedgerTTL)
+		p.PExpire(ctx, key, ledgerLife)
 		return nil
 	})
 	return err
@@ -119,7 +150,7 @@ func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, er
 	var n *redis.IntCmd
 	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		n = p.HIncrBy(ctx, key, "triggers", 1)
-		p.PExpire(ctx, key, LedgerTTL)
+		p.PExpire(ctx, key, ledgerLife)
 		return nil
 	})
 	if err != nil {

@@ -6,15 +6,18 @@
 --         seen (the latest tick anyone claimed), running (the tick last
 --         claimed), owner (its claimant), tries (tries of running so far),
 --         outcome and finished (written by finish.lua), from (the owner
---         of the claim before running's, when tries > 1), since (when
+--         of the claim before running's when tries > 1, else ""), since (when
 --         running was claimed, Redis time in ms), definition and defowner
 --         (recorded by the latest claim that took the lock with one,
---         ARGV[10], and its owner)
+--         ARGV[10], and its owner), renewed and hrenewed (when the ledger's
+--         and the history's lifetimes were last renewed, see finish.lua)
 -- ARGV[1] owner id, unique to this claim
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
 -- ARGV[4] the tick: an integer that grows from tick to tick
--- ARGV[5] lifetime of KEYS[3] in milliseconds
+-- ARGV[5] lifetime of KEYS[3] in milliseconds: set by a claim that takes
+--         the lock only when ARGV[11] has passed since the last renewal
+--         (see finish.lua's ARGV[13]); by one that moves seen alone, always
 -- ARGV[6] 1: the claim is fair (FairMutex order): KEYS[4] and KEYS[5] are
 --         the lock's queue and its waiters' deadlines (see fairacquire.lua)
 -- ARGV[7] fair: how long a place in the queue lasts without a heartbeat, ms
@@ -24,6 +27,8 @@
 --         lock (overlap queue)
 -- ARGV[10] the definition the claim records when it takes the lock (a
 --         digest of what the claimant runs); "" records none
+-- ARGV[11] how often the ledger's lifetime is renewed, ms (finish.lua's
+--         ARGV[13])
 -- A fair claim that would wait takes a free lock only when the queue is
 -- empty or the caller is its head, and otherwise takes or keeps its place:
 -- the sleep in {0, sleep, running} is then the time to its next heartbeat.
@@ -52,7 +57,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'from', 'definition', 'defowner')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed')
 if f.err then
   return {-6, 0}
 end
@@ -128,7 +133,7 @@ if pttl ~= -2 then
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, f[7] or '', f[8] or '', f[9] or ''}
+    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, redis.call('HGET', KEYS[3], 'from') or '', f[7] or '', f[8] or ''}
   end
   return wait(pttl)
 end
@@ -156,17 +161,20 @@ if running == claimed then
 else
   tries = 1
 end
-if from ~= '' then
-  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', millis(clock), 'seen', math.max(tick, tonumber(f[4]) or 0), 'from', from)
-else
-  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', millis(clock), 'seen', math.max(tick, tonumber(f[4]) or 0))
-  if f[7] then
-    redis.call('HDEL', KEYS[3], 'from')
-  end
-end
+local now = millis(clock)
+local seen = math.max(tick, tonumber(f[4]) or 0)
 local def = ARGV[10] or ''
+-- from is written even when empty, so that nothing is deleted.
 if def ~= '' then
-  redis.call('HSET', KEYS[3], 'definition', def, 'defowner', owner)
+  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', now, 'seen', seen, 'from', from, 'definition', def, 'defowner', owner)
+else
+  redis.call('HSET', KEYS[3], 'running', claimed, 'owner', owner, 'tries', tries, 'since', now, 'seen', seen, 'from', from)
 end
-redis.call('PEXPIRE', KEYS[3], ARGV[5])
-return {1, token, tries, claimed, from, f[8] or '', f[9] or ''}
+-- The ledger's lifetime is renewed once per ARGV[11] (finish.lua's
+-- ARGV[13]), not at each claim; and whenever the server's clock went
+-- back past the last renewal.
+if math.abs(now - (tonumber(f[9]) or 0)) >= (tonumber(ARGV[11]) or 0) then
+  redis.call('HSET', KEYS[3], 'renewed', now)
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+end
+return {1, token, tries, claimed, from, f[7] or '', f[8] or ''}

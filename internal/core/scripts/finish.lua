@@ -10,7 +10,7 @@
 -- ARGV[4] 1: the tick is done; 0: it is given back, to be claimed again
 -- ARGV[5] the outcome, a word
 -- ARGV[6] tries of the tick so far
--- ARGV[7] lifetime of KEYS[3] in milliseconds
+-- ARGV[7] lifetime of KEYS[3] in milliseconds (see ARGV[13])
 -- ARGV[8] the tail of the message to publish, which names the tick
 --         finished: "\n<tick>\n<1 done, 0 given back>\n<ledger id>"; the
 --         message is the owner id followed by it (the unlock message of
@@ -21,9 +21,20 @@
 -- ARGV[10] 1: the claim was fair: KEYS[5] and KEYS[6] are the lock's queue
 --         and waiters' deadlines, and the message wakes the queue's head
 --         alone ("fair\n<ARGV[1]>\n<head>", see fairrelease.lua)
--- ARGV[11] how many entries the history keeps
--- ARGV[12] how long the history keeps an entry, ms
--- ARGV[13..] the run's history entry: field-value pairs appended to
+-- ARGV[11] how many entries the history keeps (trimmed approximately:
+--         readers show the latest ARGV[11] alone)
+-- ARGV[12] how long the history keeps an entry, ms (readers hide older
+--         ones)
+-- ARGV[13] how often the ledger's lifetime is renewed, ms: a finish (or a
+--         claim) sets it to ARGV[7] only when this much has passed since
+--         the last renewal (the ledger's field renewed, ms on the server's
+--         clock), so that the ledger outlives its last claim or finish by
+--         ARGV[7] - ARGV[13] at least
+-- ARGV[14] how often the history's lifetime is renewed and its entries
+--         older than ARGV[12] dropped, ms (the ledger's field hrenewed): the
+--         stream then lives ARGV[12] + ARGV[14], so that it outlives its
+--         last entry by ARGV[12] at least
+-- ARGV[15..] the run's history entry: field-value pairs appended to
 --         KEYS[4] when the ledger records the finish (none: no entry)
 -- Returns 1 finished; 0 the caller does not hold the lock (nothing
 -- touched); 1 also when the lock has expired under a claim whose run ended
@@ -40,12 +51,23 @@
 
 -- record writes the finish to the ledger (a hash or none), with the time
 -- of the last finish of each outcome (at:<outcome>, ms on the server's
--- clock), and its entry to the history; false if the history is of
--- another type.
--- f is the ledger's done and seen (HMGET).
+-- clock: the history entry's, else TIME), and its entry to the history;
+-- false if the history is of another type; and the time it wrote.
+-- f is the ledger's done, seen, renewed and hrenewed (HMGET).
 local function record(f)
-  local fields = {'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1],
-    'at:' .. ARGV[5], millis(redis.call('TIME'))}
+  local renewed, hrenewed = tonumber(f[3]) or 0, tonumber(f[4]) or 0
+  local histEvery = tonumber(ARGV[14]) or 0
+  -- The entry's id is its time on the server's clock: no TIME then.
+  local histOK, now = appendHistory(KEYS[4], ARGV[11], 15)
+  -- (abs: also when the server's clock went back past the last renewal)
+  if now and math.abs(now - hrenewed) >= histEvery then
+    renewHistory(KEYS[4], tonumber(ARGV[12]), histEvery, now)
+    hrenewed = now
+  else
+    hrenewed = nil
+  end
+  now = now or millis(redis.call('TIME'))
+  local fields = {'outcome', ARGV[5], 'tries', ARGV[6], 'finished', ARGV[1], 'at:' .. ARGV[5], now}
   if ARGV[4] == '1' and (tonumber(f[1]) or 0) < tonumber(ARGV[3]) then
     fields[#fields + 1] = 'done'
     fields[#fields + 1] = ARGV[3]
@@ -55,8 +77,16 @@ local function record(f)
     fields[#fields + 1] = ARGV[9]
   end
   redis.call('HSET', KEYS[3], unpack(fields))
-  redis.call('PEXPIRE', KEYS[3], ARGV[7])
-  return appendHistory(KEYS[4], ARGV[11], tonumber(ARGV[12]), 13)
+  -- Once per period, not at each finish (the HSET apart, so that the
+  -- common finish builds no longer list).
+  if hrenewed then
+    redis.call('HSET', KEYS[3], 'hrenewed', hrenewed)
+  end
+  if math.abs(now - renewed) >= (tonumber(ARGV[13]) or 0) then
+    redis.call('HSET', KEYS[3], 'renewed', now)
+    redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  end
+  return histOK, now
 end
 local holds = redis.pcall('HGET', KEYS[1], ARGV[1])
 if type(holds) == 'table' then
@@ -64,7 +94,7 @@ if type(holds) == 'table' then
 end
 holds = tonumber(holds)
 if not holds then
-  local f = redis.pcall('HMGET', KEYS[3], 'finished', 'owner', 'running', 'done', 'seen')
+  local f = redis.pcall('HMGET', KEYS[3], 'finished', 'owner', 'running', 'done', 'seen', 'renewed', 'hrenewed')
   if f.err then
     return 0
   end
@@ -73,7 +103,7 @@ if not holds then
   end
   if ARGV[4] == '1' and f[2] == ARGV[1] and tonumber(f[3]) == tonumber(ARGV[3])
       and (tonumber(f[4]) or 0) < tonumber(ARGV[3]) and redis.call('EXISTS', KEYS[1]) == 0 then
-    local histOK = record({f[4], f[5]})
+    local histOK = record({f[4], f[5], f[6], f[7]})
     -- The lock is free already: the message only tells listeners the
     -- tick is done.
     redis.call('PUBLISH', KEYS[2], ARGV[1] .. ARGV[8])
@@ -88,17 +118,17 @@ if holds ~= tonumber(ARGV[2]) then
   return -5
 end
 -- The ledger's type is checked by the call that reads it.
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'seen')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'seen', 'renewed', 'hrenewed')
 local ok = not f.err
-local histOK = true
+local histOK, now = true, nil
 if ok then
-  histOK = record(f)
+  histOK, now = record(f)
 end
 redis.call('DEL', KEYS[1])
 -- The message names the tick only when the ledger recorded it.
 local tail = ok and ARGV[8] or ''
 if ARGV[10] == '1' then
-  wakeHead(KEYS[5], KEYS[6], KEYS[2], ARGV[1], millis(redis.call('TIME')), tail)
+  wakeHead(KEYS[5], KEYS[6], KEYS[2], ARGV[1], now or millis(redis.call('TIME')), tail)
 else
   redis.call('PUBLISH', KEYS[2], ARGV[1] .. tail)
 end

@@ -137,25 +137,32 @@ local function prunePermits(now)
 end
 
 -- appendHistory appends an entry, the field-value pairs ARGV[from..], to
--- the history stream key, if there are any, then trims it to the latest
--- keep entries and none older than age ms, and sets its lifetime to age:
--- the stream expires with its last entry. It returns false, appending
--- nothing, if key holds another type.
-local function appendHistory(key, keep, age, from)
+-- the history stream key, if there are any, trimming it approximately to
+-- the latest keep entries (MAXLEN ~: Redis drops whole nodes only, so the
+-- stream may hold more; readers show the latest keep alone). It returns
+-- false, appending nothing, if key holds another type; else true and the
+-- entry's time on the server's clock, in ms (nil if there was no entry).
+local function appendHistory(key, keep, from)
   if #ARGV < from then
-    return true
-  end
-  local fields = {}
-  for i = from, #ARGV do
-    fields[#fields + 1] = ARGV[i]
+    return true, nil
   end
   -- The key's type is checked by the call that writes it.
-  local id = redis.pcall('XADD', key, 'MAXLEN', keep, '*', unpack(fields))
+  local id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(ARGV, from))
   if type(id) == 'table' then
-    return false
+    return false, nil
   end
-  local ms = tonumber(string.match(id, '^(%d+)'))
-  redis.call('XTRIM', key, 'MINID', math.max(ms - age, 0))
-  redis.call('PEXPIRE', key, age)
-  return true
+  return true, tonumber(string.match(id, '^(%d+)'))
+end
+
+-- renewHistory drops the entries of the history stream key older than age
+-- ms at now (server time, ms; exactly: it runs once per every ms, so its
+-- cost does not matter, and readers hide those that come of age
+-- meanwhile) and sets its lifetime to age + every ms: renewed at least
+-- every every ms while entries come (finish.lua, pass.lua), the stream
+-- outlives its last entry by age. (A stream deleted by hand between two
+-- renewals is made again by the next append without a lifetime, until the
+-- next renewal.)
+local function renewHistory(key, age, every, now)
+  redis.call('XTRIM', key, 'MINID', math.max(now - age, 0))
+  redis.call('PEXPIRE', key, age + every)
 end

@@ -5,10 +5,13 @@
 -- KEYS[2] the ledger's history stream
 -- ARGV[1] the tick up to which the ticks are passed over; "": none, the
 --         entry is appended whatever seen is, and the ledger is not touched
--- ARGV[2] lifetime of KEYS[1] in milliseconds
--- ARGV[3] how many entries the history keeps
+-- ARGV[2] lifetime of KEYS[1] in milliseconds (see finish.lua's ARGV[13])
+-- ARGV[3] how many entries the history keeps (approximately, as
+--         finish.lua)
 -- ARGV[4] how long the history keeps an entry, ms
--- ARGV[5..] the history entry: field-value pairs (none: no entry)
+-- ARGV[5] how often the history's lifetime is renewed, ms (finish.lua's
+--         ARGV[14]); an append here renews it whenever
+-- ARGV[6..] the history entry: field-value pairs (none: no entry)
 -- Returns 1 passed; 0 seen was at ARGV[1] or later (nothing written);
 -- -6 KEYS[1] is not a hash; -8 KEYS[2] is not a stream (nothing written).
 local pass = ARGV[1] ~= ''
@@ -29,5 +32,8 @@ if pass then
   redis.call('HSET', KEYS[1], 'seen', ARGV[1])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
-appendHistory(KEYS[2], ARGV[3], tonumber(ARGV[4]), 5)
+local _, now = appendHistory(KEYS[2], ARGV[3], 6)
+if now then
+  renewHistory(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), now)
+end
 return 1
