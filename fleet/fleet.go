@@ -333,6 +333,9 @@ type TickEvent struct {
 	// Claimed is true when the event is a claim of the tick: its run
 	// begins on another Client. Done is false then.
 	Claimed bool
+	// Lease is a claim's lease time: its lock is kept for as long after
+	// the claimant's last renewal (0 for other events).
+	Lease time.Duration
 	// Busy is true when a claim of the tick on another Client found the
 	// lock held for an earlier tick, and let the tick go (a claim that
 	// does not queue). Done is false then.
@@ -395,6 +398,12 @@ func (s *Store) Leave(ctx context.Context, group, member string) error {
 func (s *Store) Publish(ctx context.Context, topic, payload string) (int64, error) {
 	return s.c.Publish(ctx, topic, payload)
 }
+
+// Subscribed reports whether the store has confirmed every subscription of
+// Subscribe and Ledger.Watch in place on the Client: a message published
+// from then on reaches them (on Redis, the server answered each SUBSCRIBE;
+// on the memory backend, at once).
+func (s *Store) Subscribed() bool { return s.c.Subscribed() }
 
 // Subscribe calls fn with the payload of each message published on topic
 // (Publish, from any Client of the store and key prefix) until stop is

@@ -146,7 +146,7 @@ func TestLedgerWatch(t *testing.T) {
 
 				tick++
 				claimFinish(t, ctx, ga, tick, false) // given back
-				for _, want := range []fleet.TickEvent{{Tick: tick, Claimed: true}, {Tick: tick}} {
+				for _, want := range []fleet.TickEvent{{Tick: tick, Claimed: true, Lease: lock.DefaultLeaseTime}, {Tick: tick}} {
 					if ev := next(heardB, "b"); ev != want {
 						t.Fatalf("b heard %+v, want %+v", ev, want)
 					}
@@ -155,7 +155,7 @@ func TestLedgerWatch(t *testing.T) {
 					t.Fatalf("a heard its own finish as %+v, want %+v (and not its own claim)", ev, want)
 				}
 				claimFinish(t, ctx, ga, tick, true) // taken again, done
-				for _, want := range []fleet.TickEvent{{Tick: tick, Claimed: true}, {Tick: tick, Done: true}} {
+				for _, want := range []fleet.TickEvent{{Tick: tick, Claimed: true, Lease: lock.DefaultLeaseTime}, {Tick: tick, Done: true}} {
 					if ev := next(heardB, "b"); ev != want {
 						t.Fatalf("b heard %+v, want %+v", ev, want)
 					}
@@ -170,7 +170,7 @@ func TestLedgerWatch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ev, want := next(heardB, "b"), (fleet.TickEvent{Tick: tick + 10, Claimed: true}); ev != want {
+				if ev, want := next(heardB, "b"), (fleet.TickEvent{Tick: tick + 10, Claimed: true, Lease: lock.DefaultLeaseTime}); ev != want {
 					t.Fatalf("b heard %+v, want %+v", ev, want)
 				}
 				if _, err := gb.Claim(ctx, tick+11, false); !errors.Is(err, lock.ErrLocked) {
@@ -210,7 +210,7 @@ func TestLedgerWatch(t *testing.T) {
 				if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: tick + 1}); err != nil {
 					t.Fatal(err)
 				}
-				for _, want := range []fleet.TickEvent{{Tick: tick + 1, Claimed: true}, {Tick: tick + 1, Done: true}} {
+				for _, want := range []fleet.TickEvent{{Tick: tick + 1, Claimed: true, Lease: lock.DefaultLeaseTime}, {Tick: tick + 1, Done: true}} {
 					if ev := next(heardA, "a"); ev != want {
 						t.Fatalf("a heard %+v, want %+v", ev, want)
 					}
@@ -375,7 +375,7 @@ func TestAnnouncementsBatched(t *testing.T) {
 		wg.Go(func() { claimFinish(t, ctx, g, tick, true) })
 	}
 	wg.Wait()
-	claimed, done := fleet.TickEvent{Tick: tick, Claimed: true}, fleet.TickEvent{Tick: tick, Done: true}
+	claimed, done := fleet.TickEvent{Tick: tick, Claimed: true, Lease: lock.DefaultLeaseTime}, fleet.TickEvent{Tick: tick, Done: true}
 	got := map[fleet.TickEvent]int{}
 	timeout := time.After(5 * time.Second)
 	for got[claimed] < jobs || got[done] < jobs {

@@ -50,9 +50,13 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (int64, error) {
 // Pause pauses the job on every replica (paused true) or resumes it, by a
 // mark in the job's ledger: while it is paused, each replica counts the
 // job's ticks as paused and runs none of them; a run under way goes on.
-// Ticks due while paused are not missed: resuming does not run them. It
-// needs no Run. It returns ErrUnknownJob for a job the Scheduler does not
-// have, and the ledger's error.
+// Ticks due while paused are not missed: resuming does not run them. The
+// fleet hears of it in a message, and replicas record a paused job's
+// ticks without claiming them; a replica that missed the message learns
+// it from its next claim, and every 10 seconds a paused job's tick is
+// claimed again, so that a lost resume message delays the resume by that
+// much at most. It needs no Run. It returns ErrUnknownJob for a job the
+// Scheduler does not have, and the ledger's error.
 func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
 	e, err := s.entry(job)
 	if err != nil {
@@ -65,8 +69,10 @@ func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
 	if paused {
 		word = "pause"
 	}
-	// Tell the fleet, so that each replica says so in its log; the mark
-	// in the ledger is what counts, so a lost message loses only the line.
+	// Tell the fleet, so that each replica stops claiming the job's ticks
+	// (or starts again) and says so in its log; the mark in the ledger is
+	// what counts, so a lost message costs claims, or a resume up to
+	// pauseRecheck late, and the line.
 	heard, err := s.store.Publish(ctx, controlTopic, word+"\n"+job)
 	if err != nil {
 		s.log.Warn("job "+word+"d; the fleet was not told (its logs will not say so)", "job", job, "error", err)
@@ -76,12 +82,39 @@ func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
 	return nil
 }
 
-// Running reports whether Run has started and no stop has begun: what a
-// readiness probe asks.
+// pauseRecheck is how long a replica takes a job for paused, after it
+// heard the pause or a claim found it, without claiming its ticks: then a
+// tick is claimed again, which learns a resume whose message was lost.
+const pauseRecheck = 10 * time.Second
+
+// setPaused records what this replica learnt of the job's pause: from a
+// pause or resume message of the fleet, or from a claim's answer.
+func (e *entry) setPaused(paused bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if paused {
+		e.pausedAt = time.Now()
+	} else {
+		e.pausedAt = time.Time{}
+	}
+}
+
+// paused reports whether the job is taken for paused: its ticks are
+// recorded paused without a claim. e.mu is held.
+func (e *entry) paused() bool {
+	return !e.pausedAt.IsZero() && time.Since(e.pausedAt) < pauseRecheck
+}
+
+// Running reports whether Run has started, no stop has begun, and the
+// store has confirmed the replica's subscriptions (the fleet's requests,
+// and the announcements of the jobs' claims and finishes): what a
+// readiness probe asks. A Trigger sent once every replica is running
+// reaches every one of them.
 func (s *Scheduler) Running() bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.started && !s.closing
+	running := s.started && !s.closing
+	s.mu.Unlock()
+	return running && s.store.Subscribed()
 }
 
 func (s *Scheduler) entry(job string) (*entry, error) {
@@ -114,6 +147,7 @@ func (s *Scheduler) control(payload string) {
 		e := s.entries[parts[1]]
 		s.mu.Unlock()
 		if e != nil {
+			e.setPaused(parts[0] == "pause")
 			s.log.Info("heard: job "+parts[0]+"d fleet-wide", "job", parts[1])
 		}
 		return
@@ -178,10 +212,102 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 				return
 			}
 			e.mu.Unlock()
-			s.handleClaim(e, at, claimSpec{ledger: e.manual, tick: n, queue: true, manual: true})
+			if s.claimsManual(e, n) {
+				s.handleClaim(e, at, claimSpec{ledger: e.manual, tick: n, queue: true, manual: true})
+			}
 			done = n
 		}
 	}()
+}
+
+// manualHeard is what a replica heard of a job's manual runs from the
+// fleet's announcements (fleet.Ledger.Watch of its ledger of manual runs).
+// e.mu guards it.
+type manualHeard struct {
+	done      int64         // the latest run heard done
+	claimed   int64         // the latest run heard claimed
+	claimedAt time.Time     // when
+	lease     time.Duration // that claim's lease time
+	backs     uint64        // give-backs heard
+	ch        chan struct{} // closed at the next announcement
+}
+
+// heardManual is the Watch of e's ledger of manual runs.
+func (e *entry) heardManual(ev fleet.TickEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := &e.manualHeard
+	switch {
+	case ev.Claimed:
+		h.claimed, h.claimedAt, h.lease = max(h.claimed, ev.Tick), time.Now(), ev.Lease
+	case ev.Done:
+		h.done = max(h.done, ev.Tick)
+	case !ev.Busy:
+		h.backs++
+	}
+	if h.ch != nil {
+		close(h.ch)
+		h.ch = nil
+	}
+}
+
+// claimsManual reports whether this replica claims manual run n: at once
+// when it is first in rank for it (ranked as the job's ticks are, on the
+// run's number), else when the fallback delay of its rank ends and the run
+// was not heard done, or at once when it is heard given back. While
+// another replica's claim of the run was heard less than its lease ago,
+// and not its finish, the wait goes on until the lease has passed: the run
+// is under way, and the claims of the others would only queue behind it.
+// So one replica claims a manual run, unless its claimant dies or the run
+// outlasts the lease. It returns false when the Scheduler stops
+// meanwhile.
+func (s *Scheduler) claimsManual(e *entry, n int64) bool {
+	if s.opt.fallback <= 0 || s.members == nil {
+		return true
+	}
+	rank, ok := s.members.rank(e.job.Name+manualSuffix, n)
+	if !ok || rank == 0 {
+		return true
+	}
+	delay := time.Duration(rank) * s.opt.fallback
+	e.mu.Lock()
+	backs := e.manualHeard.backs
+	e.mu.Unlock()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		e.mu.Lock()
+		h := &e.manualHeard
+		done, back := h.done >= n, h.backs != backs
+		if h.ch == nil {
+			h.ch = make(chan struct{})
+		}
+		ch := h.ch
+		e.mu.Unlock()
+		switch {
+		case done:
+			s.tel.claimed(e.job.Name, claimSpared)
+			return false
+		case back:
+			s.tel.claimed(e.job.Name, claimGivenBack)
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			e.mu.Lock()
+			h := e.manualHeard
+			e.mu.Unlock()
+			if until := h.claimedAt.Add(h.lease); h.claimed >= n && time.Now().Before(until) {
+				t.Reset(time.Until(until))
+				continue
+			}
+			s.tel.claimed(e.job.Name, claimFallback)
+			return true
+		case <-s.stopping:
+			return false
+		}
+	}
 }
 
 // A JobView is what the fleet and this replica know of one job: its

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,5 +176,70 @@ func TestTriggerDuringManualRun(t *testing.T) {
 	stopAll(t, fleet...)
 	if runs := j.all(); len(runs) != 2 || runs[0].info.Token == runs[1].info.Token {
 		t.Fatalf("%d runs, want 2 with their own tokens: %+v", len(runs), runs)
+	}
+}
+
+// Once every replica reports itself running (its subscriptions confirmed),
+// a single trigger reaches the fleet, and one replica alone claims the
+// manual run: the first in rank for it; the others hear it claimed and
+// done.
+func TestTriggerAfterReadyClaimedOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const job = "once"
+	j := newJournal()
+	var fleet []*replica
+	var logs []*claimLog
+	for i := range 3 {
+		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), scheduler.WithClaimFallback(time.Second), scheduler.WithMemberTTL(600*time.Millisecond))
+		r.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(sleepWork(300 * time.Millisecond))})
+		fleet, logs = append(fleet, r), append(logs, h)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	testkit.Eventually(t, 10*time.Second, "every replica running, and three members", func() bool {
+		for _, r := range fleet {
+			if !r.s.Running() {
+				return false
+			}
+		}
+		return members(srv) == 3
+	})
+	sender := newRedisReplica(t, srv, "cli", nil)
+	sender.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(nil)})
+	ctx := testkit.Context(t)
+	for round := range 3 {
+		n, err := sender.s.Trigger(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 3 {
+			t.Fatalf("round %d: the trigger reached %d Clients, want the 3 running replicas at least", round, n)
+		}
+		select {
+		case <-j.ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: no run within 10s of a trigger sent while every replica was running", round)
+		}
+		testkit.Eventually(t, 10*time.Second, "the run finished", func() bool { return !sender.s.Jobs(ctx)[0].Ledger.Held })
+	}
+	// Room for a wrong second claim of the last trigger (the fallback is 1s).
+	time.Sleep(1500 * time.Millisecond)
+	stopAll(t, fleet...)
+	if got := len(j.all()); got != 3 {
+		t.Fatalf("%d runs of 3 triggers, want 3", got)
+	}
+	// The first trigger may find a replica that has not heard of all three
+	// members yet (it heartbeats every ttl/3): it claims at once, as a
+	// lone replica does. The later ones are counted.
+	for n := int64(2); n <= 3; n++ {
+		total := 0
+		for _, h := range logs {
+			total += h.count(job+"!manual", n)
+		}
+		if total != 1 {
+			t.Errorf("manual run %d: %d claims across the fleet, want 1", n, total)
+		}
 	}
 }

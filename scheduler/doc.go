@@ -35,24 +35,40 @@
 //
 // Not every replica claims every tick: that would cost the store N claims
 // per tick for N replicas. Each replica keeps a membership record in the
-// lock store (fleet.Store.Heartbeat: the group "scheduler", renewed every
-// third of WithMemberTTL, 3s by default, on the store's clock; a replica
-// that stops leaves it at once, one that dies is gone within the TTL). For
-// each job and tick, every replica ranks the live members by rendezvous
-// hashing (FNV-1a of member, job and tick, mixed), so all that see the same
-// members agree without talking, and each is first for about 1/N of the
-// ticks:
+// lock store (fleet.Store.Heartbeat, renewed every third of WithMemberTTL,
+// 3s by default, on the store's clock; a replica that stops leaves it at
+// once, one that dies is gone within the TTL). Its group is
+// "scheduler:" and a digest of the names of the jobs the replica runs, so
+// a replica is ranked only among replicas that run the same jobs: a
+// program with other jobs on the same store and key prefix never comes
+// first for a job it does not run. For each job and tick, every replica
+// ranks the live members of its group by rendezvous hashing (FNV-1a of
+// member, job and tick, mixed), so all that see the same members agree
+// without talking, and each is first for about 1/N of the ticks:
 //
 //   - the first in rank claims at once, as above;
-//   - the others listen on the job's channel, which stays subscribed while
-//     the job is scheduled (fleet.Ledger.Watch). The finish of a tick
-//     publishes the tick and whether it is done or given back: a listener
-//     that hears the tick done does not claim it (skipped_done, with no
-//     command sent); one that hears a give-back (a handoff) claims at once;
-//     otherwise the one of rank r claims after r × WithClaimFallback (250ms
-//     by default), and from then on everything is as above, so a tick whose
-//     first replica died, hangs or lost its connection runs late by the
-//     fallback, never not at all.
+//   - the others do not wake for the tick until its fallback delay, r ×
+//     WithClaimFallback (250ms by default) for the replica of rank r: a
+//     timer, no goroutine. Meanwhile they hear the fleet's claims and
+//     finishes (fleet.Ledger.Watch: announced in batches, one message per
+//     few milliseconds for the whole fleet's ticks). A tick heard done, or
+//     let go by a claim that found the job's lock held (overlap skip), is
+//     recorded skipped_done or skipped_busy with no command sent; a tick
+//     heard claimed is waited on until that claim's lease has passed (a
+//     run longer than the fallback costs no other claim; if its claimant
+//     died, the replica claims then, and takes the tick over once the lock
+//     expires), and so is a later tick while an earlier one's claim is
+//     under way; a tick heard given back (a handoff) is claimed at once;
+//     otherwise the replica claims when its delay ends, and from then on
+//     everything is as above, so a tick whose first replica died, hangs or
+//     lost its connection runs late by the fallback, never not at all.
+//
+// A manual run (Trigger) is claimed the same way, ranked on its number, by
+// one replica. A paused job's ticks are recorded paused without a claim:
+// Pause tells the fleet in a message (a replica that missed it learns it
+// from its next claim), and a paused job's tick is claimed again every
+// 10 seconds, so that a lost resume message delays the resume by that much
+// at most.
 //
 // The membership decides only the cost, never whether a tick runs once:
 // that is the ledger's. A replica that does not know the membership (before
@@ -60,7 +76,7 @@
 // tick at once, as a lone replica does. When replicas see different members
 // (one joined or died less than a heartbeat ago, or runs other jobs), two
 // may each rank themselves first and both claim (the ledger keeps one), or
-// none may (the tick waits for a fallback). A finish message lost with a
+// none may (the tick waits for a fallback). An announcement lost with a
 // connection costs the listener one claim, answered skipped_done. Claims
 // and finishes of one replica that fall due in the same instant go to
 // Redis together, in pipelines, none waiting for another on its way (see

@@ -209,18 +209,34 @@ func rendezvous(member, job string, tick int64) uint64 {
 // announcements of claims and finishes (fleet.Ledger.Watch). e.mu guards
 // it.
 type heard struct {
-	done      int64     // the latest tick heard done, in ms
-	running   int64     // a tick heard claimed by another replica and not heard finished since, 0 if none
-	runningAt time.Time // when that claim was heard
+	done      int64         // the latest tick heard done, in ms
+	running   int64         // a tick heard claimed by another replica and not heard finished since, 0 if none
+	runningAt time.Time     // when that claim was heard
+	lease     time.Duration // that claim's lease time
+}
+
+// underWay reports whether a claim of tick, or of an earlier one, was heard
+// less than its lease ago and not its finish: its run holds the job's lock
+// (or its claimant died, and the lock is held until the lease ends), and
+// until when to assume so. e.mu is held.
+func (h *heard) underWay(ms int64) (time.Time, bool) {
+	if h.running == 0 || h.running > ms {
+		return time.Time{}, false
+	}
+	until := h.runningAt.Add(h.lease)
+	return until, time.Now().Before(until)
 }
 
 // A wait is a tick this replica is not first in rank for, fired and not
 // claimed: when its fallback delay ends, the replica claims it, unless it
-// heard it claimed, done or let go by another replica before (then it lets
-// it go too, sending nothing), or given back (then it claims at once). A
-// wait has no goroutine: a timer, or the announcement that settles it,
-// does what is left. Its fire's counts (e.inflight, s.wg, e.undecided)
-// pass to what settles it.
+// heard it done, or let go by another replica (then it lets it go too,
+// sending nothing), or given back (then it claims at once). A claim of the
+// tick heard (or of an earlier one, whose run holds the lock) holds the
+// wait off until that claim's lease has passed: the run is under way, and
+// only if its claimant died does the replica claim, to take it over once
+// the lock expires. A wait has no goroutine: a timer, or the announcement
+// that settles it, does what is left. Its fire's counts (e.inflight, s.wg,
+// e.undecided) pass to what settles it.
 type wait struct {
 	e     *entry
 	tick  time.Time
@@ -239,7 +255,7 @@ func (s *Scheduler) heardTick(e *entry, ev fleet.TickEvent) {
 	switch {
 	case ev.Claimed:
 		if ev.Tick >= h.running {
-			h.running, h.runningAt = ev.Tick, time.Now()
+			h.running, h.runningAt, h.lease = ev.Tick, time.Now(), ev.Lease
 		}
 	case ev.Done:
 		h.done = max(h.done, ev.Tick)
@@ -255,7 +271,7 @@ func (s *Scheduler) heardTick(e *entry, ev fleet.TickEvent) {
 	for ms, w := range e.waits {
 		why := ""
 		switch {
-		case (ev.Done || ev.Claimed) && ms <= ev.Tick:
+		case ev.Done && ms <= ev.Tick, ev.Claimed && ms < ev.Tick:
 			why = claimSpared
 		case ev.Busy && ms == ev.Tick:
 			why = claimBusy
@@ -321,10 +337,9 @@ func (s *Scheduler) claimsNow(e *entry, tick time.Time) bool {
 }
 
 // waitEnded is a wait's timer: the fallback delay is over and nothing
-// settled the tick. While another replica's claim of an earlier tick was
-// heard and its finish was not, for less than the member TTL, that run
-// holds the job's lock: the delay starts again (the tick's own claimant
-// may be waiting for it). Else the replica claims the tick.
+// settled the tick. While a claim of the tick or of an earlier one is
+// under way (heard, not its finish, within its lease), the wait goes on
+// until that lease has passed. Else the replica claims the tick.
 func (s *Scheduler) waitEnded(w *wait) {
 	e := w.e
 	e.mu.Lock()
@@ -332,8 +347,8 @@ func (s *Scheduler) waitEnded(w *wait) {
 		e.mu.Unlock()
 		return // settled meanwhile
 	}
-	if h := e.heard; h.running != 0 && h.running < w.ms && time.Since(h.runningAt) < s.opt.memberTTL {
-		w.timer.Reset(w.delay)
+	if until, ok := e.heard.underWay(w.ms); ok {
+		w.timer.Reset(time.Until(until))
 		e.mu.Unlock()
 		return
 	}

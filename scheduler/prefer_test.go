@@ -435,3 +435,64 @@ func TestOtherProgramDoesNotDelayTheFleet(t *testing.T) {
 	}
 	t.Logf("%d ticks counted, %d not claimed at once", n, len(unclaimed))
 }
+
+// Runs longer than the fallback delay are claimed once: the replicas that
+// are not first in rank hear the preferred replica's claim, and wait for
+// its finish instead of claiming when their fallback ends.
+func TestLongRunsClaimedOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	const nJobs, ttl, fallback, work = 6, 600 * time.Millisecond, 150 * time.Millisecond, 800 * time.Millisecond
+	var fleet []*replica
+	var logs []*claimLog
+	for i := range 3 {
+		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
+		for k := range nJobs {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 2s", Run: j.fn(func(ctx context.Context) error {
+				select {
+				case <-time.After(work):
+				case <-ctx.Done():
+				}
+				return nil
+			})})
+		}
+		fleet, logs = append(fleet, r), append(logs, h)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	from := time.Now().Add(ttl)
+	testkit.Eventually(t, 30*time.Second, "three counted ticks of every job", func() bool {
+		n := 0
+		for _, x := range j.all() {
+			if !x.info.Tick.Before(from) && !x.end.IsZero() {
+				n++
+			}
+		}
+		return n >= 3*nJobs
+	})
+	for _, r := range fleet {
+		r.stop(t)
+	}
+	checkOncePerTick(t, j.byJob(), 2*time.Second)
+	ticks := 0
+	for job, xs := range j.byJob() {
+		for _, x := range xs {
+			if x.info.Tick.Before(from) || x.end.IsZero() {
+				continue
+			}
+			ticks++
+			ms := x.info.Tick.UnixMilli()
+			total := 0
+			for _, h := range logs {
+				total += h.count(job, ms)
+			}
+			if total != 1 {
+				t.Errorf("job %s tick %s, a run of %v: %d claims across the fleet, want 1", job, fmtMs(ms), x.end.Sub(x.start).Round(time.Millisecond), total)
+			}
+		}
+	}
+	t.Logf("%d ticks of runs longer than the fallback (%v) counted", ticks, fallback)
+}

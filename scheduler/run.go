@@ -162,6 +162,9 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		default:
 			log.Error("tick not claimed", "error", err)
 		}
+		if !c.manual && outcome != OutcomeError {
+			e.setPaused(outcome == OutcomePaused)
+		}
 		s.tel.waited(e.job.Name, string(outcome), time.Since(fired))
 		s.record(e, tick, outcome)
 		endSpan(span, outcome, err)
@@ -171,6 +174,9 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		return false
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
+	if !c.manual {
+		e.setPaused(false)
+	}
 	s.checkDefinition(e, cl, log)
 	span.SetAttributes(attrToken.Int64(cl.Token()), attrAttempt.Int(cl.Try))
 	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now()}

@@ -95,7 +95,9 @@ type entry struct {
 	next        time.Time
 	lastTick    time.Time
 	lastOutcome Outcome
-	heard       heard                   // announcements of the fleet's claims and finishes (listen)
+	heard       heard                   // announcements of the fleet's claims and finishes (heardTick)
+	manualHeard manualHeard             // the same of the manual runs (heardManual)
+	pausedAt    time.Time               // when this replica last learnt the job is paused, zero if it is not (setPaused)
 	waits       map[int64]*wait         // ticks (ms) fired here that wait for their fallback (claimsNow)
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
 	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
@@ -422,6 +424,11 @@ func (s *Scheduler) loop(e *entry) {
 		} else {
 			defer stop()
 		}
+		if stop, err := e.manual.Watch(e.heardManual); err != nil {
+			s.log.Warn("finish messages of manual runs not heard: this replica claims each after its fallback", "job", e.job.Name, "error", err)
+		} else {
+			defer stop()
+		}
 	}
 	var next time.Time
 	if e.prev != nil {
@@ -621,6 +628,14 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		s.tel.outcome(e.job.Name, OutcomeSkippedBusy, 1)
 		if s.log.IsDebug() {
 			s.log.Debug("tick skipped: an earlier one is under way here", "job", e.job.Name, "tick", fmtTick(tick))
+		}
+		return
+	}
+	if e.paused() {
+		e.mu.Unlock()
+		s.record(e, tick, OutcomePaused)
+		if s.log.IsDebug() {
+			s.log.Debug("tick skipped: the job is paused", "job", e.job.Name, "tick", fmtTick(tick))
 		}
 		return
 	}

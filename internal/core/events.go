@@ -13,6 +13,9 @@ type eventBackend interface {
 	publish(ctx context.Context, channel, payload string) (int64, error)
 	// listen calls fn with every payload on channel until stop is called.
 	listen(channel string, fn func(payload string)) (stop func())
+	// listening reports whether the server has confirmed the subscription
+	// of every channel listened to.
+	listening() bool
 }
 
 // eventChannel is the Pub/Sub channel of topic: outside every lock's hash
@@ -70,6 +73,14 @@ func (c *Client) Subscribe(topic string, fn func(payload string)) (stop func(), 
 	}
 	return c.be.listen(c.eventChannel(topic), fn), nil
 }
+
+// Subscribed reports whether the store has confirmed every subscription of
+// Subscribe and Ledger.Watch that is in place on this Client: a message
+// published from then on reaches them (on Redis, the server answered each
+// SUBSCRIBE; on the memory backend, at once). A program that must not miss
+// a request sent once it reports itself ready waits for it. It is safe for
+// concurrent use.
+func (c *Client) Subscribed() bool { return c.be.listening() }
 
 // handler is one Subscribe; be is its Client's memory backend (nil on
 // Redis).

@@ -218,7 +218,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if claimed == 0 {
 			claimed = tick
 		}
-		announced := c.announce(m.k.channel, g.id, TickEvent{Tick: claimed, Claimed: true}, false)
+		announced := c.announce(m.k.channel, g.id, TickEvent{Tick: claimed, Claimed: true, Lease: c.opt.leaseTime}, false)
 		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner, g: g, announced: announced}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)

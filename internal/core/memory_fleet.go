@@ -63,6 +63,8 @@ func (b *memoryBackend) listen(channel string, fn func(string)) func() {
 	}
 }
 
+func (b *memoryBackend) listening() bool { return true }
+
 func (b *memoryBackend) ping(ctx context.Context) error { return ctx.Err() }
 
 func (b *memoryBackend) members(ctx context.Context, key, member string, ttl time.Duration) ([]string, error) {

@@ -121,6 +121,7 @@ type redisBackend struct {
 	ps       *redis.PubSub // one per Client, opened by the first waiter
 	subs     map[string]*subscription
 	handlers map[string]map[*handler]struct{} // Subscribe, by channel
+	confirms map[string]bool                  // the channels of handlers: whether the server confirmed each
 	ops      []subOp                          // SUBSCRIBE and UNSUBSCRIBE to send, in order
 	kick     chan struct{}                    // ops were added
 	stop     chan struct{}                    // closed by close
@@ -159,6 +160,7 @@ func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), hea
 		rdb: rdb, wake: wake, wakeFair: wakeFair, heard: heard, self: self, log: log,
 		subs:     make(map[string]*subscription),
 		handlers: make(map[string]map[*handler]struct{}),
+		confirms: make(map[string]bool),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -381,6 +383,11 @@ func (b *redisBackend) dispatch(ch <-chan any) {
 			b.mu.Unlock()
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
+				b.mu.Lock()
+				if _, ok := b.confirms[m.Channel]; ok {
+					b.confirms[m.Channel] = true
+				}
+				b.mu.Unlock()
 				wake = b.confirmed(m.Channel)
 			}
 		}

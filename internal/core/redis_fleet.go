@@ -22,6 +22,7 @@ func (b *redisBackend) listen(channel string, fn func(string)) func() {
 	if hs == nil {
 		hs = make(map[*handler]struct{})
 		b.handlers[channel] = hs
+		b.confirms[channel] = false
 		b.startPubSub()
 		b.enqueueOp(subOp{sub: true, channel: channel})
 	}
@@ -36,11 +37,23 @@ func (b *redisBackend) listen(channel string, fn func(string)) func() {
 		delete(hs, h)
 		if len(hs) == 0 && b.handlers[channel] != nil {
 			delete(b.handlers, channel)
+			delete(b.confirms, channel)
 			if !b.closed {
 				b.enqueueOp(subOp{sub: false, channel: channel})
 			}
 		}
 	}
+}
+
+func (b *redisBackend) listening() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ok := range b.confirms {
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // handlersOf returns the funcs subscribed to channel. b.mu is held.

@@ -18,6 +18,9 @@ type TickEvent struct {
 	// Claimed is true when the event is a claim of the tick: its run
 	// begins on another Client. Done is false then.
 	Claimed bool
+	// Lease is a claim's lease time: its lock is kept for as long after
+	// the claimant's last renewal (0 for other events).
+	Lease time.Duration
 	// Busy is true when a claim of the tick on another Client found the
 	// lock held for an earlier tick, and let the tick go (a claim that
 	// does not queue). Done is false then.
@@ -117,8 +120,9 @@ func (c *Client) heardDone(g *Ledger) int64 {
 //
 // A message is this Client's owner prefix, then one record per event,
 // each "\x1e" followed by a letter (c claimed, d done, b given back, s
-// let go: the lock was held for an earlier tick), the
-// tick, "\x1f", the lock's channel, "\x1f" and the ledger's id. Events of
+// let go: the lock was held for an earlier tick), the tick (and for a
+// claim "+" and its lease in ms), "\x1f", the lock's channel, "\x1f" and
+// the ledger's id. Events of
 // a lock or ledger whose name holds either separator are not announced.
 
 // announceLinger is how long the first event of a batch waits for others.
@@ -156,7 +160,11 @@ func (c *Client) announce(channel, id string, ev TickEvent, always bool) bool {
 	case ev.Done:
 		kind = "d"
 	}
-	rec := "\x1e" + kind + strconv.FormatInt(ev.Tick, 10) + "\x1f" + channel + "\x1f" + id
+	head := kind + strconv.FormatInt(ev.Tick, 10)
+	if ev.Claimed {
+		head += "+" + strconv.FormatInt(ev.Lease.Milliseconds(), 10)
+	}
+	rec := "\x1e" + head + "\x1f" + channel + "\x1f" + id
 	b.mu.Lock()
 	b.pending = append(b.pending, rec)
 	start := !b.flushing
@@ -223,14 +231,16 @@ func (c *Client) heardAnnouncements(msg string) {
 		if !ok1 || !ok2 || len(head) < 2 {
 			continue
 		}
-		tick, err := strconv.ParseInt(head[1:], 10, 64)
+		t, lease, _ := strings.Cut(head[1:], "+")
+		tick, err := strconv.ParseInt(t, 10, 64)
 		if err != nil {
 			continue
 		}
 		var ev TickEvent
 		switch head[0] {
 		case 'c':
-			ev = TickEvent{Tick: tick, Claimed: true}
+			ms, _ := strconv.ParseInt(lease, 10, 64)
+			ev = TickEvent{Tick: tick, Claimed: true, Lease: time.Duration(ms) * time.Millisecond}
 		case 'd':
 			ev = TickEvent{Tick: tick, Done: true}
 		case 'b':
