@@ -391,6 +391,9 @@ func unreachable(err error) bool { return lostReply(err) && !errors.Is(err, ErrN
 // lostReply reports whether err is an attempt's transient failure: its
 // script may have run although the reply did not arrive.
 func lostReply(err error) bool {
+	if err == nil {
+		return false // no errors.As: its target would escape, an allocation per attempt
+	}
 	var tr transientError
 	return errors.As(err, &tr)
 }

@@ -45,11 +45,12 @@ type Lease struct {
 	err       error // nil while held
 	releasing bool  // the last hold's release is under way: its reply, not the deadline, ends the lease
 	deadline  time.Time
-	timer     *time.Timer // fires at deadline: the lease is lost
+	timer     *time.Timer // fires at deadline: the lease is lost; under the watchdog, set when it starts
 
 	wdCtx    context.Context // ends when the watchdog must stop
 	wdStop   context.CancelFunc
 	wdExited chan struct{}
+	wdStart  *time.Timer // starts the watchdog (startWatchdog); under mu
 
 	groups []*Lease // composite leases (Multi, RedLock) holding this one as a part; under mu
 
@@ -84,7 +85,9 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 	}
 	l.mu.Lock() // a short lease's timer may fire before the assignment
 	l.deadline = sent.Add(safeTime(lease))
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	if fixed > 0 {
+		l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	} // else startWatchdog sets it: one timer per lease at a time
 	l.mu.Unlock()
 	// Complete before it is published: from here Close may end it.
 	if !c.track(l) {
@@ -94,11 +97,48 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
 	}
 	if fixed == 0 {
-		go l.watchdog()
+		l.startWatchdog(sent)
 	} else {
 		close(l.wdExited)
 	}
 	return l, nil
+}
+
+// startWatchdog starts the watchdog of a tracked lease whose last request
+// was sent at sent, lease/6 after that: half-way to its first renewal,
+// which the watchdog then waits for. The deadline's timer starts with it:
+// the deadline (9/10 of the lease) cannot pass before, and Err checks it
+// itself. A lease released before then (most are) never had a goroutine
+// of its own, its Unlock waits for none to wake and exit, and it set one
+// timer, not two (each new timer may wake a thread of the runtime).
+func (l *Lease) startWatchdog(sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wdCtx.Err() != nil { // ended already (Client.Close)
+		close(l.wdExited)
+		l.c.wg.Done()
+		return
+	}
+	l.wdStart = time.AfterFunc(time.Until(sent.Add(l.lease/6)), func() {
+		l.mu.Lock()
+		if l.err == nil {
+			l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+		}
+		l.mu.Unlock()
+		l.watchdog()
+	})
+}
+
+// dropWatchdog keeps a watchdog that has not started from starting; one
+// that has started ends on wdStop. wdStop has been called.
+func (l *Lease) dropWatchdog() {
+	l.mu.Lock()
+	t := l.wdStart
+	l.mu.Unlock()
+	if t != nil && t.Stop() {
+		close(l.wdExited)
+		l.c.wg.Done()
+	}
 }
 
 // safeTime is how long after sending a successful acquire or renewal the
@@ -374,9 +414,12 @@ func (l *Lease) end(cause error, outcome string) {
 		return
 	}
 	l.err = cause
-	l.timer.Stop()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	l.mu.Unlock()
 	l.wdStop() // whoever ends the lease for good waits for the watchdog
+	l.dropWatchdog()
 	l.c.untrack(l)
 	l.c.tel.endHold(l.hold, l, time.Since(l.start), outcome)
 	if outcome == outcomeLost {
@@ -399,5 +442,6 @@ func (l *Lease) end(cause error, outcome string) {
 // nothing renews the lock after the unlock is sent.
 func (l *Lease) stopWatchdog() {
 	l.wdStop()
+	l.dropWatchdog()
 	<-l.wdExited
 }

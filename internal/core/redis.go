@@ -57,7 +57,7 @@ func run(ctx context.Context, c redis.Scripter, script *redis.Script, keys []str
 		return script.Eval(ctx, c, keys, args...)
 	}
 	cmd := script.EvalSha(ctx, c, keys, args...)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // HasErrorPrefix allocates
 		resent(ctx)
 		return script.Eval(ctx, c, keys, args...)
 	}
@@ -165,12 +165,15 @@ func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), hea
 }
 
 func (b *redisBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
-	run := acquireScript.Run
+	keys := []string{k.lock, k.token}
+	args := []any{owner, lease.Milliseconds(), holds, max(tokenTTL, 2*lease).Milliseconds()}
+	var cmd *redis.Cmd
 	if holds == 0 {
-		run = b.acked(acquireScript) // a new lease; a re-entry changes only a count
+		cmd = b.runAcked(ctx, acquireScript, keys, args...) // a new lease; a re-entry changes only a count
+	} else {
+		cmd = run(ctx, b.rdb, acquireScript, keys, args...)
 	}
-	v, err := run(ctx, b.rdb, []string{k.lock, k.token},
-		owner, lease.Milliseconds(), holds, max(tokenTTL, 2*lease).Milliseconds()).Int64Slice()
+	v, err := cmd.Int64Slice()
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -193,7 +196,7 @@ func (b *redisBackend) renew(ctx context.Context, k *keys, owner string, lease t
 }
 
 func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.released(owner)},
+	return run(ctx, b.rdb, releaseScript, []string{k.lock, k.channel, k.released(owner)},
 		owner, holds, drop, owner, releasedTTL.Milliseconds()).Int64()
 }
 
