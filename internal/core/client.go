@@ -178,6 +178,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := newClient(o)
 	be := newRedisBackend(rdb, c.wake, c.wakeFair, c.heard, c.owner+":", c.log)
 	be.ack = o.ack
+	be.lease, be.leaseMS = o.leaseTime, o.leaseTime.Milliseconds()
 	c.setBackend(be)
 	return c, nil
 }
@@ -321,7 +322,8 @@ func (c *Client) isClosed() bool {
 }
 
 func (c *Client) newOwner() string {
-	return c.owner + ":" + strconv.FormatUint(c.seq.Add(1), 10)
+	var buf [64]byte // one allocation, the string, for a usual client id
+	return string(strconv.AppendUint(append(append(buf[:0], c.owner...), ':'), c.seq.Add(1), 10))
 }
 
 // track registers a new lease so that Close can release it. It reports

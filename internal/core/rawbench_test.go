@@ -4,6 +4,9 @@ package core
 
 import (
 	"context"
+	"runtime"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -96,4 +99,34 @@ func BenchmarkTryLockUnlock(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkLockUnlock64 is BenchmarkLockUnlock from 64 goroutines on one
+// Client, each on a name of its own (the peer bench's scenario 2).
+func BenchmarkLockUnlock64(b *testing.B) {
+	srv := redistest.Start(b)
+	c, err := New(srv.Client())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(max(64/runtime.GOMAXPROCS(0), 1))
+	defer reportCPU(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		mu := c.Mutex("bench:" + strconv.FormatInt(n.Add(1), 10))
+		for pb.Next() {
+			l, err := mu.Lock(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
