@@ -156,6 +156,8 @@ type Client struct {
 
 	ticks tickBoard // the ticks heard finished (Ledger.Watch)
 
+	starts starts // leases whose watchdog has not started yet
+
 	wg sync.WaitGroup // watchdogs and clean-ups
 }
 
@@ -307,6 +309,7 @@ func (c *Client) Close() error {
 		}
 	}
 	c.bgCancel()
+	c.starts.close()
 	c.wg.Wait()
 	errs = append(errs, c.be.close())
 	return errors.Join(errs...)

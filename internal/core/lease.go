@@ -50,7 +50,6 @@ type Lease struct {
 	wdCtx    context.Context // ends when the watchdog must stop
 	wdStop   context.CancelFunc
 	wdExited chan struct{}
-	wdStart  *time.Timer // starts the watchdog (startWatchdog); under mu
 
 	groups []*Lease // composite leases (Multi, RedLock) holding this one as a part; under mu
 
@@ -87,7 +86,7 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 	l.deadline = sent.Add(safeTime(lease))
 	if fixed > 0 {
 		l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-	} // else startWatchdog sets it: one timer per lease at a time
+	} // else runWatchdog sets it
 	l.mu.Unlock()
 	// Complete before it is published: from here Close may end it.
 	if !c.track(l) {
@@ -104,38 +103,35 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 	return l, nil
 }
 
-// startWatchdog starts the watchdog of a tracked lease whose last request
-// was sent at sent, lease/6 after that: half-way to its first renewal,
-// which the watchdog then waits for. The deadline's timer starts with it:
-// the deadline (9/10 of the lease) cannot pass before, and Err checks it
-// itself. A lease released before then (most are) never had a goroutine
-// of its own, its Unlock waits for none to wake and exit, and it set one
-// timer, not two (each new timer may wake a thread of the runtime).
+// startWatchdog has the watchdog of a tracked lease, whose last request
+// was sent at sent, start lease/6 after that (Client.starts): about
+// half-way to its first renewal, which the watchdog then waits for. The
+// deadline's timer starts with it (runWatchdog): the deadline (9/10 of the
+// lease) cannot pass before, and Err checks it itself. A lease released
+// before then (most are) has no goroutine and no timer of its own, and its
+// Unlock waits for no goroutine to wake and exit.
 func (l *Lease) startWatchdog(sent time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.wdCtx.Err() != nil { // ended already (Client.Close)
+	if !l.c.starts.add(l, sent.Add(l.lease/6)) { // ended already (Client.Close)
 		close(l.wdExited)
 		l.c.wg.Done()
-		return
 	}
-	l.wdStart = time.AfterFunc(time.Until(sent.Add(l.lease/6)), func() {
-		l.mu.Lock()
-		if l.err == nil {
-			l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-		}
-		l.mu.Unlock()
-		l.watchdog()
-	})
+}
+
+// runWatchdog is the watchdog's goroutine: it sets the deadline's timer,
+// then renews.
+func (l *Lease) runWatchdog() {
+	l.mu.Lock()
+	if l.err == nil {
+		l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	}
+	l.mu.Unlock()
+	l.watchdog()
 }
 
 // dropWatchdog keeps a watchdog that has not started from starting; one
 // that has started ends on wdStop. wdStop has been called.
 func (l *Lease) dropWatchdog() {
-	l.mu.Lock()
-	t := l.wdStart
-	l.mu.Unlock()
-	if t != nil && t.Stop() {
+	if l.c.starts.remove(l) {
 		close(l.wdExited)
 		l.c.wg.Done()
 	}
