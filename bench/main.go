@@ -57,7 +57,7 @@ func main() {
 	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "time each goroutine holds the contended lock")
 	flag.DurationVar(&cfg.wait, "timeout", 5*time.Second, "timeout of every lock and unlock call (lockcron: also its WithWait)")
 	flag.BoolVar(&cfg.verbose, "v", false, "print per-command server counts for each contended run")
-	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after scenarios 1 and 2, run lockcron's rows once more, unmeasured, with a CPU profile of this process written to this file (samples labelled scenario=1 or 2)")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after scenarios 1 and 2, run lockcron's rows once more, unmeasured, with a CPU profile of this process written to this file (samples labelled scenario 1 or 2: go tool pprof -tagfocus scenario:1)")
 	flag.StringVar(&cfg.memProfile, "memprofile", "", "likewise, write the allocations of lockcron's extra scenario 1 run to this file (pprof allocs profile)")
 	run := flag.String("run", "", "only run implementations whose name matches this regexp (the floor always runs)")
 	flag.Parse()

@@ -20,7 +20,7 @@ const memProfileRate = 4096
 // once more after the measured windows, for -duration each, and profiles
 // those runs alone: with -cpuprofile, a CPU profile of this process whose
 // samples carry the label scenario=1 or scenario=2 (go tool pprof
-// -tagfocus scenario=1); with -memprofile, the allocations of scenario 1
+// -tagfocus scenario:1); with -memprofile, the allocations of scenario 1
 // (pprof's allocs profile, taken while only that run allocates). It prints
 // the pairs each run made, to turn the profiles' totals into figures per
 // Lock+Unlock. These runs are in no table.
@@ -52,6 +52,13 @@ func profileLockcron(ctx context.Context, cfg *config, im impl) error {
 		pprof.Do(ctx, pprof.Labels("scenario", sc.label), func(ctx context.Context) {
 			err = r.round(ctx, cfg.duration)
 		})
+		if mem && err == nil {
+			// Written before the rate changes again: pprof scales the
+			// samples by the rate in force when it writes them.
+			if werr := writeAllocs(cfg.memProfile); werr != nil {
+				err = fmt.Errorf("-memprofile: %w", werr)
+			}
+		}
 		if mem {
 			runtime.MemProfileRate = 0
 		}
@@ -61,11 +68,6 @@ func profileLockcron(ctx context.Context, cfg *config, im impl) error {
 		}
 		fmt.Printf("profiled lockcron, scenario %s (%d goroutines): %d pairs in %v, %d failed or errors\n",
 			sc.label, sc.n, res.ops, res.elapsed.Round(time.Millisecond), res.Fails+res.Errs)
-	}
-	if cfg.memProfile != "" {
-		if err := writeAllocs(cfg.memProfile); err != nil {
-			return fmt.Errorf("-memprofile: %w", err)
-		}
 	}
 	return nil
 }
