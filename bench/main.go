@@ -36,6 +36,9 @@ type config struct {
 	verbose  bool
 	filter   *regexp.Regexp
 
+	cpuProfile string // -cpuprofile: lockcron's uncontended rows, run once more (profileLockcron)
+	memProfile string // -memprofile: the allocations of its scenario 1
+
 	srv          *redistest.Server
 	ctl          *redis.Client // INFO and the PING RTT, never measured
 	infoOverhead int64         // INFO calls counted inside one before/after window
@@ -54,11 +57,16 @@ func main() {
 	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "time each goroutine holds the contended lock")
 	flag.DurationVar(&cfg.wait, "timeout", 5*time.Second, "timeout of every lock and unlock call (lockcron: also its WithWait)")
 	flag.BoolVar(&cfg.verbose, "v", false, "print per-command server counts for each contended run")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after scenarios 1 and 2, run lockcron's rows once more, unmeasured, with a CPU profile of this process written to this file (samples labelled scenario 1 or 2: go tool pprof -tagfocus scenario:1)")
+	flag.StringVar(&cfg.memProfile, "memprofile", "", "likewise, write the allocations of lockcron's extra scenario 1 run to this file (pprof allocs profile)")
 	run := flag.String("run", "", "only run implementations whose name matches this regexp (the floor always runs)")
 	flag.Parse()
 	if cfg.rounds < 1 || cfg.duration <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be ≥ 1 and -duration > 0")
 		os.Exit(2)
+	}
+	if cfg.memProfile != "" {
+		runtime.MemProfileRate = 0 // profileLockcron samples its own run alone
 	}
 	if *run != "" {
 		re, err := regexp.Compile(*run)
@@ -150,6 +158,10 @@ func mainErr(ctx context.Context, cfg *config) error {
 			progress(r)
 		}
 		results = append(results, rs...)
+	}
+
+	if err := profileLockcron(ctx, cfg, impls[1]); err != nil {
+		return fmt.Errorf("profile: %w", err)
 	}
 
 	// Scenario 3: 8 and 32 goroutines on one name.

@@ -22,6 +22,9 @@
 //
 // A lease taken without WithLease is renewed every lease/3 by a watchdog
 // goroutine that Unlock stops, and waits for, before it sends the unlock.
+// The goroutine starts lease/6 after the acquisition was sent, from one
+// timer per Client: a lease released before then (a short run under a
+// 30s lease) costs no goroutine and no timer of its own.
 // If a renewal finds the lock gone or another's, or none succeeds by
 // 9/10 of the lease after the last success was sent (measured on Go's
 // monotonic clock), the lease's context is cancelled with cause ErrLockLost
@@ -209,4 +212,10 @@
 // failed: the error's Go type, or "lost"), the histograms lockcron.lock.wait.duration and lockcron.lock.hold.duration,
 // and the counters lockcron.lock.renewals and lockcron.lock.lost. Debug
 // logs go to the "lock" sub-logger.
+//
+// Without WithTracerProvider and WithMeterProvider the Client uses
+// OpenTelemetry's global providers; while no SDK is installed in them, and
+// with a no-op provider (trace/noop, metric/noop), Lock and Unlock build
+// no span, attribute or measurement at all. An SDK installed in the global
+// providers after New is used from then on.
 package lock

@@ -65,6 +65,9 @@ type acquisition struct {
 	// the next one (the scripts answer such a repeat with the lease, and
 	// start its time again); attempt does no clean-up itself.
 	attempt func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error)
+	// leaseKey, if set, is leaseKey{c, k.id} made once (Mutex): as a
+	// context key it would be boxed, an allocation, on each call.
+	leaseKey any
 }
 
 // attemptArgs are what one attempt of an acquisition asks for.
@@ -154,7 +157,11 @@ func (c *Client) begin(ctx context.Context, a acquisition, opts []AcquireOption)
 	if a.claim {
 		return o, nil, nil
 	}
-	if l, ok := ctx.Value(leaseKey{c, k.id}).(*Lease); ok {
+	key := a.leaseKey
+	if key == nil {
+		key = leaseKey{c, k.id}
+	}
+	if l, ok := ctx.Value(key).(*Lease); ok {
 		l, err := l.reenter(ctx)
 		return o, l, err
 	}
@@ -391,6 +398,9 @@ func unreachable(err error) bool { return lostReply(err) && !errors.Is(err, ErrN
 // lostReply reports whether err is an attempt's transient failure: its
 // script may have run although the reply did not arrive.
 func lostReply(err error) bool {
+	if err == nil {
+		return false // no errors.As: its target would escape, an allocation per attempt
+	}
 	var tr transientError
 	return errors.As(err, &tr)
 }

@@ -174,6 +174,8 @@ type Client struct {
 
 	ticks tickBoard // the ticks heard finished (Ledger.Watch)
 
+	starts starts // leases whose watchdog has not started yet
+
 	wg sync.WaitGroup // watchdogs and clean-ups
 }
 
@@ -196,6 +198,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := newClient(o)
 	be := newRedisBackend(rdb, c.wake, c.wakeFair, c.heard, c.owner+":", c.log)
 	be.ack = o.ack
+	be.lease, be.leaseMS = o.leaseTime, o.leaseTime.Milliseconds()
 	c.setBackend(be)
 	return c, nil
 }
@@ -324,6 +327,7 @@ func (c *Client) Close() error {
 		}
 	}
 	c.bgCancel()
+	c.starts.close()
 	c.wg.Wait()
 	errs = append(errs, c.be.close())
 	return errors.Join(errs...)
@@ -339,7 +343,8 @@ func (c *Client) isClosed() bool {
 }
 
 func (c *Client) newOwner() string {
-	return c.owner + ":" + strconv.FormatUint(c.seq.Add(1), 10)
+	var buf [64]byte // one allocation, the string, for a usual client id
+	return string(strconv.AppendUint(append(append(buf[:0], c.owner...), ':'), c.seq.Add(1), 10))
 }
 
 // track registers a new lease so that Close can release it. It reports

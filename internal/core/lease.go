@@ -45,7 +45,7 @@ type Lease struct {
 	err       error // nil while held
 	releasing bool  // the last hold's release is under way: its reply, not the deadline, ends the lease
 	deadline  time.Time
-	timer     *time.Timer // fires at deadline: the lease is lost
+	timer     *time.Timer // fires at deadline: the lease is lost; under the watchdog, set when it starts
 
 	wdCtx    context.Context // ends when the watchdog must stop
 	wdStop   context.CancelFunc
@@ -84,7 +84,9 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 	}
 	l.mu.Lock() // a short lease's timer may fire before the assignment
 	l.deadline = sent.Add(safeTime(lease))
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	if fixed > 0 {
+		l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	} // else runWatchdog sets it
 	l.mu.Unlock()
 	// Complete before it is published: from here Close may end it.
 	if !c.track(l) {
@@ -94,11 +96,45 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
 	}
 	if fixed == 0 {
-		go l.watchdog()
+		l.startWatchdog(sent)
 	} else {
 		close(l.wdExited)
 	}
 	return l, nil
+}
+
+// startWatchdog has the watchdog of a tracked lease, whose last request
+// was sent at sent, start lease/6 after that (Client.starts): about
+// half-way to its first renewal, which the watchdog then waits for. The
+// deadline's timer starts with it (runWatchdog): the deadline (9/10 of the
+// lease) cannot pass before, and Err checks it itself. A lease released
+// before then (most are) has no goroutine and no timer of its own, and its
+// Unlock waits for no goroutine to wake and exit.
+func (l *Lease) startWatchdog(sent time.Time) {
+	if !l.c.starts.add(l, sent.Add(l.lease/6)) { // ended already (Client.Close)
+		close(l.wdExited)
+		l.c.wg.Done()
+	}
+}
+
+// runWatchdog is the watchdog's goroutine: it sets the deadline's timer,
+// then renews.
+func (l *Lease) runWatchdog() {
+	l.mu.Lock()
+	if l.err == nil {
+		l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	}
+	l.mu.Unlock()
+	l.watchdog()
+}
+
+// dropWatchdog keeps a watchdog that has not started from starting; one
+// that has started ends on wdStop. wdStop has been called.
+func (l *Lease) dropWatchdog() {
+	if l.c.starts.remove(l) {
+		close(l.wdExited)
+		l.c.wg.Done()
+	}
 }
 
 // safeTime is how long after sending a successful acquire or renewal the
@@ -374,9 +410,12 @@ func (l *Lease) end(cause error, outcome string) {
 		return
 	}
 	l.err = cause
-	l.timer.Stop()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	l.mu.Unlock()
 	l.wdStop() // whoever ends the lease for good waits for the watchdog
+	l.dropWatchdog()
 	l.c.untrack(l)
 	l.c.tel.endHold(l.hold, l, time.Since(l.start), outcome)
 	if outcome == outcomeLost {
@@ -399,5 +438,6 @@ func (l *Lease) end(cause error, outcome string) {
 // nothing renews the lock after the unlock is sent.
 func (l *Lease) stopWatchdog() {
 	l.wdStop()
+	l.dropWatchdog()
 	<-l.wdExited
 }

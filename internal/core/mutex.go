@@ -25,20 +25,25 @@ type Locker interface {
 type mutex struct {
 	c *Client
 	k *keys
+	// acq is the acquisition of Lock and TryLock, made once: a method
+	// value made on each call would cost an allocation.
+	acq acquisition
 }
 
 func newMutex(c *Client, name string) *mutex {
-	return &mutex{c: c, k: newKeys(c.opt.prefix, name)}
+	m := &mutex{c: c, k: newKeys(c.opt.prefix, name)}
+	m.acq = acquisition{k: m.k, kind: mutexKind{c}, attempt: m.attempt, leaseKey: leaseKey{c, m.k.id}}
+	return m
 }
 
 func (m *mutex) Name() string { return m.k.name }
 
 func (m *mutex) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.c.acquire(ctx, acquisition{k: m.k, kind: mutexKind{m.c}, attempt: m.attempt}, false, opts)
+	return m.c.acquire(ctx, m.acq, false, opts)
 }
 
 func (m *mutex) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
-	return m.c.acquire(ctx, acquisition{k: m.k, kind: mutexKind{m.c}, attempt: m.attempt}, true, opts)
+	return m.c.acquire(ctx, m.acq, true, opts)
 }
 
 func (c *Client) hasWaiters(k *keys) bool {

@@ -138,6 +138,9 @@ func WithLease(d time.Duration) AcquireOption {
 }
 
 func buildAcquireOptions(name string, opts []AcquireOption) (acquireOptions, error) {
+	if len(opts) == 0 {
+		return acquireOptions{}, nil // o would escape to the options' funcs: an allocation per call
+	}
 	var o acquireOptions
 	for _, opt := range opts {
 		opt(&o)

@@ -57,7 +57,7 @@ func run(ctx context.Context, c redis.Scripter, script *redis.Script, keys []str
 		return script.Eval(ctx, c, keys, args...)
 	}
 	cmd := script.EvalSha(ctx, c, keys, args...)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // HasErrorPrefix allocates
 		resent(ctx)
 		return script.Eval(ctx, c, keys, args...)
 	}
@@ -128,6 +128,26 @@ type redisBackend struct {
 	wg       sync.WaitGroup                   // the dispatcher and the sender
 
 	batch batch // claims and finishes on their way (runBatched)
+
+	lease   time.Duration // the Client's watchdog lease (WithLeaseTime), and
+	leaseMS any           // it in milliseconds, boxed once: see ms
+}
+
+// ms is d in milliseconds, as a script's argument. The durations that
+// every Lock and Unlock sends (the Client's lease, tokenTTL, releasedTTL)
+// are boxed once: boxing an int64 above 255 costs an allocation.
+func (b *redisBackend) ms(d time.Duration) any {
+	switch d {
+	case b.lease:
+		if b.leaseMS != nil {
+			return b.leaseMS
+		}
+	case tokenTTL:
+		return int64(tokenTTL / time.Millisecond) // constants: boxed without allocation
+	case releasedTTL:
+		return int64(releasedTTL / time.Millisecond)
+	}
+	return d.Milliseconds()
 }
 
 // subOp is a SUBSCRIBE (sub) or UNSUBSCRIBE of one channel. They are sent
@@ -167,12 +187,15 @@ func newRedisBackend(rdb redis.UniversalClient, wake, wakeFair func(string), hea
 }
 
 func (b *redisBackend) acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error) {
-	run := acquireScript.Run
+	keys := []string{k.lock, k.token}
+	args := []any{owner, b.ms(lease), holds, b.ms(max(tokenTTL, 2*lease))}
+	var cmd *redis.Cmd
 	if holds == 0 {
-		run = b.acked(acquireScript) // a new lease; a re-entry changes only a count
+		cmd = b.runAcked(ctx, acquireScript, keys, args...) // a new lease; a re-entry changes only a count
+	} else {
+		cmd = run(ctx, b.rdb, acquireScript, keys, args...)
 	}
-	v, err := run(ctx, b.rdb, []string{k.lock, k.token},
-		owner, lease.Milliseconds(), holds, max(tokenTTL, 2*lease).Milliseconds()).Int64Slice()
+	v, err := cmd.Int64Slice()
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -195,8 +218,9 @@ func (b *redisBackend) renew(ctx context.Context, k *keys, owner string, lease t
 }
 
 func (b *redisBackend) release(ctx context.Context, k *keys, owner string, holds, drop int) (int64, error) {
-	return releaseScript.Run(ctx, b.rdb, []string{k.lock, k.channel, k.released(owner)},
-		owner, holds, drop, owner, releasedTTL.Milliseconds()).Int64()
+	o := any(owner) // boxed once, sent twice
+	return run(ctx, b.rdb, releaseScript, []string{k.lock, k.channel, k.released(owner)},
+		o, holds, drop, o, b.ms(releasedTTL)).Int64()
 }
 
 func (b *redisBackend) forceUnlock(ctx context.Context, k *keys) (int64, error) {

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // instrumentation is the name of the tracer and the meter.
@@ -43,13 +46,73 @@ type telemetry struct {
 	hold     metric.Float64Histogram
 	renewals metric.Int64Counter
 	lostN    metric.Int64Counter
+
+	// spans and metrics tell whether the providers record anything: when
+	// they do not, the hot path builds no span and no attribute.
+	spans, metrics dropping
 }
 
+// waitSpan and holdSpan hold a span, or nil when no span was started.
 type waitSpan struct{ span trace.Span }
 type holdSpan struct{ span trace.Span }
 
+// A dropping tells, without an allocation, whether a provider drops what
+// it is given: a no-op provider (trace/noop, metric/noop), or OpenTelemetry's
+// global provider while no SDK is installed in it, which is the default.
+// otel.SetTracerProvider or otel.SetMeterProvider may install one after
+// New; the global provider's tracers and instruments that the Client took
+// then forward to it, so for a global provider the check is made on each
+// call: one atomic load (otel.GetTracerProvider) and a comparison.
+type dropping struct {
+	noop   bool
+	global any        // the global provider without an SDK, as it was at New; else nil
+	now    func() any // the global provider now
+}
+
+// on reports whether the provider records now.
+func (d dropping) on() bool {
+	if d.global != nil {
+		return d.now() != d.global
+	}
+	return !d.noop
+}
+
+func tracesDropped(tp trace.TracerProvider) dropping {
+	if _, ok := tp.(tracenoop.TracerProvider); ok {
+		return dropping{noop: true}
+	}
+	if isGlobal(tp) {
+		return dropping{global: tp, now: func() any { return otel.GetTracerProvider() }}
+	}
+	return dropping{}
+}
+
+func metricsDropped(mp metric.MeterProvider) dropping {
+	if _, ok := mp.(metricnoop.MeterProvider); ok {
+		return dropping{noop: true}
+	}
+	if isGlobal(mp) {
+		return dropping{global: mp, now: func() any { return otel.GetMeterProvider() }}
+	}
+	return dropping{}
+}
+
+// isGlobal reports whether p is OpenTelemetry's global provider before an
+// SDK was installed in it (otel.GetTracerProvider, otel.GetMeterProvider):
+// a type of go.opentelemetry.io/otel/internal/global, known by its name
+// only. Were it renamed in a later release of otel, the Client would
+// record as it does with any provider: correct, only not as cheap.
+func isGlobal(p any) bool {
+	switch fmt.Sprintf("%T", p) {
+	case "*global.tracerProvider", "*global.meterProvider":
+		return true
+	}
+	return false
+}
+
 func newTelemetry(o options, log hclog.Logger) *telemetry {
-	t := &telemetry{clientID: o.clientID, tracer: o.tracer.Tracer(instrumentation)}
+	t := &telemetry{clientID: o.clientID, tracer: o.tracer.Tracer(instrumentation),
+		spans: tracesDropped(o.tracer), metrics: metricsDropped(o.meter)}
 	m := o.meter.Meter(instrumentation)
 	var errs []error
 	var err error
@@ -105,12 +168,19 @@ func isWrapper(err error) bool {
 }
 
 func (t *telemetry) startWait(ctx context.Context, name string) waitSpan {
+	if !t.spans.on() {
+		return waitSpan{}
+	}
 	_, span := t.tracer.Start(ctx, "lock.wait", trace.WithAttributes(
 		attrLock.String(name), attrClient.String(t.clientID)))
 	return waitSpan{span}
 }
 
 func (t *telemetry) endWait(w waitSpan, name string, d time.Duration, l *Lease, err error) {
+	record := t.metrics.on()
+	if w.span == nil && !record {
+		return
+	}
 	outcome := outcomeAcquired
 	switch {
 	case err == nil:
@@ -125,24 +195,31 @@ func (t *telemetry) endWait(w waitSpan, name string, d time.Duration, l *Lease, 
 	default:
 		outcome = outcomeError
 	}
-	if w.span.IsRecording() {
-		attrs := []attribute.KeyValue{attrOutcome.String(outcome)}
-		if l != nil {
-			attrs = append(attrs, attrOwner.String(l.owner), attrToken.Int64(l.token))
+	if w.span != nil {
+		if w.span.IsRecording() {
+			attrs := []attribute.KeyValue{attrOutcome.String(outcome)}
+			if l != nil {
+				attrs = append(attrs, attrOwner.String(l.owner), attrToken.Int64(l.token))
+			}
+			w.span.SetAttributes(attrs...)
+			if outcome == outcomeError {
+				w.span.RecordError(err)
+				w.span.SetStatus(codes.Error, err.Error())
+				w.span.SetAttributes(attrErrorType.String(errorType(err)))
+			}
 		}
-		w.span.SetAttributes(attrs...)
-		if outcome == outcomeError {
-			w.span.RecordError(err)
-			w.span.SetStatus(codes.Error, err.Error())
-			w.span.SetAttributes(attrErrorType.String(errorType(err)))
-		}
+		w.span.End()
 	}
-	w.span.End()
-	t.wait.Record(context.Background(), d.Seconds(), metric.WithAttributes(
-		attrLock.String(name), attrOutcome.String(outcome)))
+	if record {
+		t.wait.Record(context.Background(), d.Seconds(), metric.WithAttributes(
+			attrLock.String(name), attrOutcome.String(outcome)))
+	}
 }
 
 func (t *telemetry) startHold(ctx context.Context, l *Lease) holdSpan {
+	if !t.spans.on() {
+		return holdSpan{}
+	}
 	_, span := t.tracer.Start(ctx, "lock.hold", trace.WithAttributes(
 		attrLock.String(l.k.name), attrClient.String(t.clientID),
 		attrOwner.String(l.owner), attrToken.Int64(l.token)))
@@ -150,22 +227,33 @@ func (t *telemetry) startHold(ctx context.Context, l *Lease) holdSpan {
 }
 
 func (t *telemetry) endHold(h holdSpan, l *Lease, d time.Duration, outcome string) {
-	h.span.SetAttributes(attrOutcome.String(outcome))
-	if outcome == outcomeLost {
-		h.span.SetStatus(codes.Error, "lock lost")
-		h.span.SetAttributes(attrErrorType.String(outcomeLost))
+	if h.span != nil {
+		h.span.SetAttributes(attrOutcome.String(outcome))
+		if outcome == outcomeLost {
+			h.span.SetStatus(codes.Error, "lock lost")
+			h.span.SetAttributes(attrErrorType.String(outcomeLost))
+		}
+		h.span.End()
 	}
-	h.span.End()
+	if !t.metrics.on() {
+		return
+	}
 	t.hold.Record(context.Background(), d.Seconds(), metric.WithAttributes(
 		attrLock.String(l.k.name), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) renewed(name, outcome string) {
+	if !t.metrics.on() {
+		return
+	}
 	t.renewals.Add(context.Background(), 1, metric.WithAttributes(
 		attrLock.String(name), attrOutcome.String(outcome)))
 }
 
 func (t *telemetry) lost(name string) {
+	if !t.metrics.on() {
+		return
+	}
 	t.lostN.Add(context.Background(), 1, metric.WithAttributes(attrLock.String(name)))
 }
 
