@@ -243,3 +243,79 @@ func TestTriggerAfterReadyClaimedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A paused job costs no claim per tick: the replicas hear the pause and
+// record its ticks as paused without asking the store; resumed, it runs
+// again at once.
+func TestPausedJobSendsNoClaims(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const job = "quiet"
+	j := newJournal()
+	var fleet []*replica
+	var logs []*claimLog
+	for i := range 3 {
+		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1))
+		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Run: j.fn(nil)})
+		fleet, logs = append(fleet, r), append(logs, h)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	testkit.Eventually(t, 10*time.Second, "every replica running", func() bool {
+		for _, r := range fleet {
+			if !r.s.Running() {
+				return false
+			}
+		}
+		return true
+	})
+	claims := func() int {
+		n := 0
+		for _, h := range logs {
+			n += h.total(job)
+		}
+		return n
+	}
+	ctx := testkit.Context(t)
+	if err := fleet[0].s.Pause(ctx, job, true); err != nil {
+		t.Fatal(err)
+	}
+	// Once each replica has recorded a tick paused (it heard the pause, or
+	// a claim on its way found it), it sends no claim for the job.
+	var first time.Time
+	testkit.Eventually(t, 10*time.Second, "a tick recorded paused on every replica", func() bool {
+		first = time.Time{}
+		for _, r := range fleet {
+			st := statusOf(t, r.s, job)
+			if st.LastOutcome != scheduler.OutcomePaused {
+				return false
+			}
+			if st.LastTick.After(first) {
+				first = st.LastTick
+			}
+		}
+		return true
+	})
+	before, runs := claims(), len(j.all())
+	testkit.Eventually(t, 10*time.Second, "two more ticks recorded paused on every replica", func() bool {
+		for _, r := range fleet {
+			if st := statusOf(t, r.s, job); st.LastOutcome != scheduler.OutcomePaused || st.LastTick.Before(first.Add(2*time.Second)) {
+				return false
+			}
+		}
+		return true
+	})
+	if n := claims() - before; n != 0 {
+		t.Errorf("%d claims of the paused job's ticks, want 0", n)
+	}
+	if n := len(j.all()); n != runs {
+		t.Errorf("%d runs while paused", n-runs)
+	}
+	if err := fleet[1].s.Pause(ctx, job, false); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, "a run after the resume", func() bool { return len(j.all()) > runs })
+	stopAll(t, fleet...)
+	checkOncePerTick(t, j.byJob(), time.Second)
+}

@@ -84,6 +84,17 @@ func (h *claimLog) count(job string, tick int64) int {
 	return h.claims[job][tick]
 }
 
+// total is how many claims of the job were sent, all ticks.
+func (h *claimLog) total(job string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.claims[job] {
+		n += c
+	}
+	return n
+}
+
 // countedReplica is a replica on srv whose claims are logged.
 func countedReplica(t *testing.T, srv *redistest.Server, id string, opts ...scheduler.Option) (*replica, *claimLog) {
 	t.Helper()
