@@ -85,6 +85,7 @@ var diffUncompared = map[string]string{
 	"subscribed":       "Pub/Sub plumbing, as subscribe",
 	"unsubscribe":      "Pub/Sub plumbing, as subscribe",
 	"listen":           "Pub/Sub plumbing, as subscribe",
+	"listening":        "Pub/Sub plumbing, as subscribe",
 	"close":            "ends the backend, after the run",
 	"transient":        "a classification of errors, which the run has none of",
 	"storeID":          "names the store: a Redis address, or a MemoryStore",
