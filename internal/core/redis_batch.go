@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -11,9 +12,10 @@ import (
 // batch gathers the claims and finishes of one Client that fall due in
 // the same instant and sends them together, in one pipeline (on a Cluster,
 // go-redis splits it by node). The first request to come is the batch's
-// leader: it takes every request queued by the time its goroutine runs and
-// sends them; a request that comes after the leader took the queue leads
-// the next batch at once. No request waits for a batch on its way: on a
+// leader: it yields once (runtime.Gosched), so that the goroutines of the
+// same instant that are ready to run queue their requests, then takes every
+// request queued and sends them; a request that comes after the leader
+// took the queue leads the next batch at once. No request waits for a batch on its way: on a
 // slow network, waiting a round trip before being sent cost leases (the
 // fault suite's added round trip, seed 15). So a thousand jobs due in the
 // same second go out in as many pipelines as their goroutines find
@@ -59,6 +61,11 @@ func (b *redisBackend) runBatched(ctx context.Context, script *redis.Script, key
 			return q.leave(r)
 		}
 	}
+	// The requests of the same instant are on their goroutines, runnable:
+	// let them queue theirs before the leader takes the queue. A yield
+	// costs no round trip, and a lease counts from when its pipeline goes
+	// out (sendBatch).
+	runtime.Gosched()
 	q.mu.Lock()
 	todo := q.queue
 	q.queue = nil
