@@ -59,12 +59,13 @@ func TestNoFalseLockLossOfQueuedClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for rdb.PoolStats().IdleConns < n+2 {
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("%d idle connections: %v", rdb.PoolStats().IdleConns, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Each idle connection has had its handshake (HELLO), as in a service
+	// that has run a while: blocking reads at once, one per connection.
+	var warm sync.WaitGroup
+	for range n + 2 {
+		warm.Go(func() { _ = rdb.BLPop(ctx, 100*time.Millisecond, "warm-"+t.Name()).Err() })
 	}
+	warm.Wait()
 	proxy.SetDelay(leaseTime * 35 / 100)
 	claims := make([]*fleet.Claim, n)
 	var wg sync.WaitGroup
