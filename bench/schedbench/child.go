@@ -86,7 +86,7 @@ func childMain(ctx context.Context, cfg *config) error {
 	}()
 	goroutines := runtime.NumGoroutine()
 
-	r, err := newReplica(cfg.childAddr, cfg.childID, cfg.jobs, cfg.poolSize, cfg.work, cfg.lease, o)
+	r, err := newReplica(cfg, o)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func hogMain() {
 // provider.
 type replica struct {
 	id     string
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	locks  *lock.Client
 	s      *scheduler.Scheduler
 	mp     *sdkmetric.MeterProvider
@@ -209,11 +209,17 @@ func (c *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // jobName is the name of job k: job-0000, job-0001, ...
 func jobName(k int) string { return fmt.Sprintf("job-%04d", k) }
 
-// newReplica builds replica i on the Redis server at addr ("": a
-// lock.NewMemory Client) with n jobs, each "@every 1s", each writing its
-// runs to o. work is how long a run lasts (0: it returns at once); lease
-// is the lock client's lease (0: the default).
-func newReplica(addr string, i, n, poolSize int, work, lease time.Duration, o *out) (*replica, error) {
+// ackTimeout is the WAIT timeout of the cluster row's lock.WithReplicaAck,
+// as in the fault suite.
+const ackTimeout = 300 * time.Millisecond
+
+// newReplica builds replica cfg.childID on the Redis server at
+// cfg.childAddr ("": a lock.NewMemory Client; with cfg.childCluster, a
+// Cluster's nodes) with cfg.jobs jobs, each "@every 1s", each writing its
+// runs to o. cfg.work is how long a run lasts (0: it returns at once);
+// cfg.lease is the lock client's lease (0: the default).
+func newReplica(cfg *config, o *out) (*replica, error) {
+	addr, i, n, poolSize, work, lease := cfg.childAddr, cfg.childID, cfg.jobs, cfg.poolSize, cfg.work, cfg.lease
 	id := fmt.Sprintf("r%d", i+1)
 	r := &replica{id: id, runc: make(chan error, 1)}
 	r.mp, r.reader = newMeterProvider()
@@ -221,12 +227,26 @@ func newReplica(addr string, i, n, poolSize int, work, lease time.Duration, o *o
 	if lease > 0 {
 		opts = append(opts, lock.WithLeaseTime(lease))
 	}
+	if cfg.childAck {
+		opts = append(opts, lock.WithReplicaAck(1, ackTimeout))
+	}
 	var err error
-	if addr == "" {
+	switch {
+	case addr == "":
 		r.locks, err = lock.NewMemory(opts...)
-	} else {
-		// As redistest.Server.Options: ContextTimeoutEnabled, no CLIENT SETINFO.
-		r.rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize})
+	default:
+		if cfg.childCluster {
+			// As the command's config builds a Cluster client: the slot
+			// map is reloaded every second, so that a promotion is learnt
+			// without waiting for a MOVED.
+			r.rdb = redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs: strings.Split(addr, ","), ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize,
+				ClusterStateReloadInterval: time.Second,
+			})
+		} else {
+			// As redistest.Server.Options: ContextTimeoutEnabled, no CLIENT SETINFO.
+			r.rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize})
+		}
 		r.sent = &sentCounter{n: map[string]int64{}}
 		r.rdb.AddHook(r.sent)
 		r.locks, err = lock.New(r.rdb, opts...)

@@ -23,7 +23,18 @@
 //   - kill: the same, with one replica SIGKILLed in the middle of the
 //     window;
 //   - hog: the same as fleet beside a process that spins two busy loops;
-//   - single (not run by default): the jobs on one process on Redis.
+//   - single (not run by default): the jobs on one process on Redis;
+//   - cluster (not run by default): the jobs on -replicas processes on a
+//     Redis Cluster of three primaries with a replica each
+//     (cluster-node-timeout 1 s), the locks with lock.WithReplicaAck; one
+//     primary is SIGKILLed in the middle of the window, its replica
+//     promoted, and the killed node restarted as the new primary's
+//     replica. Each primary's share of the client commands, the commands
+//     and Redis CPU per job-tick are read over the window's first half,
+//     before the kill; missed ticks are counted outside the failover
+//     (from the kill's tick to the promotion + 2 s) and within it;
+//   - cluster-noack (not run by default): the same without
+//     lock.WithReplicaAck.
 //
 // The replicas and the hog are this program again, re-executed with the
 // hidden flag -replica-child or -hog-child. A child runs until its stdin
@@ -67,11 +78,13 @@ type config struct {
 	hogChild     bool
 	childID      int    // the replica's index: r1 is 0
 	childAddr    string // the Redis address; "" is the in-memory backend
+	childCluster bool   // childAddr is a Cluster's nodes, comma-separated
+	childAck     bool   // lock.WithReplicaAck(1, ackTimeout)
 }
 
 // allRows are the rows -rows may name, in the order they run; the default
 // is all but single.
-var allRows = []string{"floor", "fleet", "kill", "hog", "single"}
+var allRows = []string{"floor", "fleet", "kill", "hog", "single", "cluster", "cluster-noack"}
 
 func main() {
 	cfg := &config{}
@@ -92,6 +105,8 @@ func main() {
 	flag.BoolVar(&cfg.hogChild, "hog-child", false, "internal: run as the CPU hog")
 	flag.IntVar(&cfg.childID, "child-id", 0, "internal: the replica's index")
 	flag.StringVar(&cfg.childAddr, "child-addr", "", "internal: the Redis address (empty: in-memory backend)")
+	flag.BoolVar(&cfg.childCluster, "child-cluster", false, "internal: -child-addr is a Redis Cluster's nodes, comma-separated")
+	flag.BoolVar(&cfg.childAck, "child-ack", false, "internal: the locks wait for a replica's acknowledgement")
 	flag.Parse()
 
 	switch {
