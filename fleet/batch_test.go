@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -172,5 +173,112 @@ func TestQueuedClaimLeavesWithItsCtx(t *testing.T) {
 	}
 	if n, _ := srv.Do("EXISTS", "lockcron:{queued}:ledger:job", "lockcron:{queued}").(int64); n != 0 {
 		t.Fatalf("the queued claim reached the server: %d of its keys exist", n)
+	}
+}
+
+// With WithReplicaAck on a Cluster, claims and finishes of many ledgers at
+// once, on all three primaries, each take and record their tick once, and
+// each finish is on the primary's replica when Finish returns.
+func TestAckedClaimsOnCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	c := locktest.Made(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(cl.Client(), o...) },
+		[]lock.Option{lock.WithReplicaAck(1, 5*time.Second)})
+	ctx := testkit.Context(t)
+	const n = 200
+	ledgers := make([]*fleet.Ledger, n)
+	for i := range ledgers {
+		g, err := fleet.New(c).Ledger("job-"+strconv.Itoa(i), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgers[i] = g
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, g := range ledgers {
+		wg.Go(func() {
+			cl, err := g.Claim(ctx, 1000, false, lock.WithWait(0))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 1000}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// A replica answers reads on a connection that sent READONLY.
+	replicas := make([]*redis.Client, len(cl.Replicas()))
+	for i, r := range cl.Replicas() {
+		o := r.Options()
+		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
+		replicas[i] = redis.NewClient(o)
+		defer replicas[i].Close()
+	}
+	shards := map[int]int{}
+	for i, g := range ledgers {
+		st, err := g.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done != 1000 || st.Tries != 1 || st.Outcome != "ran" {
+			t.Errorf("ledger %d: %+v, want tick 1000 done once", i, st)
+		}
+		key := g.Key()
+		shard := slices.Index(cl.Primaries(), cl.PrimaryForKey(key))
+		shards[shard]++
+		if got, err := replicas[shard].HGet(ctx, key, "done").Result(); got != "1000" {
+			t.Errorf("ledger %d: the replica has done %q (%v) right after Finish, want 1000", i, got, err)
+		}
+	}
+	if len(shards) != 3 {
+		t.Fatalf("ledgers on %d primaries, want all 3: %v", len(shards), shards)
+	}
+}
+
+// Batched claims that no replica acknowledges fail closed, each: ErrNoAck,
+// and nothing is left held.
+func TestAckedClaimsFailClosed(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 50*time.Millisecond))
+	ctx := testkit.Context(t)
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		g, err := fleet.New(c).Ledger("noack-"+strconv.Itoa(i), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			_, errs[i] = g.Claim(ctx, 1000, false, lock.WithWait(0))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, lock.ErrNoAck) {
+			t.Errorf("claim %d without replicas: %v, want ErrNoAck", i, err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var held int64
+		for i := range n {
+			held += srv.Do("EXISTS", "lockcron:{noack-"+strconv.Itoa(i)+"}").(int64)
+		}
+		if held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d unacknowledged claims were not undone after 5s", held)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
