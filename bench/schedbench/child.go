@@ -26,7 +26,9 @@ import (
 // The replica process (-replica-child) talks to its parent in lines.
 //
 // stdin, parent → child: "start" starts the Scheduler; "metrics" asks for
-// the scheduler's metrics; end of file (or SIGTERM) stops the replica
+// the scheduler's metrics; "sent" for the commands its go-redis client
+// sent so far (no Redis command of its own, unlike the metrics' gauges);
+// end of file (or SIGTERM) stops the replica
 // gracefully (Shutdown), reports and exits.
 //
 // stdout, child → parent:
@@ -35,6 +37,7 @@ import (
 //	r <job> <attempt> <tick ns> <late ns>  one run, written as the job func starts
 //	n | b                                  a run without RunInfo | whose RunInfo names another job or replica
 //	m <json replicaMetrics>                the answer to "metrics"
+//	s <json map[string]int64>              the answer to "sent"
 //	stop <json stopResult>                 the last line, after Shutdown
 //
 // Each line is one Write on the unbuffered stdout, so a SIGKILL loses at
@@ -112,6 +115,13 @@ loop:
 				}
 				b, _ := json.Marshal(m)
 				o.line("m %s", b)
+			case "sent":
+				var m map[string]int64
+				if r.sent != nil {
+					m = r.sent.counts()
+				}
+				b, _ := json.Marshal(m)
+				o.line("s %s", b)
 			}
 		}
 	}

@@ -60,10 +60,11 @@ type proc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 
-	ready    chan struct{}       // closed at the "ready" line
-	answers  chan replicaMetrics // "m" lines
-	stopped  chan stopResult     // the "stop" line
-	readDone chan struct{}       // the stdout reader has returned
+	ready    chan struct{}         // closed at the "ready" line
+	answers  chan replicaMetrics   // "m" lines
+	sents    chan map[string]int64 // "s" lines
+	stopped  chan stopResult       // the "stop" line
+	readDone chan struct{}         // the stdout reader has returned
 
 	mu        sync.Mutex
 	lastCPU   time.Duration // the last CPU time read
@@ -95,7 +96,7 @@ func startProc(name string, args []string, j *journal, i int) (*proc, error) {
 	}
 	p := &proc{
 		name: name, cmd: cmd, stdin: stdin,
-		ready: make(chan struct{}), answers: make(chan replicaMetrics, 4),
+		ready: make(chan struct{}), answers: make(chan replicaMetrics, 4), sents: make(chan map[string]int64, 4),
 		stopped: make(chan stopResult, 1), readDone: make(chan struct{}),
 	}
 	go p.read(stdout, j, int16(i)) // finish waits for readDone
@@ -138,6 +139,11 @@ func (p *proc) read(stdout io.Reader, j *journal, replica int16) {
 			var m replicaMetrics
 			if ok = json.Unmarshal(rest, &m) == nil; ok {
 				p.answers <- m
+			}
+		case "s":
+			var m map[string]int64
+			if ok = json.Unmarshal(rest, &m) == nil; ok {
+				p.sents <- m
 			}
 		case "stop":
 			var s stopResult
@@ -189,6 +195,30 @@ func (p *proc) metrics(ctx context.Context) (replicaMetrics, error) {
 	case <-ctx.Done():
 		return replicaMetrics{}, fmt.Errorf("%s: metrics: %w", p.name, ctx.Err())
 	}
+}
+
+// sentSoFar sums the commands that the live replicas' go-redis clients
+// have sent so far, by name.
+func sentSoFar(ctx context.Context, fleet []*proc) (map[string]int64, error) {
+	sum := map[string]int64{}
+	for _, p := range fleet {
+		if err := p.send("sent"); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range fleet {
+		select {
+		case m := <-p.sents:
+			for k, v := range m {
+				sum[k] += v
+			}
+		case <-p.readDone:
+			return nil, fmt.Errorf("%s: exited before it sent its counts", p.name)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: sent: %w", p.name, ctx.Err())
+		}
+	}
+	return sum, nil
 }
 
 // cpu is the child's CPU time so far; after its kill, as read just before
@@ -417,7 +447,7 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 			err = sleepUntil(ctx, killAt)
 		}
 		if err == nil {
-			err = failover(cl, res)
+			err = failover(ctx, cl, fleet, res)
 		}
 		res.last = end.Add(-cfg.cooldown).Truncate(time.Second)
 	}
@@ -456,7 +486,11 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 // restarts the killed node, which rejoins as the new primary's replica
 // (its nodes.conf survives; its data does not): without a replica, a lock
 // that waits for one's acknowledgement could not be taken on that shard.
-func failover(cl *redistest.Cluster, res *result) (err error) {
+//
+// It also counts the scripts (EVALSHA, EVAL) that the replicas sent from
+// the kill to the promotion: claims and finishes, most of them refused
+// or lost while the shard was down.
+func failover(ctx context.Context, cl *redistest.Cluster, fleet []*proc, res *result) (err error) {
 	defer func() {
 		// redistest.Cluster panics where a test would fail.
 		if p := recover(); p != nil {
@@ -465,9 +499,18 @@ func failover(cl *redistest.Cluster, res *result) (err error) {
 	}()
 	old := cl.Primaries()[0]
 	res.failedPrimary = old.Addr()
+	s0, err := sentSoFar(ctx, fleet)
+	if err != nil {
+		return err
+	}
 	res.killAt = time.Now()
 	cl.Failover(old)
 	res.promotedAt = time.Now()
+	s1, err := sentSoFar(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	res.failoverScripts = s1["evalsha"] + s1["eval"] - s0["evalsha"] - s0["eval"]
 	old.Restart()
 	res.rejoinedAt = time.Now()
 	return nil
