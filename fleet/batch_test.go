@@ -282,3 +282,93 @@ func TestAckedClaimsFailClosed(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// scriptHook counts the scripts a go-redis client sends (EVALSHA, EVAL),
+// alone or in pipelines, retries included.
+type scriptHook struct{ n atomic.Int64 }
+
+func (h *scriptHook) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if name := c.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+	}
+}
+
+func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.count(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// While the store is down, a Client's claims do not each retry on their
+// own: one at a time probes it, with a growing pause, and the others wait
+// for its answer. When the store is back, they all take their ticks soon.
+func TestClaimsHeldBackWhileStoreDown(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	h := &scriptHook{}
+	rdb.AddHook(h)
+	c := locktest.Made(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
+	ctx := testkit.Context(t)
+	const n = 50
+	ledgers := make([]*fleet.Ledger, n)
+	for i := range ledgers {
+		g, err := fleet.New(c).Ledger("down-"+strconv.Itoa(i), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgers[i] = g
+	}
+	claimFinish(t, ctx, ledgers[0], 1, true)
+	srv.Kill()
+	before := h.n.Load()
+	const wait = 1500 * time.Millisecond
+	var wg sync.WaitGroup
+	for _, g := range ledgers {
+		wg.Go(func() {
+			if _, err := g.Claim(ctx, 2, false, lock.WithWait(wait)); !errors.Is(err, lock.ErrLocked) {
+				t.Errorf("claim while the store is down: %v, want ErrLocked after the wait", err)
+			}
+		})
+	}
+	wg.Wait()
+	sent := h.n.Load() - before
+	// On its own, each claim would try again after 25ms, 50ms, ... up to
+	// every 250ms: about 140 tries in all, some 285 scripts counted here
+	// (go-redis's hook sees two per try). Held back, the first try of each
+	// meets the store down, then one probe goes at a time: about 55 tries.
+	if sent > 3*n {
+		t.Fatalf("%d claims sent %d scripts in %v while the store was down, want at most %d", n, sent, wait, 3*n)
+	}
+	t.Logf("%d claims sent %d scripts in %v while the store was down", n, sent, wait)
+
+	srv.Restart() // empty
+	start := time.Now()
+	for _, g := range ledgers {
+		wg.Go(func() {
+			cl, err := g.Claim(ctx, 3, false, lock.WithWait(10*time.Second))
+			if err != nil {
+				t.Errorf("claim after the restart: %v", err)
+				return
+			}
+			if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 3}); err != nil {
+				t.Errorf("finish after the restart: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the claims took %v after the store came back, want well under 5s", d)
+	}
+	t.Logf("after the restart, the claims and finishes took %v", time.Since(start))
+}

@@ -155,6 +155,7 @@ type Client struct {
 	fair    map[string]*fairWaiter // waiters for fair locks, by owner id
 
 	ticks tickBoard // the ticks heard finished (Ledger.Watch)
+	gate  claimGate // claims held back from shards found unreachable
 
 	wg sync.WaitGroup // watchdogs and clean-ups
 }
