@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,12 @@ import (
 type claimGate struct {
 	mu   sync.Mutex
 	down map[string]*shardDown // by shard: the shards last found unreachable
+	// served is, on a Cluster, the primary that last answered a claim of
+	// each hash slot. While a primary is down and not yet replaced, the
+	// cluster client's slot map may have no primary for its slots (it
+	// then names a random node), so a claim's shard is the one that last
+	// served its slot.
+	served map[int]string
 }
 
 // shardDown is a shard that the last claim to it found unreachable.
@@ -135,16 +142,71 @@ func (g *claimGate) leave(shard string, probe bool, o gateOutcome) {
 
 // claimShard names the shard a claim of key goes to, and reports whether
 // claims to it are gated: on the Redis backend only (the in-memory one
-// is never unreachable).
-func (c *Client) claimShard(ctx context.Context, key string) (string, bool) {
+// is never unreachable). On a Cluster the shard is the primary that last
+// answered a claim of key's hash slot, else the one the cluster client
+// names; slot is the hash slot (-1 elsewhere).
+func (c *Client) claimShard(ctx context.Context, key string) (shard string, slot int, gated bool) {
 	rb, ok := c.be.(*redisBackend)
 	if !ok {
-		return "", false
+		return "", -1, false
 	}
-	if cc, ok := rb.rdb.(*redis.ClusterClient); ok {
-		if n, err := cc.MasterForKey(ctx, key); err == nil {
-			return n.Options().Addr, true
+	cc, ok := rb.rdb.(*redis.ClusterClient)
+	if !ok {
+		return "", -1, true
+	}
+	slot = hashSlot(key)
+	c.gate.mu.Lock()
+	shard, ok = c.gate.served[slot]
+	c.gate.mu.Unlock()
+	if ok {
+		return shard, slot, true
+	}
+	if n, err := cc.MasterForKey(ctx, key); err == nil {
+		shard = n.Options().Addr
+	}
+	return shard, slot, true
+}
+
+// claimServed records, after a claim of slot got an answer, the primary
+// that serves it now, as the cluster client knows it.
+func (c *Client) claimServed(ctx context.Context, key string, slot int) {
+	rb, _ := c.be.(*redisBackend)
+	cc, ok := rb.rdb.(*redis.ClusterClient)
+	if !ok || slot < 0 {
+		return
+	}
+	n, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return
+	}
+	addr := n.Options().Addr
+	c.gate.mu.Lock()
+	defer c.gate.mu.Unlock()
+	if c.gate.served == nil {
+		c.gate.served = make(map[int]string)
+	}
+	c.gate.served[slot] = addr
+}
+
+// hashSlot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its
+// hash tag (the part between the first { and the next }, if not empty),
+// else of the whole key, modulo 16384.
+func hashSlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
 		}
 	}
-	return "", true
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
 }

@@ -203,7 +203,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 	if err := g.heardDoneErr(tick); err != nil {
 		return nil, 0, nil, err // woken by the finish of the tick waited for
 	}
-	shard, gated := c.claimShard(ctx, g.key)
+	shard, slot, gated := c.claimShard(ctx, g.key)
 	probe := false
 	if gated {
 		var err error
@@ -225,6 +225,9 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 			o = shardDownNow
 		}
 		c.gate.leave(shard, probe, o)
+		if o == shardUp && slot >= 0 {
+			c.claimServed(ctx, g.key, slot)
+		}
 	}
 	if err != nil {
 		return nil, 0, nil, err
