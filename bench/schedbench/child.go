@@ -258,7 +258,14 @@ func newReplica(cfg *config, o *out) (*replica, error) {
 			r.rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize})
 		}
 		r.sent = &sentCounter{n: map[string]int64{}}
-		r.rdb.AddHook(r.sent)
+		if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+			// On each node's client: what the library sends over one
+			// node's connection (WAIT after a script) passes no hook of
+			// the cluster client, and each redirect or retry is a send.
+			cc.OnNewNode(func(n *redis.Client) { n.AddHook(r.sent) })
+		} else {
+			r.rdb.AddHook(r.sent)
+		}
 		r.locks, err = lock.New(r.rdb, opts...)
 	}
 	if err != nil {

@@ -387,11 +387,12 @@ func printTable(w io.Writer, results []*result, floor *result) {
 		}
 		return fmt.Sprintf("%s → %s; → %s", r.killAt.UTC().Format("15:04:05.000"), fmtDur(r.promotedAt.Sub(r.killAt)), fmtDur(r.rejoinedAt.Sub(r.killAt)))
 	})
-	row("cluster: scripts sent from the kill to the promotion (per s)", func(r *result) string {
+	row("cluster: scripts sent to the nodes from the kill to the promotion", func(r *result) string {
 		if !r.cluster {
 			return "-"
 		}
-		return fmt.Sprintf("%d (%.0f/s)", r.failoverScripts, float64(r.failoverScripts)/max(r.promotedAt.Sub(r.killAt).Seconds(), 0.001))
+		before := float64(r.client["evalsha"]+r.client["eval"]) / max(r.wall.Seconds(), 0.001)
+		return fmt.Sprintf("%d (%.0f/s; %.0f/s before the kill)", r.failoverScripts, float64(r.failoverScripts)/max(r.promotedAt.Sub(r.killAt).Seconds(), 0.001), before)
 	})
 	row("cluster: spread of the primaries' shares of client commands", func(r *result) string {
 		if !r.cluster {
