@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -173,4 +174,201 @@ func TestQueuedClaimLeavesWithItsCtx(t *testing.T) {
 	if n, _ := srv.Do("EXISTS", "lockcron:{queued}:ledger:job", "lockcron:{queued}").(int64); n != 0 {
 		t.Fatalf("the queued claim reached the server: %d of its keys exist", n)
 	}
+}
+
+// With WithReplicaAck on a Cluster, claims and finishes of many ledgers at
+// once, on all three primaries, each take and record their tick once, and
+// each finish is on the primary's replica when Finish returns.
+func TestAckedClaimsOnCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	c := locktest.Made(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(cl.Client(), o...) },
+		[]lock.Option{lock.WithReplicaAck(1, 5*time.Second)})
+	ctx := testkit.Context(t)
+	const n = 200
+	ledgers := make([]*fleet.Ledger, n)
+	for i := range ledgers {
+		g, err := fleet.New(c).Ledger("job-"+strconv.Itoa(i), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgers[i] = g
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, g := range ledgers {
+		wg.Go(func() {
+			cl, err := g.Claim(ctx, 1000, false, lock.WithWait(0))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 1000}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// A replica answers reads on a connection that sent READONLY.
+	replicas := make([]*redis.Client, len(cl.Replicas()))
+	for i, r := range cl.Replicas() {
+		o := r.Options()
+		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
+		replicas[i] = redis.NewClient(o)
+		defer replicas[i].Close()
+	}
+	shards := map[int]int{}
+	for i, g := range ledgers {
+		st, err := g.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Done != 1000 || st.Tries != 1 || st.Outcome != "ran" {
+			t.Errorf("ledger %d: %+v, want tick 1000 done once", i, st)
+		}
+		key := g.Key()
+		shard := slices.Index(cl.Primaries(), cl.PrimaryForKey(key))
+		shards[shard]++
+		if got, err := replicas[shard].HGet(ctx, key, "done").Result(); got != "1000" {
+			t.Errorf("ledger %d: the replica has done %q (%v) right after Finish, want 1000", i, got, err)
+		}
+	}
+	if len(shards) != 3 {
+		t.Fatalf("ledgers on %d primaries, want all 3: %v", len(shards), shards)
+	}
+}
+
+// Batched claims that no replica acknowledges fail closed, each: ErrNoAck,
+// and nothing is left held.
+func TestAckedClaimsFailClosed(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 50*time.Millisecond))
+	ctx := testkit.Context(t)
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		g, err := fleet.New(c).Ledger("noack-"+strconv.Itoa(i), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			_, errs[i] = g.Claim(ctx, 1000, false, lock.WithWait(0))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, lock.ErrNoAck) {
+			t.Errorf("claim %d without replicas: %v, want ErrNoAck", i, err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var held int64
+		for i := range n {
+			held += srv.Do("EXISTS", "lockcron:{noack-"+strconv.Itoa(i)+"}").(int64)
+		}
+		if held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d unacknowledged claims were not undone after 5s", held)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// scriptHook counts the scripts a go-redis client sends (EVALSHA, EVAL),
+// alone or in pipelines, retries included.
+type scriptHook struct{ n atomic.Int64 }
+
+func (h *scriptHook) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if name := c.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+	}
+}
+
+func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.count(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// While the store is down, a Client's claims do not each retry on their
+// own: one at a time probes it, with a growing pause, and the others wait
+// for its answer. When the store is back, they all take their ticks soon.
+func TestClaimsHeldBackWhileStoreDown(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	h := &scriptHook{}
+	rdb.AddHook(h)
+	c := locktest.Made(t, func(o ...lock.Option) (*lock.Client, error) { return lock.New(rdb, o...) }, nil)
+	ctx := testkit.Context(t)
+	const n = 50
+	ledgers := make([]*fleet.Ledger, n)
+	for i := range ledgers {
+		g, err := fleet.New(c).Ledger("down-"+strconv.Itoa(i), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgers[i] = g
+	}
+	claimFinish(t, ctx, ledgers[0], 1, true)
+	srv.Kill()
+	before := h.n.Load()
+	const wait = 1500 * time.Millisecond
+	var wg sync.WaitGroup
+	for _, g := range ledgers {
+		wg.Go(func() {
+			if _, err := g.Claim(ctx, 2, false, lock.WithWait(wait)); !errors.Is(err, lock.ErrLocked) {
+				t.Errorf("claim while the store is down: %v, want ErrLocked after the wait", err)
+			}
+		})
+	}
+	wg.Wait()
+	sent := h.n.Load() - before
+	// On its own, each claim would try again after 25ms, 50ms, ... up to
+	// every 250ms: about 140 tries in all, some 285 scripts counted here
+	// (go-redis's hook sees two per try). Held back, the first try of each
+	// meets the store down, then one probe goes at a time: about 55 tries.
+	if sent > 3*n {
+		t.Fatalf("%d claims sent %d scripts in %v while the store was down, want at most %d", n, sent, wait, 3*n)
+	}
+	t.Logf("%d claims sent %d scripts in %v while the store was down", n, sent, wait)
+
+	srv.Restart() // empty
+	start := time.Now()
+	for _, g := range ledgers {
+		wg.Go(func() {
+			cl, err := g.Claim(ctx, 3, false, lock.WithWait(10*time.Second))
+			if err != nil {
+				t.Errorf("claim after the restart: %v", err)
+				return
+			}
+			if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: cl.Try, Seen: 3}); err != nil {
+				t.Errorf("finish after the restart: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the claims took %v after the store came back, want well under 5s", d)
+	}
+	t.Logf("after the restart, the claims and finishes took %v", time.Since(start))
 }

@@ -159,8 +159,12 @@ type Claim struct {
 // says which, and Try counts on); claim tick again after its Finish.
 //
 // The first attempt goes out at once, even while other goroutines of this
-// Client wait. Failures to reach the store are ridden out while the wait
-// lasts. When ctx ends, Claim returns its error, wrapped; lock.WithWait
+// Client wait, unless this Client's last claim to the same shard (the
+// store, or the Cluster primary of the lock's hash slot) could not reach
+// it: then one claim at a time probes the shard, with a pause that grows
+// from 25ms to 250ms, and the others go when it answers, instead of every
+// claim retrying on its own. Failures to reach the store are ridden out
+// while the wait lasts. When ctx ends, Claim returns its error, wrapped; lock.WithWait
 // bounds the wait (then lock.ErrLocked); lock.WithWait(0) makes one
 // attempt. lock.WithLease is refused: a claim is renewed by the watchdog
 // until Finish.

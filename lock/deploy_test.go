@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
@@ -255,5 +257,52 @@ func waitReplicaCaughtUp(t *testing.T, primary *redistest.Server) {
 		if time.Now().After(deadline) {
 			t.Fatal("the replica did not acknowledge the primary's writes within 10s of resuming")
 		}
+	}
+}
+
+// With WithReplicaAck on a Cluster, a lock goes to its slot's primary over
+// that node's own connection (WAIT must follow the script there), where
+// the cluster client follows no MOVED. After a failover, with the old
+// primary back as a replica, a client that has not learnt the new slot map
+// meets MOVED: the Lock rides it out, has the map reloaded, and takes the
+// lock on the new primary, acknowledged by the old one.
+func TestClusterAckAfterFailover(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := testkit.Context(t)
+	// Not cl.Client(): that one is told of each failover.
+	rdb := redis.NewClusterClient(cl.ClusterOptions())
+	defer rdb.Close()
+	c, err := lock.New(rdb, lock.WithReplicaAck(1, 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const key = "lockcron:{acked}"
+	mu := c.Mutex("acked")
+	l, err := mu.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := cl.PrimaryForKey(key)
+	cl.Failover(old)
+	old.Restart() // its nodes.conf survives: it rejoins as the new primary's replica
+	waitReplicaCaughtUp(t, cl.PrimaryForKey(key))
+	l, err = mu.Lock(ctx, lock.WithWait(15*time.Second))
+	if err != nil {
+		t.Fatalf("Lock after the failover: %v", err)
+	}
+	defer func() { _ = l.Unlock(ctx) }()
+	if now := cl.PrimaryForKey(key); now == old {
+		t.Fatalf("%s still serves the lock's slot after the failover", old.Addr())
+	}
+	o := old.Options()
+	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
+	replica := redis.NewClient(o)
+	defer replica.Close()
+	if got, err := replica.HGet(ctx, key, l.Owner()).Result(); got != "1" {
+		t.Fatalf("the old primary, now a replica, has holds %q (%v) for the owner right after Lock, want 1", got, err)
 	}
 }

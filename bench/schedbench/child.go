@@ -26,7 +26,9 @@ import (
 // The replica process (-replica-child) talks to its parent in lines.
 //
 // stdin, parent → child: "start" starts the Scheduler; "metrics" asks for
-// the scheduler's metrics; end of file (or SIGTERM) stops the replica
+// the scheduler's metrics; "sent" for the commands its go-redis client
+// sent so far (no Redis command of its own, unlike the metrics' gauges);
+// end of file (or SIGTERM) stops the replica
 // gracefully (Shutdown), reports and exits.
 //
 // stdout, child → parent:
@@ -35,6 +37,7 @@ import (
 //	r <job> <attempt> <tick ns> <late ns>  one run, written as the job func starts
 //	n | b                                  a run without RunInfo | whose RunInfo names another job or replica
 //	m <json replicaMetrics>                the answer to "metrics"
+//	s <json map[string]int64>              the answer to "sent"
 //	stop <json stopResult>                 the last line, after Shutdown
 //
 // Each line is one Write on the unbuffered stdout, so a SIGKILL loses at
@@ -86,7 +89,7 @@ func childMain(ctx context.Context, cfg *config) error {
 	}()
 	goroutines := runtime.NumGoroutine()
 
-	r, err := newReplica(cfg.childAddr, cfg.childID, cfg.jobs, cfg.poolSize, cfg.work, cfg.lease, o)
+	r, err := newReplica(cfg, o)
 	if err != nil {
 		return err
 	}
@@ -112,6 +115,13 @@ loop:
 				}
 				b, _ := json.Marshal(m)
 				o.line("m %s", b)
+			case "sent":
+				var m map[string]int64
+				if r.sent != nil {
+					m = r.sent.counts()
+				}
+				b, _ := json.Marshal(m)
+				o.line("s %s", b)
 			}
 		}
 	}
@@ -148,7 +158,7 @@ func hogMain() {
 // provider.
 type replica struct {
 	id     string
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	locks  *lock.Client
 	s      *scheduler.Scheduler
 	mp     *sdkmetric.MeterProvider
@@ -209,11 +219,17 @@ func (c *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // jobName is the name of job k: job-0000, job-0001, ...
 func jobName(k int) string { return fmt.Sprintf("job-%04d", k) }
 
-// newReplica builds replica i on the Redis server at addr ("": a
-// lock.NewMemory Client) with n jobs, each "@every 1s", each writing its
-// runs to o. work is how long a run lasts (0: it returns at once); lease
-// is the lock client's lease (0: the default).
-func newReplica(addr string, i, n, poolSize int, work, lease time.Duration, o *out) (*replica, error) {
+// ackTimeout is the WAIT timeout of the cluster row's lock.WithReplicaAck,
+// as in the fault suite.
+const ackTimeout = 300 * time.Millisecond
+
+// newReplica builds replica cfg.childID on the Redis server at
+// cfg.childAddr ("": a lock.NewMemory Client; with cfg.childCluster, a
+// Cluster's nodes) with cfg.jobs jobs, each "@every 1s", each writing its
+// runs to o. cfg.work is how long a run lasts (0: it returns at once);
+// cfg.lease is the lock client's lease (0: the default).
+func newReplica(cfg *config, o *out) (*replica, error) {
+	addr, i, n, poolSize, work, lease := cfg.childAddr, cfg.childID, cfg.jobs, cfg.poolSize, cfg.work, cfg.lease
 	id := fmt.Sprintf("r%d", i+1)
 	r := &replica{id: id, runc: make(chan error, 1)}
 	r.mp, r.reader = newMeterProvider()
@@ -221,14 +237,35 @@ func newReplica(addr string, i, n, poolSize int, work, lease time.Duration, o *o
 	if lease > 0 {
 		opts = append(opts, lock.WithLeaseTime(lease))
 	}
+	if cfg.childAck {
+		opts = append(opts, lock.WithReplicaAck(1, ackTimeout))
+	}
 	var err error
-	if addr == "" {
+	switch {
+	case addr == "":
 		r.locks, err = lock.NewMemory(opts...)
-	} else {
-		// As redistest.Server.Options: ContextTimeoutEnabled, no CLIENT SETINFO.
-		r.rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize})
+	default:
+		if cfg.childCluster {
+			// As the command's config builds a Cluster client: the slot
+			// map is reloaded every second, so that a promotion is learnt
+			// without waiting for a MOVED.
+			r.rdb = redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs: strings.Split(addr, ","), ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize,
+				ClusterStateReloadInterval: time.Second,
+			})
+		} else {
+			// As redistest.Server.Options: ContextTimeoutEnabled, no CLIENT SETINFO.
+			r.rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: poolSize})
+		}
 		r.sent = &sentCounter{n: map[string]int64{}}
-		r.rdb.AddHook(r.sent)
+		if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+			// On each node's client: what the library sends over one
+			// node's connection (WAIT after a script) passes no hook of
+			// the cluster client, and each redirect or retry is a send.
+			cc.OnNewNode(func(n *redis.Client) { n.AddHook(r.sent) })
+		} else {
+			r.rdb.AddHook(r.sent)
+		}
 		r.locks, err = lock.New(r.rdb, opts...)
 	}
 	if err != nil {

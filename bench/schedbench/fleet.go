@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/bench/internal/benchutil"
+	"github.com/lockcron/lockcron/internal/redistest"
 )
 
 // record is one run of a job, as its job func saw it.
@@ -59,10 +60,11 @@ type proc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 
-	ready    chan struct{}       // closed at the "ready" line
-	answers  chan replicaMetrics // "m" lines
-	stopped  chan stopResult     // the "stop" line
-	readDone chan struct{}       // the stdout reader has returned
+	ready    chan struct{}         // closed at the "ready" line
+	answers  chan replicaMetrics   // "m" lines
+	sents    chan map[string]int64 // "s" lines
+	stopped  chan stopResult       // the "stop" line
+	readDone chan struct{}         // the stdout reader has returned
 
 	mu        sync.Mutex
 	lastCPU   time.Duration // the last CPU time read
@@ -94,7 +96,7 @@ func startProc(name string, args []string, j *journal, i int) (*proc, error) {
 	}
 	p := &proc{
 		name: name, cmd: cmd, stdin: stdin,
-		ready: make(chan struct{}), answers: make(chan replicaMetrics, 4),
+		ready: make(chan struct{}), answers: make(chan replicaMetrics, 4), sents: make(chan map[string]int64, 4),
 		stopped: make(chan stopResult, 1), readDone: make(chan struct{}),
 	}
 	go p.read(stdout, j, int16(i)) // finish waits for readDone
@@ -137,6 +139,11 @@ func (p *proc) read(stdout io.Reader, j *journal, replica int16) {
 			var m replicaMetrics
 			if ok = json.Unmarshal(rest, &m) == nil; ok {
 				p.answers <- m
+			}
+		case "s":
+			var m map[string]int64
+			if ok = json.Unmarshal(rest, &m) == nil; ok {
+				p.sents <- m
 			}
 		case "stop":
 			var s stopResult
@@ -188,6 +195,30 @@ func (p *proc) metrics(ctx context.Context) (replicaMetrics, error) {
 	case <-ctx.Done():
 		return replicaMetrics{}, fmt.Errorf("%s: metrics: %w", p.name, ctx.Err())
 	}
+}
+
+// sentSoFar sums the commands that the live replicas' go-redis clients
+// have sent so far, by name.
+func sentSoFar(ctx context.Context, fleet []*proc) (map[string]int64, error) {
+	sum := map[string]int64{}
+	for _, p := range fleet {
+		if err := p.send("sent"); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range fleet {
+		select {
+		case m := <-p.sents:
+			for k, v := range m {
+				sum[k] += v
+			}
+		case <-p.readDone:
+			return nil, fmt.Errorf("%s: exited before it sent its counts", p.name)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: sent: %w", p.name, ctx.Err())
+		}
+	}
+	return sum, nil
 }
 
 // cpu is the child's CPU time so far; after its kill, as read just before
@@ -252,6 +283,8 @@ type spec struct {
 	memory   bool // lock.NewMemory, no Redis
 	kill     bool // SIGKILL the last replica in the middle of the window
 	hog      bool // beside the CPU hog
+	cluster  bool // on a Redis Cluster, one of whose primaries is SIGKILLed in the middle of the window
+	ack      bool // the replicas' locks wait for a replica's acknowledgement (lock.WithReplicaAck)
 }
 
 func rowSpec(cfg *config, row string) spec {
@@ -264,6 +297,10 @@ func rowSpec(cfg *config, row string) spec {
 		return spec{row: row, replicas: cfg.replicas, hog: true}
 	case "single":
 		return spec{row: row, replicas: 1}
+	case "cluster":
+		return spec{row: row, replicas: cfg.replicas, cluster: true, ack: true}
+	case "cluster-noack":
+		return spec{row: row, replicas: cfg.replicas, cluster: true}
 	default:
 		return spec{row: row, replicas: cfg.replicas}
 	}
@@ -282,6 +319,10 @@ func (s spec) title() string {
 		return fmt.Sprintf("%s, r%d killed", n, s.replicas)
 	case s.hog:
 		return n + " + CPU hog"
+	case s.cluster && s.ack:
+		return n + ", Cluster, primary killed, replica_ack"
+	case s.cluster:
+		return n + ", Cluster, primary killed, no replica_ack"
 	}
 	return n
 }
@@ -292,14 +333,35 @@ func (s spec) title() string {
 func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 	res := &result{spec: sp, jobs: cfg.jobs, work: cfg.work, version: "-", killed: -1}
 	var ctl *redis.Client
+	var ctls []*redis.Client // INFO of each server (each primary of a Cluster)
+	var cl *redistest.Cluster
 	addr := ""
-	if !sp.memory {
+	switch {
+	case sp.cluster:
+		var err error
+		if cl, err = redistest.LaunchCluster(); err != nil {
+			return nil, err
+		}
+		benchutil.AddCleanup(cl.Close)
+		defer cl.Close()
+		addr = strings.Join(cl.Addrs(), ",")
+		for _, p := range cl.Primaries() {
+			c := redis.NewClient(p.Options())
+			defer c.Close()
+			ctls = append(ctls, c)
+			res.primaries = append(res.primaries, p.Addr())
+		}
+		if res.version, err = benchutil.ServerVersion(ctx, ctls[0]); err != nil {
+			return nil, err
+		}
+	case !sp.memory:
 		srv, err := benchutil.Launch()
 		if err != nil {
 			return nil, err
 		}
 		defer srv.Close()
 		ctl, addr = srv.Ctl, srv.Addr() // INFO only, never measured
+		ctls = []*redis.Client{ctl}
 		if res.version, err = benchutil.ServerVersion(ctx, ctl); err != nil {
 			return nil, err
 		}
@@ -324,6 +386,9 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 		args := []string{"-replica-child", "-child-id", strconv.Itoa(i), "-child-addr", addr,
 			"-jobs", strconv.Itoa(cfg.jobs), "-pool", strconv.Itoa(cfg.poolSize),
 			"-work", cfg.work.String(), "-shutdown-timeout", cfg.shutdownTimeout.String(), "-lease", cfg.lease.String()}
+		if sp.cluster {
+			args = append(args, "-child-cluster", fmt.Sprintf("-child-ack=%t", sp.ack))
+		}
 		if cfg.cpuProfile != "" && i == 0 {
 			args = append(args, "-cpuprofile", cfg.cpuProfile+"."+sp.row)
 		}
@@ -358,15 +423,33 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 	res.first = ceilSecond(res.start.Add(cfg.warmup))
 	res.last = end.Add(-cfg.cooldown).Truncate(time.Second)
 	var killAt time.Time
-	if sp.kill {
-		ticks := int(res.last.Sub(res.first) / time.Second)
+	ticks := int(res.last.Sub(res.first) / time.Second)
+	if sp.kill || sp.cluster {
 		killAt = res.first.Add(time.Duration(ticks/2)*time.Second + cfg.killOffset)
+	}
+	if sp.kill {
 		res.killed = len(fleet) - 1
 	}
 	var before, after snapshot
 	err := sleepUntil(ctx, res.first.Add(-500*time.Millisecond))
 	if err == nil {
-		before, err = takeSnapshot(ctx, ctl, fleet, false)
+		before, err = takeSnapshot(ctx, ctls, fleet, false)
+	}
+	if err == nil && sp.cluster {
+		// The counters are read up to the failover: the killed primary's
+		// die with it, and its replica's count what it replicated.
+		res.countTicks = ticks / 2
+		res.last = res.first.Add(time.Duration(res.countTicks) * time.Second)
+		if err = sleepUntil(ctx, res.last.Add(-500*time.Millisecond)); err == nil {
+			after, err = takeSnapshot(ctx, ctls, fleet, true)
+		}
+		if err == nil {
+			err = sleepUntil(ctx, killAt)
+		}
+		if err == nil {
+			err = failover(ctx, cl, fleet, res)
+		}
+		res.last = end.Add(-cfg.cooldown).Truncate(time.Second)
 	}
 	if err == nil && sp.kill {
 		if err = sleepUntil(ctx, killAt); err == nil {
@@ -377,11 +460,11 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 			res.heldUntil, err = heldLocks(ctx, ctl, fmt.Sprintf("r%d:", res.killed+1), cfg.jobs)
 		}
 	}
-	if err == nil {
+	if err == nil && !sp.cluster {
 		err = sleepUntil(ctx, res.last.Add(-500*time.Millisecond))
-	}
-	if err == nil {
-		after, err = takeSnapshot(ctx, ctl, fleet, true)
+		if err == nil {
+			after, err = takeSnapshot(ctx, ctls, fleet, true)
+		}
 	}
 	if err == nil {
 		err = sleepUntil(ctx, end)
@@ -396,6 +479,41 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 	}
 	res.analyze(j, before, after)
 	return res, nil
+}
+
+// failover SIGKILLs the Cluster's first primary, waits until its replica
+// has taken its slots over (every node reports cluster_state:ok), and
+// restarts the killed node, which rejoins as the new primary's replica
+// (its nodes.conf survives; its data does not): without a replica, a lock
+// that waits for one's acknowledgement could not be taken on that shard.
+//
+// It also counts the scripts (EVALSHA, EVAL) that the replicas sent from
+// the kill to the promotion: claims and finishes, most of them refused
+// or lost while the shard was down.
+func failover(ctx context.Context, cl *redistest.Cluster, fleet []*proc, res *result) (err error) {
+	defer func() {
+		// redistest.Cluster panics where a test would fail.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("failover: %v", p)
+		}
+	}()
+	old := cl.Primaries()[0]
+	res.failedPrimary = old.Addr()
+	s0, err := sentSoFar(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	res.killAt = time.Now()
+	cl.Failover(old)
+	res.promotedAt = time.Now()
+	s1, err := sentSoFar(ctx, fleet)
+	if err != nil {
+		return err
+	}
+	res.failoverScripts = s1["evalsha"] + s1["eval"] - s0["evalsha"] - s0["eval"]
+	old.Restart()
+	res.rejoinedAt = time.Now()
+	return nil
 }
 
 // stopFleet stops every live replica at once, as a fleet rolled at the same

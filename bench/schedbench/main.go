@@ -23,7 +23,20 @@
 //   - kill: the same, with one replica SIGKILLed in the middle of the
 //     window;
 //   - hog: the same as fleet beside a process that spins two busy loops;
-//   - single (not run by default): the jobs on one process on Redis.
+//   - single (not run by default): the jobs on one process on Redis;
+//   - cluster (not run by default): the jobs on -replicas processes on a
+//     Redis Cluster of three primaries with a replica each
+//     (cluster-node-timeout 1 s), the locks with lock.WithReplicaAck; one
+//     primary is SIGKILLed in the middle of the window, its replica
+//     promoted, and the killed node restarted as the new primary's
+//     replica. Each primary's share of the client commands, the commands
+//     and Redis CPU per job-tick are read over the window's first half,
+//     before the kill; missed ticks are counted outside the failover
+//     (from 1 s before the kill, claims on their way, to the promotion
+//   - 2 s) and within it, and the scripts the replicas sent from the
+//     kill to the promotion;
+//   - cluster-noack (not run by default): the same without
+//     lock.WithReplicaAck.
 //
 // The replicas and the hog are this program again, re-executed with the
 // hidden flag -replica-child or -hog-child. A child runs until its stdin
@@ -67,39 +80,27 @@ type config struct {
 	hogChild     bool
 	childID      int    // the replica's index: r1 is 0
 	childAddr    string // the Redis address; "" is the in-memory backend
+	childCluster bool   // childAddr is a Cluster's nodes, comma-separated
+	childAck     bool   // lock.WithReplicaAck(1, ackTimeout)
 }
 
 // allRows are the rows -rows may name, in the order they run; the default
 // is all but single.
-var allRows = []string{"floor", "fleet", "kill", "hog", "single"}
+var allRows = []string{"floor", "fleet", "kill", "hog", "single", "cluster", "cluster-noack"}
 
 func main() {
 	cfg := &config{}
 	rows := flag.String("rows", "floor,fleet,kill,hog", "rows to run, comma-separated, from "+strings.Join(allRows, ","))
-	flag.IntVar(&cfg.jobs, "jobs", 1000, "jobs, each \"@every 1s\", on every replica")
 	flag.IntVar(&cfg.replicas, "replicas", 5, "replica processes of the fleet, kill and hog rows")
 	flag.DurationVar(&cfg.duration, "duration", 30*time.Second, "length of each row's run, from the start of the Schedulers to their Shutdown")
 	flag.DurationVar(&cfg.warmup, "warmup", 2*time.Second, "left out of the measured window at the start")
 	flag.DurationVar(&cfg.cooldown, "cooldown", 2*time.Second, "left out of the measured window at the end")
 	flag.DurationVar(&cfg.killOffset, "kill-offset", 50*time.Millisecond, "kill row: SIGKILL the last replica this long after the window's middle tick (within 1s)")
-	flag.DurationVar(&cfg.work, "work", 0, "how long each run's job func lasts (0: it returns at once)")
-	flag.IntVar(&cfg.poolSize, "pool", 256, "go-redis PoolSize of each replica")
-	flag.DurationVar(&cfg.lease, "lease", 0, "lock.WithLeaseTime of every replica: how long a killed replica's lock outlives it (0: the library's default, 30s)")
-	flag.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "bound of each replica's Shutdown")
 	flag.BoolVar(&cfg.verbose, "v", false, "also print the journal's run counts and the load average at the window's edges")
-	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of each row's replica r1 to this file + \".\" + the row's name")
-	flag.BoolVar(&cfg.replicaChild, "replica-child", false, "internal: run as one replica process")
-	flag.BoolVar(&cfg.hogChild, "hog-child", false, "internal: run as the CPU hog")
-	flag.IntVar(&cfg.childID, "child-id", 0, "internal: the replica's index")
-	flag.StringVar(&cfg.childAddr, "child-addr", "", "internal: the Redis address (empty: in-memory backend)")
+	childFlags(flag.CommandLine, cfg)
 	flag.Parse()
 
-	switch {
-	case cfg.hogChild:
-		hogMain()
-		return
-	case cfg.replicaChild:
-		benchutil.Main(fmt.Sprintf("schedbench r%d", cfg.childID+1), func(ctx context.Context) error { return childMain(ctx, cfg) })
+	if childRun(cfg) {
 		return
 	}
 	for r := range strings.SplitSeq(*rows, ",") {
@@ -126,6 +127,36 @@ func main() {
 		os.Exit(2)
 	}
 	benchutil.Main("schedbench", func(ctx context.Context) error { return mainErr(ctx, cfg) })
+}
+
+// childFlags defines on fs the flags that a child process reads too.
+func childFlags(fs *flag.FlagSet, cfg *config) {
+	fs.IntVar(&cfg.jobs, "jobs", 1000, "jobs, each \"@every 1s\", on every replica")
+	fs.DurationVar(&cfg.work, "work", 0, "how long each run's job func lasts (0: it returns at once)")
+	fs.IntVar(&cfg.poolSize, "pool", 256, "go-redis PoolSize of each replica")
+	fs.DurationVar(&cfg.lease, "lease", 0, "lock.WithLeaseTime of every replica: how long a killed replica's lock outlives it (0: the library's default, 30s)")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "bound of each replica's Shutdown")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of each row's replica r1 to this file + \".\" + the row's name")
+	fs.BoolVar(&cfg.replicaChild, "replica-child", false, "internal: run as one replica process")
+	fs.BoolVar(&cfg.hogChild, "hog-child", false, "internal: run as the CPU hog")
+	fs.IntVar(&cfg.childID, "child-id", 0, "internal: the replica's index")
+	fs.StringVar(&cfg.childAddr, "child-addr", "", "internal: the Redis address (empty: in-memory backend)")
+	fs.BoolVar(&cfg.childCluster, "child-cluster", false, "internal: -child-addr is a Redis Cluster's nodes, comma-separated")
+	fs.BoolVar(&cfg.childAck, "child-ack", false, "internal: the locks wait for a replica's acknowledgement")
+}
+
+// childRun runs the child process that cfg names, if any, and reports
+// whether it did.
+func childRun(cfg *config) bool {
+	switch {
+	case cfg.hogChild:
+		hogMain()
+		return true
+	case cfg.replicaChild:
+		benchutil.Main(fmt.Sprintf("schedbench r%d", cfg.childID+1), func(ctx context.Context) error { return childMain(ctx, cfg) })
+		return true
+	}
+	return false
 }
 
 func mainErr(ctx context.Context, cfg *config) error {

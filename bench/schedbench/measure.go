@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -39,10 +40,14 @@ type snapshot struct {
 	at      time.Time
 	load    string
 	metrics []replicaMetrics // per replica, cumulative; Outcomes nil: not read (killed)
+	// nodes is each server's commandstats calls (each primary's, on a
+	// Cluster, in the order of the row's primaries).
+	nodes []map[string]int64
 }
 
-// takeSnapshot reads the replicas' metrics, the server's counters on ctl
-// (nil: no Redis) and the processes' CPU time. Reading a replica's metrics
+// takeSnapshot reads the replicas' metrics, the servers' counters on ctls
+// (none: no Redis; several: a Cluster's primaries, whose counters and CPU
+// are summed) and the processes' CPU time. Reading a replica's metrics
 // runs its gauges' callbacks, which read every job's ledger (two commands a
 // job): a cost of each metrics scrape, not of the ticks. So that the
 // window's counts leave them out, the server's counters are read after the
@@ -50,18 +55,30 @@ type snapshot struct {
 // the questions at its end (serverFirst true). The one INFO call of a
 // snapshot that falls inside a before/after pair is left out of the counts
 // by dropping "info" altogether.
-func takeSnapshot(ctx context.Context, ctl *redis.Client, replicas []*proc, serverFirst bool) (snapshot, error) {
+func takeSnapshot(ctx context.Context, ctls []*redis.Client, replicas []*proc, serverFirst bool) (snapshot, error) {
 	s := snapshot{at: time.Now(), load: benchutil.Loadavg()}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	server := func() error {
-		if ctl == nil {
+		if len(ctls) == 0 {
 			s.Snapshot = benchutil.Snapshot{ProcCPU: benchutil.ProcessCPU(), Machine: benchutil.MachineCPU()}
 			return nil
 		}
-		var err error
-		s.Snapshot, err = benchutil.TakeSnapshot(ctx, ctl)
-		return err
+		for i, ctl := range ctls {
+			n, err := benchutil.TakeSnapshot(ctx, ctl)
+			if err != nil {
+				return err
+			}
+			s.nodes = append(s.nodes, n.Calls)
+			if i == 0 {
+				s.Snapshot = n
+				// The sums must not write into the first node's counts.
+				s.Calls, s.Usec = maps.Clone(n.Calls), maps.Clone(n.Usec)
+				continue
+			}
+			s.add(n.InfoStats)
+		}
+		return nil
 	}
 	if serverFirst {
 		if err := server(); err != nil {
@@ -96,8 +113,22 @@ func takeSnapshot(ctx context.Context, ctl *redis.Client, replicas []*proc, serv
 	return s, nil
 }
 
+// add adds another server's counters and CPU to s.
+func (s *snapshot) add(o benchutil.InfoStats) {
+	for k, v := range o.Calls {
+		s.Calls[k] += v
+	}
+	for k, v := range o.Usec {
+		s.Usec[k] += v
+	}
+	s.RedisCPU += o.RedisCPU
+	s.MainCPU += o.MainCPU
+	s.HasMain = s.HasMain && o.HasMain
+}
+
 // splitCommands splits a commandstats delta into the commands clients sent
-// and those Lua scripts ran; the benchmark's own INFO calls are dropped. A
+// and those Lua scripts ran; the benchmark's own INFO calls are dropped,
+// and so is REPLCONF, which a Cluster's replicas send their primary. A
 // name no script runs is the clients'; of a name scripts run, the clients
 // sent as many as the replicas' hooks counted (sent, at most the server's
 // count), and the rest ran inside scripts. both lists the names that
@@ -106,7 +137,7 @@ func splitCommands(delta, sent map[string]int64) (client, lua map[string]int64, 
 	client, lua = map[string]int64{}, map[string]int64{}
 	for k, v := range delta {
 		switch {
-		case k == "info":
+		case k == "info", k == "replconf":
 		case inScripts[k]:
 			c := min(v, sent[k])
 			if c > 0 {

@@ -30,6 +30,23 @@ type result struct {
 	killAt    time.Time           // when the SIGKILL was sent
 	heldUntil map[int32]time.Time // the job locks the killed replica held at its kill, until their leases end
 
+	// cluster rows: the primaries at the start (the order of the
+	// snapshots' nodes), the one SIGKILLed at killAt, when its replica
+	// had taken over (every node cluster_state:ok) and when the killed
+	// node had restarted as a replica; the counters cover the window's
+	// first countTicks ticks only.
+	primaries     []string
+	failedPrimary string
+	promotedAt    time.Time
+	rejoinedAt    time.Time
+	countTicks    int
+	counted       int64   // job-ticks the snapshots' counters cover
+	nodeCmds      []int64 // client commands per primary between the snapshots
+	inFailover    int64   // job-ticks missed from the kill's tick − failoverLead to the promotion + failoverGrace
+	// failoverScripts is the scripts (claims, finishes) the replicas sent
+	// from the kill to the promotion.
+	failoverScripts int64
+
 	stops []stopResult // per replica
 
 	// from the journal
@@ -88,6 +105,10 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 	r.jobTicks = int64(r.ticks) * int64(r.jobs)
 	r.runs = int64(len(runs))
 	r.perReplica = make([]int64, r.replicas)
+	r.counted = r.jobTicks
+	if r.cluster {
+		r.counted = int64(r.countTicks) * int64(r.jobs)
+	}
 	r.missedAt = map[time.Time]int64{}
 	killTick := r.killAt.Truncate(time.Second)
 	seen := make(map[runKey]int, len(runs))
@@ -112,7 +133,7 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 			r.windowRuns++
 			r.perReplica[x.replica]++
 			r.late = append(r.late, x.late)
-			if r.killed >= 0 && !x.tick.Before(killTick) {
+			if r.faulted() && !x.tick.Before(killTick) {
 				r.lateAfter = append(r.lateAfter, x.late)
 				if x.late > slowAfterKill {
 					r.lateSlow = append(r.lateSlow, x.late)
@@ -128,6 +149,10 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 			if seen[runKey{int32(k), t.UnixNano()}] == 0 {
 				if until, ok := r.heldUntil[int32(k)]; ok && t.Before(until) {
 					r.blocked++ // no one can take a dead holder's lock before its lease ends
+					continue
+				}
+				if r.cluster && !t.Before(r.killAt.Add(-failoverLead)) && !t.After(r.promotedAt.Add(failoverGrace)) {
+					r.inFailover++
 					continue
 				}
 				r.missed++
@@ -155,6 +180,15 @@ func (r *result) analyze(j *journal, before, after snapshot) {
 		}
 	}
 	r.client, r.lua, r.both = splitCommands(benchutil.StatsDelta(before.Calls, after.Calls), sent)
+	for i := range min(len(before.nodes), len(after.nodes)) {
+		var n int64
+		for k, v := range benchutil.StatsDelta(before.nodes[i], after.nodes[i]) {
+			if k != "info" && k != "replconf" && !inScripts[k] { // as splitCommands
+				n += v
+			}
+		}
+		r.nodeCmds = append(r.nodeCmds, n)
+	}
 	r.usec = benchutil.StatsDelta(before.Usec, after.Usec)
 	r.clientUsec, r.bothUsec = clientSent(r.client, r.usec)
 	r.redisCPU, r.procCPU, r.otherCPU = after.CPUSince(before.Snapshot)
@@ -193,28 +227,79 @@ func onlyClients(client map[string]int64) map[string]int64 {
 
 func (r *result) name() string { return r.row + ": " + r.title() }
 
+// faulted reports whether the row kills something in the middle of the
+// window: a replica, or a Cluster's primary.
+func (r *result) faulted() bool { return r.killed >= 0 || r.cluster }
+
+// failoverGrace is how long after a Cluster's promotion a tick may still be
+// missed: the bound is the node timeout + 2 s from the kill.
+const failoverGrace = 2 * time.Second
+
+// failoverLead is how long before a Cluster primary's kill a tick may be
+// missed as well: one whose claim or finish was still on its way to the
+// primary (as the fault suite's Window.Lead).
+const failoverLead = time.Second
+
+// shareSpread is the largest distance of a primary's share of the client
+// commands from the mean share, as a fraction of the mean (0.25: ±25 %).
+func (r *result) shareSpread() float64 {
+	if len(r.nodeCmds) == 0 {
+		return 0
+	}
+	var mean float64
+	for _, n := range r.nodeCmds {
+		mean += float64(n)
+	}
+	mean /= float64(len(r.nodeCmds))
+	var spread float64
+	for _, n := range r.nodeCmds {
+		spread = max(spread, abs(float64(n)-mean)/max(mean, 1))
+	}
+	return spread
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// shares renders each primary's share of the client commands.
+func (r *result) shares() string {
+	var total int64
+	for _, n := range r.nodeCmds {
+		total += n
+	}
+	var parts []string
+	for i, n := range r.nodeCmds {
+		parts = append(parts, fmt.Sprintf("%s %.1f%%", r.primaries[i], 100*float64(n)/float64(max(total, 1))))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (r *result) redis() bool { return !r.memory }
 
 func (r *result) clientCmds() int64 { return benchutil.Sum(r.client) }
 
 func (r *result) cmdsPerJobTick() float64 {
-	if r.jobTicks == 0 {
+	if r.counted == 0 {
 		return 0
 	}
-	return float64(r.clientCmds()) / float64(r.jobTicks)
+	return float64(r.clientCmds()) / float64(r.counted)
 }
 
 // redisCPUPerJobTick is the CPU of redis-server's main thread per job-tick.
 func (r *result) redisCPUPerJobTick() time.Duration {
-	return time.Duration(r.redisMain * float64(time.Second) / float64(max(r.jobTicks, 1)))
+	return time.Duration(r.redisMain * float64(time.Second) / float64(max(r.counted, 1)))
 }
 
 // perKilo is x per 1,000 of the window's job-ticks.
 func (r *result) perKilo(x float64) float64 {
-	if r.jobTicks == 0 {
+	if r.counted == 0 {
 		return 0
 	}
-	return x * 1000 / float64(r.jobTicks)
+	return x * 1000 / float64(r.counted)
 }
 
 // waitOf sums the window's fire → claim-result histogram for outcome over
@@ -260,6 +345,9 @@ const (
 	targetFloorRatio = 1.5
 	targetCmds       = 2.5                   // Redis commands per job-tick, whole fleet
 	targetRedisCPU   = 60 * time.Microsecond // Redis main-thread CPU per job-tick
+	// targetShareSpread bounds each Cluster primary's share of the client
+	// commands: within ±25 % of the mean share.
+	targetShareSpread = 0.25
 )
 
 func pct3(ds benchutil.Durations) string {
@@ -286,7 +374,32 @@ func printTable(w io.Writer, results []*result, floor *result) {
 	row("job-ticks in the window", func(r *result) string { return fmt.Sprint(r.jobTicks) })
 	row("runs in the window", func(r *result) string { return fmt.Sprint(r.windowRuns) })
 	row("duplicate ticks (whole run)", func(r *result) string { return fmt.Sprintf("%d (of %d runs)", r.dups, r.runs) })
-	row("missed ticks (window)", func(r *result) string { return fmt.Sprint(r.missed) })
+	row("missed ticks (window; cluster: outside the failover)", func(r *result) string { return fmt.Sprint(r.missed) })
+	row("cluster: missed from the kill − 1s to promotion + 2s", func(r *result) string {
+		if !r.cluster {
+			return "-"
+		}
+		return fmt.Sprint(r.inFailover)
+	})
+	row("cluster: primary SIGKILLed → promoted; → rejoined", func(r *result) string {
+		if !r.cluster {
+			return "-"
+		}
+		return fmt.Sprintf("%s → %s; → %s", r.killAt.UTC().Format("15:04:05.000"), fmtDur(r.promotedAt.Sub(r.killAt)), fmtDur(r.rejoinedAt.Sub(r.killAt)))
+	})
+	row("cluster: scripts sent to the nodes from the kill to the promotion", func(r *result) string {
+		if !r.cluster {
+			return "-"
+		}
+		before := float64(r.client["evalsha"]+r.client["eval"]) / max(r.wall.Seconds(), 0.001)
+		return fmt.Sprintf("%d (%.0f/s; %.0f/s before the kill)", r.failoverScripts, float64(r.failoverScripts)/max(r.promotedAt.Sub(r.killAt).Seconds(), 0.001), before)
+	})
+	row("cluster: spread of the primaries' shares of client commands", func(r *result) string {
+		if !r.cluster {
+			return "-"
+		}
+		return fmt.Sprintf("±%.1f%% (%d ticks before the kill)", 100*r.shareSpread(), r.countTicks)
+	})
 	row("blocked by the killed replica's leases", func(r *result) string {
 		if r.killed < 0 {
 			return "-"
@@ -306,13 +419,13 @@ func printTable(w io.Writer, results []*result, floor *result) {
 		return "-"
 	})
 	row("after the kill: runs; p50 / p99 / max", func(r *result) string {
-		if r.killed < 0 {
+		if !r.faulted() {
 			return "-"
 		}
 		return fmt.Sprintf("%d; %s", len(r.lateAfter), pct3(r.lateAfter))
 	})
 	row(fmt.Sprintf("… later than %v: runs; p50 / p99 / max", slowAfterKill), func(r *result) string {
-		if r.killed < 0 {
+		if !r.faulted() {
 			return "-"
 		}
 		return fmt.Sprintf("%d; %s", len(r.lateSlow), pct3(r.lateSlow))
@@ -333,7 +446,7 @@ func printTable(w io.Writer, results []*result, floor *result) {
 		return fmt.Sprintf("%.2f", r.cmdsPerJobTick()/float64(r.replicas))
 	}))
 	row("+ calls inside Lua per job-tick", onRedis(func(r *result) string {
-		return fmt.Sprintf("%.2f", float64(benchutil.Sum(r.lua))/float64(max(r.jobTicks, 1)))
+		return fmt.Sprintf("%.2f", float64(benchutil.Sum(r.lua))/float64(max(r.counted, 1)))
 	}))
 	row("Redis CPU per job-tick (main thread)", onRedis(func(r *result) string { return fmtDur(r.redisCPUPerJobTick()) }))
 	row("… per tick (busy share of its second)", onRedis(func(r *result) string {
@@ -341,9 +454,9 @@ func printTable(w io.Writer, results []*result, floor *result) {
 		return fmt.Sprintf("%s (%.0f%%)", fmtDur(per), 100*per.Seconds())
 	}))
 	row("server time of client commands per job-tick", onRedis(func(r *result) string {
-		s := fmt.Sprintf("%.1fµs", float64(r.clientUsec)/float64(max(r.jobTicks, 1)))
+		s := fmt.Sprintf("%.1fµs", float64(r.clientUsec)/float64(max(r.counted, 1)))
 		if r.bothUsec > 0 {
-			s += fmt.Sprintf(" (+ ≤ %.1fµs)", float64(r.bothUsec)/float64(max(r.jobTicks, 1)))
+			s += fmt.Sprintf(" (+ ≤ %.1fµs)", float64(r.bothUsec)/float64(max(r.counted, 1)))
 		}
 		return s
 	}))
@@ -398,10 +511,16 @@ func printTargets(w io.Writer, results []*result, floor *result) {
 	for _, r := range results {
 		fmt.Fprintf(w, "Targets, %s (%d jobs, load average %s at the start, %s at the end):\n", r.name(), r.jobs, first(r.loadStart), first(r.loadEnd))
 		fmt.Fprintf(w, "- no duplicate tick (whole run): %d → %s\n", r.dups, benchutil.Verdict(r.dups == 0))
-		if r.killed >= 0 {
+		switch {
+		case r.killed >= 0:
 			fmt.Fprintf(w, "- no missed tick (window): %d of %d job-ticks, besides %d that the killed replica's %d unexpired leases kept from anyone → %s\n",
 				r.missed, r.jobTicks, r.blocked, len(r.heldUntil), benchutil.Verdict(r.missed == 0))
-		} else {
+		case r.cluster:
+			fmt.Fprintf(w, "- no missed tick (window) outside [the kill − %v, promotion + %v]: %d of %d job-ticks, besides %d within it → %s\n",
+				failoverLead, failoverGrace, r.missed, r.jobTicks, r.inFailover, benchutil.Verdict(r.missed == 0))
+			fmt.Fprintf(w, "- each primary's share of the client commands within ±%.0f%% of the mean (%d ticks before the kill): ±%.1f%% (%s) → %s\n",
+				100*targetShareSpread, r.countTicks, 100*r.shareSpread(), r.shares(), benchutil.Verdict(len(r.nodeCmds) > 0 && r.shareSpread() <= targetShareSpread))
+		default:
 			fmt.Fprintf(w, "- no missed tick (window): %d of %d job-ticks → %s\n", r.missed, r.jobTicks, benchutil.Verdict(r.missed == 0))
 		}
 		p99 := r.late.Pct(99)
@@ -423,6 +542,11 @@ func printTargets(w io.Writer, results []*result, floor *result) {
 		fmt.Fprintf(w, "- ≤ %.1f Redis commands per job-tick, whole fleet: %.2f (%.2f per replica) → %s\n", targetCmds, c, c/float64(r.replicas), benchutil.Verdict(c <= targetCmds))
 		cpu := r.redisCPUPerJobTick()
 		fmt.Fprintf(w, "- Redis CPU per job-tick ≤ %v: %s (main thread, INFO cpu) → %s\n", targetRedisCPU, fmtDur(cpu), benchutil.Verdict(cpu <= targetRedisCPU))
+		if r.cluster {
+			fmt.Fprintf(w, "- (primary %s SIGKILLed at %s, cluster-node-timeout 1s; its replica promoted %s later, the killed node back as a replica %s after the kill; runs of the ticks from the kill's on: %d, lateness p50 / p99 / max %s; later than %v: %d, %s)\n",
+				r.failedPrimary, r.killAt.UTC().Format("15:04:05.000"), fmtDur(r.promotedAt.Sub(r.killAt)), fmtDur(r.rejoinedAt.Sub(r.killAt)),
+				len(r.lateAfter), pct3(r.lateAfter), slowAfterKill, len(r.lateSlow), pct3(r.lateSlow))
+		}
 		if r.killed >= 0 {
 			fmt.Fprintf(w, "- (r%d SIGKILLed at %s; runs of the ticks from then on: %d, lateness p50 / p99 / max %s; later than %v: %d, %s)\n",
 				r.killed+1, r.killAt.UTC().Format("15:04:05.000"), len(r.lateAfter), pct3(r.lateAfter), slowAfterKill, len(r.lateSlow), pct3(r.lateSlow))
@@ -476,7 +600,7 @@ func printDetails(w io.Writer, cfg *config, r *result) {
 	fmt.Fprintln(w, "(runs: job func starts for the window's ticks, from the journal; the outcome columns: the scheduler's lockcron.job.runs between the snapshots;")
 	fmt.Fprintln(w, "? for a replica killed before the second snapshot.)")
 
-	per := float64(max(r.jobTicks, 1))
+	per := float64(max(r.counted, 1))
 	if r.redis() {
 		fmt.Fprintf(w, "- commands sent by clients, per job-tick: %s\n", benchutil.FormatCounts(r.client, per, 3))
 		fmt.Fprintf(w, "- calls inside Lua scripts (not counted above), per job-tick: %s\n", benchutil.FormatCounts(r.lua, per, 3))

@@ -77,6 +77,10 @@ type attemptArgs struct {
 	fixed bool // WithLease: the lease is not renewed
 	once  bool // TryLock or WithWait(0): no wait follows this attempt
 	queue bool // a fair waiter's attempt: it takes or keeps its place in the queue
+	// until is when WithWait ends the wait (zero: it does not): an
+	// attempt held back from a shard that is down (claimGate) waits no
+	// longer.
+	until time.Time
 }
 
 // acquire is Lock (try false), TryLock (try true) and Ledger.Claim, for
@@ -94,6 +98,9 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 	start := time.Now()
 	w := c.tel.startWait(ctx, k.name)
 	args := attemptArgs{owner: c.newOwner(), lease: c.opt.leaseTime, fixed: o.hasLease, once: try}
+	if o.hasWait {
+		args.until = start.Add(o.wait)
+	}
 	if o.hasLease {
 		args.lease = o.lease
 	}

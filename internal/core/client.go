@@ -173,6 +173,7 @@ type Client struct {
 	fair    map[string]*fairWaiter // waiters for fair locks, by owner id
 
 	ticks tickBoard // the ticks heard finished (Ledger.Watch)
+	gate  claimGate // claims held back from shards found unreachable
 
 	starts starts // leases whose watchdog has not started yet
 

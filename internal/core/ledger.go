@@ -165,8 +165,11 @@ type Claim struct {
 // says which, and Try counts on); claim tick again after its Finish.
 //
 // The first attempt goes out at once, even while other goroutines of this
-// Client wait. Failures to reach the store are ridden out while the wait
-// lasts. When ctx ends, Claim returns its error, wrapped; WithWait bounds
+// Client wait, unless this Client's last claim to the same shard (the
+// store, or the Cluster primary of the lock's hash slot) could not reach
+// it: then one claim at a time probes the shard, with a pause that grows
+// from 25ms to 250ms, and the others go when it answers. Failures to reach
+// the store are ridden out while the wait lasts. When ctx ends, Claim returns its error, wrapped; WithWait bounds
 // the wait (then ErrLocked); WithWait(0) makes one attempt. WithLease is
 // refused: a claim is renewed by the watchdog until Finish.
 func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...AcquireOption) (*Claim, error) {
@@ -175,7 +178,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 		k: g.m.k, kind: g.kind(), fair: g.fair, claim: true,
 		check: func() error { return g.heardDoneErr(tick) },
 		attempt: func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
-			l, pttl, got, err := g.attempt(ctx, at.owner, tick, queue, at.once)
+			l, pttl, got, err := g.attempt(ctx, at.owner, tick, queue, at.once, at.until)
 			if got != nil {
 				cl = got
 			}
@@ -191,7 +194,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 // attempt claims once. It returns the claim and its lease, or the holder's
 // remaining TTL to wait for, or an error: ErrDone, ErrLocked (held for an
 // earlier tick, and queue is false), or a failure.
-func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, once bool) (*Lease, time.Duration, *Claim, error) {
+func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, once bool, until time.Time) (*Lease, time.Duration, *Claim, error) {
 	m, c := g.m, g.c
 	fc := claimArgs{fair: g.fair, place: c.opt.waiterTTL, wait: 1, def: g.def}
 	switch {
@@ -203,10 +206,34 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 	if err := g.heardDoneErr(tick); err != nil {
 		return nil, 0, nil, err // woken by the finish of the tick waited for
 	}
+	shard, slot, gated := c.claimShard(ctx, g.key)
+	probe := false
+	if gated {
+		var err error
+		if probe, err = c.gate.enter(ctx, shard, until, c.done); err != nil {
+			return nil, 0, nil, fmt.Errorf("lock %q: claim: %w", m.k.name, err)
+		}
+	}
 	var sent time.Time
 	r, err := c.be.claim(withSent(ctx, &sent), m.k, g.key, owner, c.opt.leaseTime, tick, fc)
 	if err != nil {
-		return nil, 0, nil, c.transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
+		err = c.transient(fmt.Errorf("lock %q: claim: %w", m.k.name, err))
+	}
+	if gated {
+		o := shardUp
+		switch {
+		case err != nil && ctx.Err() != nil:
+			o = shardUnknown
+		case unreachable(err):
+			o = shardDownNow
+		}
+		c.gate.leave(shard, probe, o)
+		if o == shardUp && slot >= 0 {
+			c.claimServed(ctx, g.key, slot)
+		}
+	}
+	if err != nil {
+		return nil, 0, nil, err
 	}
 	switch r.status {
 	case claimAcquired:

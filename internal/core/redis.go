@@ -483,8 +483,9 @@ func statusAndOwner(v []any, what string) (int64, string, error) {
 }
 
 // transient reports whether err is a failure that passes: the network (a
-// dropped or refused connection, a timeout, an empty pool), or a server
-// that is loading, read-only (a failover under way), down or busy. A waiter
+// dropped or refused connection, a timeout, an empty pool), a server that
+// is loading, read-only (a failover under way), down or busy, or a Cluster
+// node that no longer serves the key's slot (MOVED, ASK). A waiter
 // tries again after it; any other error (a script error, a permission, a
 // closed client) ends the wait.
 func (b *redisBackend) transient(err error) bool {
@@ -498,7 +499,10 @@ func (b *redisBackend) transient(err error) bool {
 		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
 		return true
 	}
-	for _, p := range []string{"LOADING", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "BUSY", "NOREPLICAS"} {
+	// MOVED and ASK reach us only from one node's connection (runAcked),
+	// where the cluster client follows no redirect: the command did not
+	// run, and goes again once the slot map is learnt again.
+	for _, p := range []string{"LOADING", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "BUSY", "NOREPLICAS", "MOVED", "ASK"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}

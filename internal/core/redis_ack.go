@@ -86,6 +86,14 @@ func (b *redisBackend) runAcked(ctx context.Context, script *redis.Script, keys 
 		resent(ctx)
 		cmd, n, err = b.pipelineAcked(ctx, node, script, keys, args, true)
 	}
+	if cc, ok := b.rdb.(*redis.ClusterClient); ok && err != nil && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")) {
+		// The node no longer serves the key's slot (a failover): the
+		// script did not run, and the cluster client follows no redirect
+		// sent to one node's connection. Have it learn the slot map
+		// again, so that the retry (the error is transient) goes to the
+		// new primary.
+		cc.ReloadState(ctx)
+	}
 	if err != nil {
 		if cmd.Err() == nil {
 			cmd.SetErr(err)

@@ -140,7 +140,8 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 	for i, r := range todo {
 		cmds[i] = r.script.EvalSha(ctx, pipe, r.keys, r.args...)
 	}
-	_, _ = pipe.Exec(ctx)
+	_, err := pipe.Exec(ctx)
+	unsent(cmds, err)
 	var again []int
 	for i := range todo {
 		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
@@ -153,10 +154,27 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 			resent(todo[i].ctx) // its goroutine waits for done: no race
 			cmds[i] = todo[i].script.Eval(ctx, pipe, todo[i].keys, todo[i].args...)
 		}
-		_, _ = pipe.Exec(ctx)
+		_, err := pipe.Exec(ctx)
+		unsent(cmds, err)
 	}
 	for i, r := range todo {
 		r.cmd = cmds[i]
 		close(r.done)
+	}
+}
+
+// unsent gives the error of a failed pipeline (Exec's) to those of its
+// cmds that came back with neither a reply nor an error: go-redis leaves
+// some so when it cannot reach the server, and their reply would read as
+// a malformed one ("unexpected type=<nil>"), which ends a wait, instead of
+// the failure to reach the store, which a wait rides out.
+func unsent(cmds []*redis.Cmd, err error) {
+	if err == nil {
+		return
+	}
+	for _, c := range cmds {
+		if c.Err() == nil && c.Val() == nil {
+			c.SetErr(err)
+		}
 	}
 }
