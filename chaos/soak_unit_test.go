@@ -2,6 +2,9 @@ package chaos
 
 import (
 	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/chaos/internal/oracle"
 )
 
 // Every fault the soak draws is a schedule of the suite's that is meant to
@@ -50,5 +53,42 @@ func TestFlat(t *testing.T) {
 				t.Errorf("flat = judged %v, flat %v (medians %v → %v); want judged %v, flat %v", judged, ok, first, last, c.judged, c.isFlat)
 			}
 		})
+	}
+}
+
+// A row of the soak's table for one kind of fault sees the kills just
+// before its spans: a run that completed as its replica was SIGKILLed at the
+// end of the fault before, and was run again in this one, is at least once
+// there too (the soak's row says so), not a tick run twice.
+func TestByKindKillBefore(t *testing.T) {
+	wall0 := time.Date(2026, 11, 27, 10, 5, 0, 0, time.UTC)
+	const mono0 = int64(1_000 * time.Second)
+	at := func(d time.Duration) int64 { return mono0 + int64(d) }
+	sc := base("soak")
+	w := &window{wall0: wall0, mono0: mono0, from: at(0), to: at(20 * time.Second), period: time.Second, lease: sc.Lease}
+	ev := eventsOf(wall0.Add(9 * time.Second))
+	evs := []oracle.Event{
+		ev("a", "r9", 1, oracle.Start, at(9*time.Second)),
+		ev("a", "r9", 1, oracle.End, at(9600*time.Millisecond)),
+		ev("b", "r2", 2, oracle.Start, at(11600*time.Millisecond)),
+		ev("b", "r2", 2, oracle.End, at(12*time.Second)),
+	}
+	kills := []Kill{{Replica: "r9", At: at(9620 * time.Millisecond), Job: "exec1", Gone: time.Millisecond}}
+	spans := []*span{
+		{kind: "SIGKILL", from: at(0), to: at(10 * time.Second)},
+		{kind: "Redis paused", from: at(10 * time.Second), to: at(20 * time.Second)},
+	}
+	for _, kind := range []string{"SIGKILL", "Redis paused"} {
+		r, n := byKind(kind, spans, evs, w, sc, kills)
+		if n != 1 {
+			t.Errorf("%s: %d spans, want 1", kind, n)
+		}
+		if len(r.Twice) != 0 {
+			t.Errorf("%s: ticks run twice %v; want the tick completed at the kill listed apart", kind, r.Twice)
+		}
+	}
+	// Without the kill, it is a tick run twice: the test sees the rule.
+	if r, _ := byKind("Redis paused", spans, evs, w, sc, nil); len(r.Twice) != 1 {
+		t.Errorf("without the kill: ticks run twice %v, want 1", r.Twice)
 	}
 }
