@@ -21,7 +21,7 @@ TEST_JOBS ?= 3
 TEST_PARALLEL ?= 8
 TEST_TARGETS := $(addprefix test/,chaos . cmd/scheduler examples bench)
 
-.PHONY: test $(TEST_TARGETS) test-oldest-go check-modules check-deps chaos bench lint run tidy
+.PHONY: test $(TEST_TARGETS) test-oldest-go check-modules check-deps chaos soak bench lint run tidy
 
 ## test: check the modules' go.mod files, then vet and race-test every module, and the bench module's own tests, three modules at a time, each module's output together (needs redis-server and redis-sentinel in PATH; the tests start their own)
 test: check-modules check-deps
@@ -54,6 +54,13 @@ test-oldest-go:
 ## chaos: the whole fault suite, every scenario, with its table of figures (about 9 minutes; SEED=n replays a schedule)
 chaos:
 	cd chaos && $(GO) test -count=1 -timeout 20m -v -run 'TestChaos$$' . -args -chaos.full $(if $(SEED),-chaos.seed=$(SEED)) $(if $(TABLE),-chaos.table=$(TABLE))
+
+# SOAK: how long make soak runs its faults (a Go duration).
+SOAK ?= 30m
+
+## soak: the fault suite's faults drawn at random, one after another on one fleet, for $(SOAK) (SOAK=10m shortens, SEED=n replays the draw), then the suite's table and the resources' curves (goroutines, sockets, RSS, Redis clients, Pub/Sub channels, keys), which must be flat
+soak:
+	cd chaos && $(GO) test -count=1 -timeout 24h -v -run 'TestSoak$$' . -args -chaos.soak=$(SOAK) $(if $(SEED),-chaos.seed=$(SEED)) $(if $(TABLE),-chaos.table=$(TABLE))
 
 ## bench: the benchmark against peer libraries, then the scheduler's, the fair lock's and the scripts' Redis time per call (bench/, a module of its own)
 bench:

@@ -146,7 +146,7 @@ func TestChaos(t *testing.T) {
 			results = append(results, res)
 		}
 	}
-	tab := render(s, scs, results, time.Since(started))
+	tab := render("chaos", s, scs, results, time.Since(started))
 	fmt.Print(tab)
 	if *table != "" {
 		if err := os.WriteFile(*table, []byte(tab), 0o644); err != nil {
@@ -185,6 +185,16 @@ func runScenario(t *testing.T, env *Env, sc *Scenario, rng *rand.Rand) *Result {
 	}
 	f.sleep(time.Until(f.end))
 	w.to = oracle.Mono()
+	return judge(t, env, c, f, w, base)
+}
+
+// judge drains the fleet after the fault phase (w.to), runs the leak
+// checks (goroutines against base, Pub/Sub channels, keys without a TTL),
+// stops the fleet, and applies the checker to the oracle's whole history
+// with every fault window.
+func judge(t *testing.T, env *Env, c *Cluster, f *Faults, w *window, base map[string]float64) *Result {
+	ctx := context.Background()
+	sc := c.sc
 	// Drain: queued and handed-off ticks of the fault phase run now.
 	f.sleep(sc.Lease + 3*time.Second)
 
@@ -225,14 +235,7 @@ func runScenario(t *testing.T, env *Env, sc *Scenario, rng *rand.Rand) *Result {
 	}
 	dumpEvents(t, filepath.Join(c.dir, "events.jsonl"), evs, c.windows, c.kills)
 	w.excused = c.windows
-	var jobs []string
-	for i := range sc.ExecJobs {
-		jobs = append(jobs, fmt.Sprintf("exec%d", i))
-	}
-	for i := range sc.HTTPJobs {
-		jobs = append(jobs, fmt.Sprintf("http%03d", i))
-	}
-	got := check(sc.Name, evs, w, jobs, c.kills)
+	got := check(sc.Name, evs, w, sc.jobs(), c.kills)
 	got.LocksLost = res.LocksLost
 	got.Leaks = append(got.Leaks, res.Leaks...)
 	got.Err = res.Err
@@ -242,6 +245,18 @@ func runScenario(t *testing.T, env *Env, sc *Scenario, rng *rand.Rand) *Result {
 		t.Logf("replica logs kept in %s", keep(t, c.dir))
 	}
 	return got
+}
+
+// jobs names the scenario's jobs, as its replicas' config does.
+func (sc *Scenario) jobs() []string {
+	var jobs []string
+	for i := range sc.ExecJobs {
+		jobs = append(jobs, fmt.Sprintf("exec%d", i))
+	}
+	for i := range sc.HTTPJobs {
+		jobs = append(jobs, fmt.Sprintf("http%03d", i))
+	}
+	return jobs
 }
 
 // keep copies dir (a t.TempDir, removed at the end) to a directory that
@@ -287,10 +302,12 @@ func (c *Cluster) keysWithoutTTL(ctx context.Context) []string {
 	return out
 }
 
-func render(s uint64, scs []*Scenario, rs []*Result, took time.Duration) string {
+// render prints the table of figures of what ("chaos", "soak"): a row per
+// result, the scenario of the same index naming it.
+func render(what string, s uint64, scs []*Scenario, rs []*Result, took time.Duration) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "\nchaos: seed %d, %s, %s, %d CPUs, %s, took %s\n\n", s, time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.NumCPU(), loadavg(), took.Round(time.Second))
+	fmt.Fprintf(&b, "\n%s: seed %d, %s, %s, %d CPUs, %s, took %s\n\n", what, s, time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.NumCPU(), loadavg(), took.Round(time.Second))
 	b.WriteString("| scenario | ticks | skipped (overlap) | runs | missed | twice | overlap | token↓ | interrupted → re-run (max delay) | late p50 / max | locks lost | exec outlived daemon | leaks | verdict |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, r := range rs {

@@ -180,9 +180,11 @@ type Replica struct {
 	cmd   *exec.Cmd
 	done  chan struct{} // closed when the process has exited and its output is read
 	admin chan string   // the admin listener's address, once logged
-	addr  string
-	state string // "up", "stopped" (SIGSTOP), "dead"
+	addr  string        // set under Cluster.mu once the replica is ready
+	state string        // "up", "stopped" (SIGSTOP), "dead"
 	err   error
+
+	started time.Time // when it was started
 }
 
 // start starts a new replica with clock offset off (0: the scheduler
@@ -207,7 +209,7 @@ func (c *Cluster) start(off time.Duration) *Replica {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	r := &Replica{ID: id, done: make(chan struct{}), admin: make(chan string, 1), state: "up"}
+	r := &Replica{ID: id, done: make(chan struct{}), admin: make(chan string, 1), state: "up", started: time.Now()}
 	r.cmd = exec.Command(bin, "run", "-config", path)
 	r.cmd.Env = env
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -228,16 +230,20 @@ func (c *Cluster) start(off time.Duration) *Replica {
 	c.mu.Lock()
 	c.replicas = append(c.replicas, r)
 	c.mu.Unlock()
+	var addr string
 	select {
-	case r.addr = <-r.admin:
+	case addr = <-r.admin:
 	case <-r.done:
 		c.t.Fatalf("replica %s exited at start: %v; log %s", id, r.err, logf.Name())
 	case <-time.After(30 * time.Second):
 		c.t.Fatalf("replica %s: no admin address after 30s; log %s", id, logf.Name())
 	}
-	if err := pollReady(r.addr, 30*time.Second); err != nil {
+	if err := pollReady(addr, 30*time.Second); err != nil {
 		c.t.Fatalf("replica %s: %v; log %s", id, err, logf.Name())
 	}
+	c.mu.Lock()
+	r.addr = addr
+	c.mu.Unlock()
 	return r
 }
 

@@ -8,6 +8,7 @@
 //	  -chaos.seed=N   replay a fault schedule (the seed is printed first)
 //	  -chaos.run=STR  only the scenarios whose name contains STR (or one of A|B)
 //	  -chaos.table=F  write the table of figures to F as well
+//	go test -v -timeout 24h -run 'TestSoak$' ./chaos -args -chaos.soak=30m  # make soak
 //
 // # The fleet
 //
@@ -53,4 +54,15 @@
 // A scenario with NotSurvived set (an empty restart without persistence, a
 // failover without replica acknowledgement) is known to break some of these:
 // its violations are printed as figures and do not fail the test.
+//
+// # The soak
+//
+// TestSoak (make soak) keeps one world for -chaos.soak: the fault suite's
+// survived faults that one standalone Redis behind the fault proxy can take
+// (soakFaults), drawn at random from the seed, one after another, each
+// followed by a quiet gap, on one fleet that is kept at five replicas. The
+// checker judges the whole history with every fault window, and the
+// resources sampled every 10s (each replica's goroutines, sockets and RSS;
+// the Redis under test's clients, Pub/Sub channels and keys) must be flat
+// (flatBounds). chaos/README.md says what it leaves out and why.
 package chaos
