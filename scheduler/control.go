@@ -65,6 +65,7 @@ func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
 	if err := e.ledger.Pause(ctx, paused); err != nil {
 		return fmt.Errorf("scheduler: pause %q: %w", job, err)
 	}
+	e.setPaused(paused) // this replica knows at once; the others hear it
 	word := "resume"
 	if paused {
 		word = "pause"
