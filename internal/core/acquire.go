@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -212,6 +213,7 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 	)
 	if first {
 		l, pttl, err := attempt()
+		c.out.record(ctx, err, false)
 		if unreachable(err) {
 			// A wait rides out a failure to reach the store (a failover, a
 			// restart) while its ctx and wait last.
@@ -241,8 +243,10 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 	var (
 		ready  <-chan struct{}
 		wake   <-chan struct{}
+		back   <-chan struct{} // closed when the store answers again, during an outage
 		timerC <-chan time.Time
 		now    bool
+		timed  bool // the attempt is due to the timer, not to a wake-up
 	)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -267,7 +271,10 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 				ready = nil
 				q.sawReady()
 			case <-wake:
+			case <-back:
+				back = nil
 			case <-timerC:
+				timed = true
 			case <-ctx.Done():
 				return nil, ctxErr(ctx, k.name)
 			case <-deadline:
@@ -277,10 +284,25 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 			}
 		}
 		now = false
+		probe := false
+		if timed {
+			// While the store is unreachable, the Client's waiters try
+			// one at a time; the others wait for the store to answer.
+			timed = false
+			var wait time.Duration
+			if probe, wait, back = c.out.probe(); !probe && back != nil {
+				timer.Reset(wait)
+				continue
+			}
+		}
 		l, pttl, err := attempt()
+		back = c.out.record(ctx, err, probe)
 		if err != nil {
 			if pttl, err = retry.next(c, k, ctx, err); err != nil {
 				return nil, err
+			}
+			if back != nil {
+				pttl = c.out.pause()
 			}
 		} else {
 			retry.ok()
@@ -393,6 +415,92 @@ func unreachable(err error) bool { return lostReply(err) && !errors.Is(err, ErrN
 func lostReply(err error) bool {
 	var tr transientError
 	return errors.As(err, &tr)
+}
+
+// An outage is a Client's view of whether the store answers, and the gate
+// through which its waiters retry on their timers. go-redis counts each
+// failure to dial a new connection, and once a pool has counted as many as
+// its size, it dials no more but from a goroutine of its own, once a
+// second: a Client whose waiters all retried on their own (each failed
+// attempt is four dials' worth, with go-redis's own retries) tripped that
+// within a second or two of a restart, and then took the lock up to a
+// second after the store was back. So the waiters whose timers fire try one
+// at a time across the Client (the probe); the others wait for the probe's
+// outcome. A probe that the store answers ends the outage and wakes them
+// all at once; one that fails starts or prolongs it, and the next goes out a
+// pause later (25ms, doubling up to maxBackoff). Waiters woken by an unlock
+// or by the Pub/Sub connection's resubscription (it reconnects on its own,
+// outside that count, every 100ms) try at once, without the gate.
+type outage struct {
+	mu      sync.Mutex
+	probing bool          // a probe is in flight
+	down    bool          // the last attempt failed to reach the store
+	back    chan struct{} // closed at the next reply from the store; nil if no one waits for it
+	n       int           // failed attempts in a row
+	next    time.Time     // while down, when the next probe may go out
+}
+
+// probe reports whether a waiter whose timer fired may attempt now (its
+// attempt is then the probe): when no probe is in flight and, during an
+// outage, the pause since the last failure has passed. Otherwise it returns
+// how long to wait before asking again, and the channel closed at the next
+// reply from the store.
+func (o *outage) probe() (ok bool, wait time.Duration, back <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	wait = maxBackoff
+	if !o.probing {
+		if wait = time.Until(o.next); !o.down || wait <= 0 {
+			o.probing = true
+			return true, 0, nil
+		}
+	}
+	if o.back == nil {
+		o.back = make(chan struct{})
+	}
+	return false, wait, o.back
+}
+
+// record takes an attempt's outcome (probe: it was the probe). A reply (err
+// nil, or an error that is not a failure to reach the store) ends the
+// outage and wakes every waiter that waits for it; a failure to reach the
+// store starts the outage or prolongs it. While the outage lasts, record
+// returns the channel closed at the next reply, else nil.
+func (o *outage) record(ctx context.Context, err error, probe bool) <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if probe {
+		o.probing = false
+	}
+	switch {
+	case unreachable(err):
+		o.down = true
+		o.n++
+		o.next = time.Now().Add(min(25*time.Millisecond<<min(o.n-1, 4), maxBackoff))
+		if o.back == nil {
+			o.back = make(chan struct{})
+		}
+		return o.back
+	case err != nil && ctx.Err() != nil:
+		// The waiter left: its attempt says nothing of the store.
+		if o.down {
+			return o.back
+		}
+		return nil
+	}
+	o.down, o.n = false, 0
+	if o.back != nil {
+		close(o.back)
+		o.back = nil
+	}
+	return nil
+}
+
+// pause is how long until the next probe may go out.
+func (o *outage) pause() time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return max(time.Until(o.next), time.Millisecond)
 }
 
 // maxBackoff is the longest pause of a waiter between attempts that

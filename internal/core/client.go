@@ -155,6 +155,7 @@ type Client struct {
 	fair    map[string]*fairWaiter // waiters for fair locks, by owner id
 
 	ticks tickBoard // the ticks heard finished (Ledger.Watch)
+	out   outage    // the store did not answer the waiters' last attempts
 
 	wg sync.WaitGroup // watchdogs and clean-ups
 }
