@@ -286,13 +286,30 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 		now = false
 		probe := false
 		if timed {
-			// While the store is unreachable, the Client's waiters try
-			// one at a time; the others wait for the store to answer.
+			// The Client's waiters retry on their timers one at a time;
+			// the others wait for the outcome.
 			timed = false
-			var wait time.Duration
-			if probe, wait, back = c.out.probe(); !probe && back != nil {
+			var (
+				down bool
+				wait time.Duration
+			)
+			if probe, down, wait, back = c.out.probe(); !probe {
 				timer.Reset(wait)
 				continue
+			}
+			if down {
+				// The store did not answer the last attempt: ask it
+				// outside the connection pool before going through it
+				// (then the attempt is still the probe: if the store
+				// does not answer it, only one attempt failed).
+				rctx, cancel := context.WithTimeout(ctx, maxBackoff)
+				err := c.be.reachable(rctx)
+				cancel()
+				if err != nil {
+					back = c.out.record(ctx, transientError{err}, true)
+					timer.Reset(c.out.pause())
+					continue
+				}
 			}
 		}
 		l, pttl, err := attempt()
@@ -419,18 +436,20 @@ func lostReply(err error) bool {
 
 // An outage is a Client's view of whether the store answers, and the gate
 // through which its waiters retry on their timers. go-redis counts each
-// failure to dial a new connection, and once a pool has counted as many as
-// its size, it dials no more but from a goroutine of its own, once a
-// second: a Client whose waiters all retried on their own (each failed
-// attempt is four dials' worth, with go-redis's own retries) tripped that
-// within a second or two of a restart, and then took the lock up to a
-// second after the store was back. So the waiters whose timers fire try one
-// at a time across the Client (the probe); the others wait for the probe's
-// outcome. A probe that the store answers ends the outage and wakes them
-// all at once; one that fails starts or prolongs it, and the next goes out a
-// pause later (25ms, doubling up to maxBackoff). Waiters woken by an unlock
-// or by the Pub/Sub connection's resubscription (it reconnects on its own,
-// outside that count, every 100ms) try at once, without the gate.
+// failure to dial a new connection (never less: a success does not reset
+// it), and once a pool has counted as many as its size, it dials no more
+// but from a goroutine of its own, once a second. Waiters that each retried
+// on their own (each failed attempt is four dials' worth, with go-redis's
+// own retries) tripped that within a second or two of a restart, and then
+// took the lock up to a second after the store was back. So the waiters
+// whose timers fire try one at a time across the Client (the probe); the
+// others wait for the probe's outcome. Once an attempt has failed to reach
+// the store, the probe begins with a PING on the shared Pub/Sub connection,
+// which dials outside the pool's count, a pause apart (25ms, doubling up to
+// maxBackoff), and attempts only once that is answered; the first reply to
+// an attempt ends the outage and wakes every waiter at once. Waiters woken by an unlock or by the Pub/Sub connection's
+// resubscription (it reconnects on its own every 100ms) try at once,
+// without the gate.
 type outage struct {
 	mu      sync.Mutex
 	probing bool          // a probe is in flight
@@ -440,25 +459,25 @@ type outage struct {
 	next    time.Time     // while down, when the next probe may go out
 }
 
-// probe reports whether a waiter whose timer fired may attempt now (its
-// attempt is then the probe): when no probe is in flight and, during an
-// outage, the pause since the last failure has passed. Otherwise it returns
-// how long to wait before asking again, and the channel closed at the next
-// reply from the store.
-func (o *outage) probe() (ok bool, wait time.Duration, back <-chan struct{}) {
+// probe reports whether a waiter whose timer fired may go now (it is then
+// the probe): when no probe is in flight and, during an outage, the pause
+// since the last failure has passed; down says the store did not answer the
+// last attempt. Otherwise it returns how long to wait before asking again,
+// and the channel closed at the next reply from the store.
+func (o *outage) probe() (ok, down bool, wait time.Duration, back <-chan struct{}) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	wait = maxBackoff
 	if !o.probing {
 		if wait = time.Until(o.next); !o.down || wait <= 0 {
 			o.probing = true
-			return true, 0, nil
+			return true, o.down, 0, nil
 		}
 	}
 	if o.back == nil {
 		o.back = make(chan struct{})
 	}
-	return false, wait, o.back
+	return false, o.down, wait, o.back
 }
 
 // record takes an attempt's outcome (probe: it was the probe). A reply (err

@@ -64,6 +64,9 @@ type backend interface {
 	storeID() string
 	// ping checks that the store answers.
 	ping(ctx context.Context) error
+	// reachable checks that the store answers, without adding to the
+	// connection pool's count of failed dials (outage).
+	reachable(ctx context.Context) error
 }
 
 // ledgerBackend is the tick ledgers' part of a backend (Ledger).
