@@ -157,7 +157,6 @@ type Client struct {
 	watches map[string]*watch      // unlocks seen by channel, for first attempts on a lingering subscription
 	fair    map[string]*fairWaiter // waiters for fair locks, by owner id
 
-	epoch time.Time // when the Client was made: the origin of its renewals' grid
 	ticks tickBoard // the ticks heard finished (Ledger.Watch)
 	out   outage    // the store did not answer the waiters' last attempts
 
@@ -202,7 +201,6 @@ func newClient(o options) *Client {
 		leases:  make(map[*Lease]struct{}),
 		watches: make(map[string]*watch),
 		fair:    make(map[string]*fairWaiter),
-		epoch:   time.Now(),
 	}
 	c.bg, c.bgCancel = context.WithCancel(context.Background())
 	c.tel = newTelemetry(o, c.log)

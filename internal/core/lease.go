@@ -326,29 +326,14 @@ func (l *Lease) watchdog() {
 		sentAt  time.Time // when the latest renewal was sent
 		waiting bool      // the latest renewal has not answered
 		retryAt time.Time // the latest renewal failed: the next is due then
-		slot    time.Time // the instant the next renewal goes out with the Client's others
-		// succeeded: the reply just taken was a success; its connection
-		// answers, so the next regular renewal goes even if later ones are
-		// still in flight (on new connections, perhaps, that are slow to open).
-		succeeded bool
 	)
-	step := max(l.lease/12, time.Millisecond)                            // the Client's renewals go out on a grid of this step
-	onGrid := func(t time.Time, step time.Duration, up bool) time.Time { // the grid's instant at or before t (up: after)
-		k := t.Sub(l.c.epoch) / step
-		if up {
-			k++
-		}
-		return l.c.epoch.Add(k * step)
-	}
-	slot = onGrid(lastOK.Add(interval), step, false)
-	t := time.NewTimer(time.Until(slot.Add(-step / 2)))
+	t := time.NewTimer(time.Until(lastOK.Add(interval)))
 	defer t.Stop()
 	for {
 		select {
 		case <-l.wdCtx.Done():
 			return
 		case r := <-results:
-			succeeded = false
 			pending--
 			if r.n == latest {
 				waiting = false
@@ -368,7 +353,7 @@ func (l *Lease) watchdog() {
 				l.c.tel.renewed(l.k.name, "ok")
 				rtt = time.Since(r.sent)
 				if r.sent.After(lastOK) {
-					lastOK, succeeded = r.sent, true
+					lastOK = r.sent
 					l.extend(r.sent.Add(safeTime(l.lease)))
 				}
 			}
@@ -376,47 +361,20 @@ func (l *Lease) watchdog() {
 			pending++
 			latest++
 			sentAt, waiting, retryAt = time.Now(), true, time.Time{}
-			if sentAt.Before(slot) {
-				sentAt = slot
-			} else {
-				slot = time.Time{} // late for its instant: it goes at once
-			}
 			inFlight.Add(1)
-			go l.renewOnce(latest, slot, results, &inFlight)
+			go l.renewOnce(latest, results, &inFlight)
 		}
 		var next time.Time
-		due := onGrid(lastOK.Add(interval), step, false) // the regular renewal's instant
-		slot = time.Time{}
 		switch {
 		case pending >= maxRenewals:
 			t.Stop() // until one answers
 			continue
-		case waiting && !sentAt.Before(due) && !succeeded:
-			// The latest renewal went at or after the regular instant.
-			// It is late after twice the last round trip, or when only a
-			// round trip is left before the deadline: then it goes again,
-			// together with the Client's other renewals that are late.
-			l.mu.Lock()
-			last := l.deadline.Add(-rtt - step/2)
-			l.mu.Unlock()
-			slot = onGrid(minTime(sentAt.Add(max(2*rtt, retry)), last), step/8, true)
-			next = slot.Add(-step / 2)
-		case !waiting && !retryAt.IsZero():
+		case waiting:
+			next = sentAt.Add(max(2*rtt, retry)) // it is late then
+		case !retryAt.IsZero():
 			next = retryAt
 		default:
-			// Due lease/3 after the last success was sent: it goes out
-			// at the grid's instant at or before that, together with the
-			// Client's other renewals due then; its goroutine starts
-			// half a step before.
-			slot = due
-			if time.Until(due) < step/2 {
-				// Past due (the renewal before answered after it): at
-				// once, but for a few milliseconds in which the other
-				// leases whose renewals answered in the same pipeline
-				// join it.
-				slot = onGrid(time.Now(), step/8, true)
-			}
-			next = slot.Add(-step / 2)
+			next = lastOK.Add(interval)
 		}
 		t.Reset(time.Until(next))
 	}
@@ -425,16 +383,10 @@ func (l *Lease) watchdog() {
 // renewOnce sends one renewal and reports it on results. Its request is
 // bounded by the time its success could still count for: its send time
 // plus the lease's safe part.
-func (l *Lease) renewOnce(n int, at time.Time, results chan<- renewal, inFlight *sync.WaitGroup) {
+func (l *Lease) renewOnce(n int, results chan<- renewal, inFlight *sync.WaitGroup) {
 	defer inFlight.Done()
 	var sent time.Time
-	ctx := withSent(l.wdCtx, &sent)
-	if !at.IsZero() {
-		ctx = withSendAt(ctx, at)
-	} else {
-		at = sent
-	}
-	ctx, cancel := context.WithDeadline(ctx, at.Add(safeTime(l.lease)))
+	ctx, cancel := context.WithDeadline(withSent(l.wdCtx, &sent), time.Now().Add(safeTime(l.lease)))
 	ok, err := l.kind.renew(ctx, l.k, l.owner, l.lease)
 	cancel()
 	results <- renewal{n: n, sent: sent, ok: ok, err: err}

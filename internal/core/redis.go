@@ -126,8 +126,7 @@ type redisBackend struct {
 	stop     chan struct{}                    // closed by close
 	wg       sync.WaitGroup                   // the dispatcher and the sender
 
-	batch   batch   // claims and finishes on their way (runBatched)
-	renewAt renewAt // renewals due at one instant (runTogether)
+	batch batch // claims and finishes on their way (runBatched)
 }
 
 // subOp is a SUBSCRIBE (sub) or UNSUBSCRIBE of one channel. They are sent

@@ -67,9 +67,6 @@ func (a *ackOptions) check() error {
 // did, as after a lost reply.
 func (b *redisBackend) runAcked(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	if b.ack == nil {
-		if renewals[script] {
-			return b.runTogether(ctx, script, keys, args...)
-		}
 		return run(ctx, b.rdb, script, keys, args...)
 	}
 	// A pipeline of one node uses one connection: WAIT then counts the

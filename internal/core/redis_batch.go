@@ -131,11 +131,7 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 	cmds := make([]*redis.Cmd, len(todo))
 	pipe := b.rdb.Pipeline()
 	for i, r := range todo {
-		if renewals[r.script] {
-			cmds[i] = r.script.Eval(ctx, pipe, r.keys, r.args...) // whole, as run sends it
-		} else {
-			cmds[i] = r.script.EvalSha(ctx, pipe, r.keys, r.args...)
-		}
+		cmds[i] = r.script.EvalSha(ctx, pipe, r.keys, r.args...)
 	}
 	_, _ = pipe.Exec(ctx)
 	var again []int
@@ -155,71 +151,5 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 	for i, r := range todo {
 		r.cmd = cmds[i]
 		close(r.done)
-	}
-}
-
-// sendAtKey carries the time at which a renewal goes out, together with the
-// Client's other renewals due then (withSendAt).
-type sendAtKey struct{}
-
-// withSendAt returns ctx telling the backend to send the renewal made with
-// it at at, in one pipeline with the other renewals of the Client due at
-// the same instant: on one connection, not one each. (A pool that has few
-// connections open must otherwise dial one per renewal in flight, and on a
-// slow network a new connection's handshake takes several round trips.)
-func withSendAt(ctx context.Context, at time.Time) context.Context {
-	return context.WithValue(ctx, sendAtKey{}, at)
-}
-
-// renewAt sends the renewals due at one instant (withSendAt).
-type renewAt struct {
-	mu    sync.Mutex
-	slots map[int64]*batch // by the instant, in Unix nanoseconds
-}
-
-// runTogether runs a renewal at the instant ctx names (withSendAt), in one
-// pipeline with those due then; at once if it has passed. The request
-// leaves the slot if its ctx ends first.
-func (b *redisBackend) runTogether(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	at, ok := ctx.Value(sendAtKey{}).(time.Time)
-	if !ok || !time.Now().Before(at) {
-		return run(ctx, b.rdb, script, keys, args...)
-	}
-	r := &batched{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
-	key := at.UnixNano()
-	ra := &b.renewAt
-	ra.mu.Lock()
-	q := ra.slots[key]
-	if q == nil {
-		if ra.slots == nil {
-			ra.slots = make(map[int64]*batch)
-		}
-		q = &batch{}
-		ra.slots[key] = q
-		// The requests' goroutines wait for it, or leave the slot when
-		// their ctx ends: its life is bounded by theirs.
-		time.AfterFunc(time.Until(at), func() {
-			ra.mu.Lock()
-			delete(ra.slots, key)
-			ra.mu.Unlock()
-			q.mu.Lock()
-			todo := q.queue
-			q.queue = nil
-			for _, o := range todo {
-				o.taken = true
-			}
-			q.mu.Unlock()
-			b.sendBatch(todo)
-		})
-	}
-	q.mu.Lock()
-	q.queue = append(q.queue, r)
-	q.mu.Unlock()
-	ra.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.cmd
-	case <-ctx.Done():
-		return q.leave(r)
 	}
 }
