@@ -4,7 +4,9 @@
 //  1. uncontended Lock+Unlock pairs from one goroutine (floor: two PINGs);
 //  2. 64 goroutines, each on its own name (floor: 64 goroutines of PINGs);
 //  3. 8 and 32 goroutines on one name, each holding the lock for -hold
-//     (ceiling: 1/(mean hold + two PING round trips)).
+//     (ceiling: 1/(mean hold + two PING round trips));
+//
+// then the lock's two faults (faults.go; -faults runs only these).
 //
 // It measures and prints; it never fails on timing. Run it with
 // `cd bench && go run .` or `make bench` from the repository root.
@@ -55,7 +57,12 @@ func main() {
 	flag.DurationVar(&cfg.wait, "timeout", 5*time.Second, "timeout of every lock and unlock call (lockcron: also its WithWait)")
 	flag.BoolVar(&cfg.verbose, "v", false, "print per-command server counts for each contended run")
 	run := flag.String("run", "", "only run implementations whose name matches this regexp (the floor always runs)")
+	faultsOnly := flag.Bool("faults", false, "run only the lock faults' rows (restart and slow network), about a minute")
 	flag.Parse()
+	if *faultsOnly {
+		benchutil.Main("bench", func(ctx context.Context) error { return runFaults(ctx, os.Stdout) })
+		return
+	}
 	if cfg.rounds < 1 || cfg.duration <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be ≥ 1 and -duration > 0")
 		os.Exit(2)
@@ -178,6 +185,10 @@ func mainErr(ctx context.Context, cfg *config) error {
 	printTable(os.Stdout, cfg, results)
 	printTargets(os.Stdout, results)
 	printNotes(os.Stdout, cfg, results)
+	fmt.Println()
+	if err := runFaults(ctx, os.Stdout); err != nil {
+		return err
+	}
 	if cfg.verbose {
 		// Every runner has closed its clients; what is left besides main
 		// is go-redis's and the runtime's housekeeping, if anything.

@@ -10,8 +10,9 @@ import (
 
 // A Lease is one owner's hold on a lock. While it holds the lock, a lease
 // taken without WithLease is renewed in the background every lease/3 (the
-// watchdog), counted from when the last successful request was sent, until
-// Unlock, Client.Close, or the lock is lost.
+// watchdog), counted from when the last successful request was sent, and
+// again before the deadline if a renewal is late, until Unlock,
+// Client.Close, or the lock is lost.
 //
 // Lock loss is never silent: when a renewal finds the lock gone or another
 // owner's, or when no renewal has succeeded by the local deadline (the last
