@@ -4,7 +4,9 @@
 //  1. uncontended Lock+Unlock pairs from one goroutine (floor: two PINGs);
 //  2. 64 goroutines, each on its own name (floor: 64 goroutines of PINGs);
 //  3. 8 and 32 goroutines on one name, each holding the lock for -hold
-//     (ceiling: 1/(mean hold + two PING round trips)).
+//     (ceiling: 1/(mean hold + two PING round trips));
+//
+// then the lock's two faults (faults.go; -faults runs only these).
 //
 // It measures and prints; it never fails on timing. Run it with
 // `cd bench && go run .` or `make bench` from the repository root.
@@ -60,7 +62,12 @@ func main() {
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after scenarios 1 and 2, run lockcron's rows once more, unmeasured, with a CPU profile of this process written to this file (samples labelled scenario 1 or 2: go tool pprof -tagfocus scenario:1)")
 	flag.StringVar(&cfg.memProfile, "memprofile", "", "likewise, write the allocations of lockcron's extra scenario 1 run to this file (pprof allocs profile)")
 	run := flag.String("run", "", "only run implementations whose name matches this regexp (the floor always runs)")
+	faultsOnly := flag.Bool("faults", false, "run only the lock faults' rows (restart and slow network), about a minute")
 	flag.Parse()
+	if *faultsOnly {
+		benchutil.Main("bench", func(ctx context.Context) error { return runFaults(ctx, os.Stdout) })
+		return
+	}
 	if cfg.rounds < 1 || cfg.duration <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be ≥ 1 and -duration > 0")
 		os.Exit(2)
@@ -190,6 +197,10 @@ func mainErr(ctx context.Context, cfg *config) error {
 	printTable(os.Stdout, cfg, results)
 	printTargets(os.Stdout, results)
 	printNotes(os.Stdout, cfg, results)
+	fmt.Println()
+	if err := runFaults(ctx, os.Stdout); err != nil {
+		return err
+	}
 	if cfg.verbose {
 		// Every runner has closed its clients; what is left besides main
 		// is go-redis's and the runtime's housekeeping, if anything.

@@ -32,17 +32,30 @@
 //
 // Both the renewal schedule and that deadline count from when each
 // successful request was sent, not from when its reply came: a renewal is
-// due lease/3 after the last successful one was sent, and at once if that
-// time has passed. A lease whose acquisition took so long that less than
-// lease/3 of it is sure to be left (the send time counts from before a new
-// connection's dial and handshake) is renewed before Lock returns it, so
-// that its deadline counts from that renewal. Renewals are sent whole (EVAL), so that each takes one round trip even
+// due lease/3 after the last successful one was sent (or as soon as the one
+// before it answers, if that is later). A lease whose acquisition took so
+// long that less than lease/3 of it is sure to be left (the send time
+// counts from before a new connection's dial and handshake) is renewed
+// before Lock returns it, so that its deadline counts from that renewal. A
+// renewal that is late (no reply after twice the last round trip, and at
+// least lease/12) is sent again at once, on another connection, up to
+// three in flight: before the deadline, not after it, so that a reply held
+// up on one connection (a stalled link, a server that answers late) does
+// not cost the lease; the deadline counts from whichever succeeded last.
+// Renewals are sent whole (EVAL), so that each takes one round trip even
 // when the server has lost its script cache; an acquisition that the
 // server answered NOSCRIPT counts from the EVAL that followed. So a lease
-// is kept while round trips stay under about 0.45 of the lease (the
-// promise is 0.4): on a slow network, lengthen the lease, not the
-// renewal period. Once the last Unlock is under way, its reply, not the
-// local deadline, ends the lease.
+// is kept while round trips stay under 0.4 of the lease, with a lease of a
+// second as with longer ones, on connections the go-redis pool has open
+// already. A renewal that needs a new connection pays its handshake first
+// (three round trips with go-redis's defaults on Redis 7), so it makes the
+// deadline only while round trips stay under about 0.14 of the lease: when
+// the network turns slow under leases that a pool of few connections
+// renewed one after another, the renewals in flight at once each need a
+// connection, and such leases are lost (bench/README.md, "Lock faults").
+// On a slow network, lengthen the lease, not the renewal period. Once the
+// last Unlock is under way, its reply, not the local deadline, ends the
+// lease.
 //
 // When ctx ends, the Lease's Context ends too, but the lock stays held and
 // renewed until Unlock: clean-up code still runs under the lock. Always
@@ -70,8 +83,19 @@
 // sleeps longer than that TTL. A Lock rides out failures to reach the
 // store (a restart, a failover, a network cut), from its first attempt
 // on, until its ctx ends or WithWait passes (then ErrLocked, wrapping the
-// last failure): it tries again after 25ms, doubling up to 250ms, and at
-// once when the Pub/Sub connection comes back. TryLock returns the failure. A goroutine whose first attempt goes out
+// last failure). The waiters of a Client that retry on their timers go one
+// at a time (the probe), and the others wait for its outcome: while the
+// store does not answer, the probe is a PING on the Pub/Sub connection, 25ms
+// doubling up to 250ms apart, and an attempt only once that is answered;
+// every waiter tries again at once at the first reply, at an unlock
+// message, or when the Pub/Sub connection comes back (go-redis reconnects
+// it every 100ms). go-redis's pool, once it has failed to dial as many
+// times as its size (it never lowers that count otherwise), dials again
+// only once a second; waiters that each retried through it made it do so
+// within a second or two of an outage, and took the lock up to a second
+// after the store was back. With go-redis's defaults, a waiter takes the
+// lock within tens of milliseconds of an empty restart.
+// TryLock returns the failure. A goroutine whose first attempt goes out
 // while the subscription lingers counts the unlocks that arrive until it
 // has joined the queue, and tries again at once if one did.
 //

@@ -30,11 +30,13 @@ type faultyConns struct {
 	sent  map[string]int // requests sent that hold a watched pattern
 	watch [][]byte       // patterns counted in sent
 	delay time.Duration  // added to every reply
+	stall [][]byte       // requests whose next reply is held until unstall, once each
+	held  chan struct{}  // closed by unstall
 	conns map[*faultyConn]struct{}
 }
 
 func newFaultyConns() *faultyConns {
-	return &faultyConns{sent: map[string]int{}, conns: map[*faultyConn]struct{}{}}
+	return &faultyConns{sent: map[string]int{}, conns: map[*faultyConn]struct{}{}, held: make(chan struct{})}
 }
 
 func (f *faultyConns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -58,6 +60,26 @@ func (f *faultyConns) dropOnce(p string) {
 	f.watch = append(f.watch, []byte(p))
 }
 
+// stallOnce holds the reply to the next request holding p until unstall:
+// that request runs on the server, and its connection's reader waits.
+func (f *faultyConns) stallOnce(p string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stall = append(f.stall, []byte(p))
+	f.watch = append(f.watch, []byte(p))
+}
+
+// unstall delivers the replies held by stallOnce, and those to come.
+func (f *faultyConns) unstall() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.held:
+	default:
+		close(f.held)
+	}
+}
+
 func (f *faultyConns) armed() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -78,9 +100,10 @@ func (f *faultyConns) setDelay(d time.Duration) {
 
 type faultyConn struct {
 	net.Conn
-	f        *faultyConns
-	mu       sync.Mutex
-	loseNext bool
+	f         *faultyConns
+	mu        sync.Mutex
+	loseNext  bool
+	stallNext bool
 }
 
 func (c *faultyConn) Write(b []byte) (int, error) {
@@ -100,6 +123,15 @@ func (c *faultyConn) Write(b []byte) (int, error) {
 			break
 		}
 	}
+	for i, p := range f.stall {
+		if bytes.Contains(b, p) {
+			f.stall = slices.Delete(f.stall, i, i+1)
+			c.mu.Lock()
+			c.stallNext = true
+			c.mu.Unlock()
+			break
+		}
+	}
 	f.mu.Unlock()
 	return c.Conn.Write(b)
 }
@@ -109,7 +141,14 @@ func (c *faultyConn) Read(b []byte) (int, error) {
 	c.mu.Lock()
 	lose := c.loseNext && n > 0
 	c.loseNext = false
+	stall := c.stallNext && n > 0
+	if stall {
+		c.stallNext = false
+	}
 	c.mu.Unlock()
+	if stall {
+		<-c.f.held // the reply arrived: hold it
+	}
 	if lose {
 		// The request ran and this is its reply: drop it and end the
 		// connection, as a network failure after the server answered.
@@ -390,31 +429,17 @@ func TestLockRidesOutSentinelFailover(t *testing.T) {
 // After an empty restart, a waiter takes the lock it waits for soon after
 // the store answers again: it retries when its connections come back, not
 // after a long pause. The figure is the 90th percentile over many locks and
-// restarts, from the moment the server is started again.
+// restarts, from the moment the server is started again. The clients are
+// go-redis's defaults (its own dialer, pool and retries): a pool that
+// failed to dial as many times as its size dials again only once a second,
+// and waiters that each retried on their own tripped that within the
+// outage, so that the lock was taken up to a second after the restart.
 func TestWaiterResumesAfterRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	const names = 8
 	holder := locktest.NewClient(t, srv, lock.WithLeaseTime(time.Second))
 	client := func() *lock.Client {
-		// A dialer that retries every 20 ms within the dial timeout, as
-		// go-redis's DialerRetries (v9.10 and later) would: the library
-		// module requires an older go-redis.
-		o := srv.Options()
-		o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var d net.Dialer
-			for {
-				conn, err := d.DialContext(ctx, network, addr)
-				if err == nil || ctx.Err() != nil {
-					return conn, err
-				}
-				select {
-				case <-ctx.Done():
-					return nil, err
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}
-		rdb := redis.NewClient(o)
+		rdb := redis.NewClient(srv.Options())
 		t.Cleanup(func() { _ = rdb.Close() })
 		c, err := lock.New(rdb, lock.WithLeaseTime(time.Second))
 		if err != nil {
@@ -452,10 +477,16 @@ func TestWaiterResumesAfterRestart(t *testing.T) {
 				locktest.WaitQueued(t, w, lockName(round, i), 1)
 			}
 		}
+		// The outage finds the waiters asleep on the holders' TTL, as a
+		// restart usually does, not in the attempt each makes once its
+		// subscription is confirmed: those go out at once, each on its
+		// own, and sixteen of them failing together trip go-redis's
+		// count of failed dials whatever comes after.
+		<-time.After(300 * time.Millisecond)
 		srv.Kill()
-		// Let the waiters meet the dead store for a while: their retries
-		// back off.
-		<-time.After(1500 * time.Millisecond)
+		// Let the waiters meet the dead store for a while (a restart of a
+		// few seconds): their retries back off.
+		<-time.After(4 * time.Second)
 		back := time.Now() // counts the server's own start-up against the figure
 		srv.Restart()
 		firsts := make([]time.Time, 0, names*len(waiters))
@@ -475,6 +506,7 @@ func TestWaiterResumesAfterRestart(t *testing.T) {
 		for _, at := range firsts[:names] {
 			delays = append(delays, at.Sub(back))
 		}
+		t.Logf("round %d: first acquisitions %v to %v after the restart", round, firsts[0].Sub(back), firsts[names-1].Sub(back))
 		for _, l := range held {
 			_ = l.Unlock(ctx) // lost: the store restarted empty
 		}
@@ -598,4 +630,38 @@ func TestNoFalseLockLossOnColdConnection(t *testing.T) {
 	if err := lease.Unlock(ctx); err != nil {
 		t.Error(err)
 	}
+}
+
+// A renewal whose reply is late is sent again before the lease's deadline,
+// on another connection, and the lease is kept: here one renewal's reply is
+// held for two leases (the request ran; its connection's reader waits), as
+// on a link that stalls. Before, the watchdog waited for that reply until
+// the deadline, and the lease was lost although Redis still had it.
+func TestLateRenewalIsSentAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFaultyConns()
+	const leaseTime = 2 * time.Second
+	rdb := faultyClient(t, srv, f)
+	c, err := lock.New(rdb, lock.WithLeaseTime(leaseTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer f.unstall() // before Close, which waits for the held renewal
+	ctx := testkit.Context(t)
+	const renewal = "renew.lua: extend the caller's lease"
+	lease := locktest.MustLock(t, ctx, c.Mutex("stalled"))
+	f.stallOnce(renewal)
+	select {
+	case <-time.After(2 * leaseTime):
+	case <-lease.Done():
+	}
+	if err := lease.Err(); err != nil {
+		t.Fatalf("lease with one renewal's reply held for two leases: %v", err)
+	}
+	if n := f.count(renewal); n < 4 {
+		t.Fatalf("%d renewals sent in two leases, want the held one, one sent again, and the regular ones after", n)
+	}
+	f.unstall()
+	locktest.MustUnlock(t, lease)
 }

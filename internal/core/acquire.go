@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -226,6 +227,7 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 	)
 	if first {
 		l, pttl, err := attempt()
+		c.out.record(ctx, err, false)
 		if unreachable(err) {
 			// A wait rides out a failure to reach the store (a failover, a
 			// restart) while its ctx and wait last.
@@ -255,8 +257,10 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 	var (
 		ready  <-chan struct{}
 		wake   <-chan struct{}
+		back   <-chan struct{} // closed when the store answers again, during an outage
 		timerC <-chan time.Time
 		now    bool
+		timed  bool // the attempt is due to the timer, not to a wake-up
 	)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -281,7 +285,10 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 				ready = nil
 				q.sawReady()
 			case <-wake:
+			case <-back:
+				back = nil
 			case <-timerC:
+				timed = true
 			case <-ctx.Done():
 				return nil, ctxErr(ctx, k.name)
 			case <-deadline:
@@ -291,10 +298,42 @@ func (c *Client) wait(ctx context.Context, k *keys, o acquireOptions, lease time
 			}
 		}
 		now = false
+		probe := false
+		if timed {
+			// The Client's waiters retry on their timers one at a time;
+			// the others wait for the outcome.
+			timed = false
+			var (
+				down bool
+				wait time.Duration
+			)
+			if probe, down, wait, back = c.out.probe(); !probe {
+				timer.Reset(wait)
+				continue
+			}
+			if down {
+				// The store did not answer the last attempt: ask it
+				// outside the connection pool before going through it
+				// (then the attempt is still the probe: if the store
+				// does not answer it, only one attempt failed).
+				rctx, cancel := context.WithTimeout(ctx, maxBackoff)
+				err := c.be.reachable(rctx)
+				cancel()
+				if err != nil {
+					back = c.out.record(ctx, transientError{err}, true)
+					timer.Reset(c.out.pause())
+					continue
+				}
+			}
+		}
 		l, pttl, err := attempt()
+		back = c.out.record(ctx, err, probe)
 		if err != nil {
 			if pttl, err = retry.next(c, k, ctx, err); err != nil {
 				return nil, err
+			}
+			if back != nil {
+				pttl = c.out.pause()
 			}
 		} else {
 			retry.ok()
@@ -410,6 +449,94 @@ func lostReply(err error) bool {
 	}
 	var tr transientError
 	return errors.As(err, &tr)
+}
+
+// An outage is a Client's view of whether the store answers, and the gate
+// through which its waiters retry on their timers. go-redis counts each
+// failure to dial a new connection (never less: a success does not reset
+// it), and once a pool has counted as many as its size, it dials no more
+// but from a goroutine of its own, once a second. Waiters that each retried
+// on their own (each failed attempt is four dials' worth, with go-redis's
+// own retries) tripped that within a second or two of a restart, and then
+// took the lock up to a second after the store was back. So the waiters
+// whose timers fire try one at a time across the Client (the probe); the
+// others wait for the probe's outcome. Once an attempt has failed to reach
+// the store, the probe begins with a PING on the shared Pub/Sub connection,
+// which dials outside the pool's count, a pause apart (25ms, doubling up to
+// maxBackoff), and attempts only once that is answered; the first reply to
+// an attempt ends the outage and wakes every waiter at once. Waiters woken by an unlock or by the Pub/Sub connection's
+// resubscription (it reconnects on its own every 100ms) try at once,
+// without the gate.
+type outage struct {
+	mu      sync.Mutex
+	probing bool          // a probe is in flight
+	down    bool          // the last attempt failed to reach the store
+	back    chan struct{} // closed at the next reply from the store; nil if no one waits for it
+	n       int           // failed attempts in a row
+	next    time.Time     // while down, when the next probe may go out
+}
+
+// probe reports whether a waiter whose timer fired may go now (it is then
+// the probe): when no probe is in flight and, during an outage, the pause
+// since the last failure has passed; down says the store did not answer the
+// last attempt. Otherwise it returns how long to wait before asking again,
+// and the channel closed at the next reply from the store.
+func (o *outage) probe() (ok, down bool, wait time.Duration, back <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	wait = maxBackoff
+	if !o.probing {
+		if wait = time.Until(o.next); !o.down || wait <= 0 {
+			o.probing = true
+			return true, o.down, 0, nil
+		}
+	}
+	if o.back == nil {
+		o.back = make(chan struct{})
+	}
+	return false, o.down, wait, o.back
+}
+
+// record takes an attempt's outcome (probe: it was the probe). A reply (err
+// nil, or an error that is not a failure to reach the store) ends the
+// outage and wakes every waiter that waits for it; a failure to reach the
+// store starts the outage or prolongs it. While the outage lasts, record
+// returns the channel closed at the next reply, else nil.
+func (o *outage) record(ctx context.Context, err error, probe bool) <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if probe {
+		o.probing = false
+	}
+	switch {
+	case unreachable(err):
+		o.down = true
+		o.n++
+		o.next = time.Now().Add(min(25*time.Millisecond<<min(o.n-1, 4), maxBackoff))
+		if o.back == nil {
+			o.back = make(chan struct{})
+		}
+		return o.back
+	case err != nil && ctx.Err() != nil:
+		// The waiter left: its attempt says nothing of the store.
+		if o.down {
+			return o.back
+		}
+		return nil
+	}
+	o.down, o.n = false, 0
+	if o.back != nil {
+		close(o.back)
+		o.back = nil
+	}
+	return nil
+}
+
+// pause is how long until the next probe may go out.
+func (o *outage) pause() time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return max(time.Until(o.next), time.Millisecond)
 }
 
 // maxBackoff is the longest pause of a waiter between attempts that

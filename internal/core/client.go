@@ -64,6 +64,9 @@ type backend interface {
 	storeID() string
 	// ping checks that the store answers.
 	ping(ctx context.Context) error
+	// reachable checks that the store answers, without adding to the
+	// connection pool's count of failed dials (outage).
+	reachable(ctx context.Context) error
 }
 
 // ledgerBackend is the tick ledgers' part of a backend (Ledger).
@@ -174,6 +177,7 @@ type Client struct {
 
 	ticks tickBoard // the ticks heard finished (Ledger.Watch)
 	gate  claimGate // claims held back from shards found unreachable
+	out   outage    // the store did not answer the waiters' last attempts
 
 	starts starts // leases whose watchdog has not started yet
 

@@ -89,6 +89,7 @@ var diffUncompared = map[string]string{
 	"close":            "ends the backend, after the run",
 	"transient":        "a classification of errors, which the run has none of",
 	"storeID":          "names the store: a Redis address, or a MemoryStore",
+	"reachable":        "Pub/Sub plumbing: a PING on the shared Pub/Sub connection (ping, outside the pool)",
 }
 
 // diffBackend is a backend: both of the package's are compared.

@@ -10,8 +10,9 @@ import (
 
 // A Lease is one owner's hold on a lock. While it holds the lock, a lease
 // taken without WithLease is renewed in the background every lease/3 (the
-// watchdog), counted from when the last successful request was sent, until
-// Unlock, Client.Close, or the lock is lost.
+// watchdog), counted from when the last successful request was sent, and
+// again before the deadline if a renewal is late, until Unlock,
+// Client.Close, or the lock is lost.
 //
 // Lock loss is never silent: when a renewal finds the lock gone or another
 // owner's, or when no renewal has succeeded by the local deadline (the last
@@ -47,6 +48,8 @@ type Lease struct {
 	deadline  time.Time
 	timer     *time.Timer // fires at deadline: the lease is lost; under the watchdog, set when it starts
 
+	rtt time.Duration // the acquisition's round trip: the watchdog's first measure of the network
+
 	wdCtx    context.Context // ends when the watchdog must stop
 	wdStop   context.CancelFunc
 	wdExited chan struct{}
@@ -69,6 +72,7 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(ctx, leaseKey{c, k.id}, l))
 	l.wdCtx, l.wdStop = context.WithCancel(context.Background())
 	l.hold = c.tel.startHold(ctx, l)
+	l.rtt = time.Since(sent)
 	if fixed == 0 && time.Until(sent.Add(safeTime(lease))) < lease/3 {
 		// The acquisition took long (a slow network, a new connection's
 		// handshake): little of the lease is sure to be left, maybe none.
@@ -78,7 +82,7 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease/2)
 		var again time.Time
 		if ok, err := kd.renew(withSent(rctx, &again), k, owner, lease); ok && err == nil {
-			sent = again
+			sent, l.rtt = again, time.Since(again)
 		}
 		cancel()
 	}
@@ -316,60 +320,120 @@ func (l *Lease) reenter(ctx context.Context) (*Lease, error) {
 	return nil, badReply(l.k, r)
 }
 
-// watchdog renews the lease every lease/3 until stopped or lost. Each
-// renewal is due lease/3 after the last successful request (acquisition or
-// renewal) was sent, not after its reply came: on a slow network the
-// schedule does not drift, and a lease whose acquisition took longer than
-// lease/3 renews at once. A renewal that fails with an error is retried
-// sooner; the deadline timer, not this loop, declares the lease lost if
-// none succeeds in time, so a renewal stuck on a silent server cannot
-// delay the signal.
+// maxRenewals is how many renewals of one lease may be in flight at once.
+const maxRenewals = 3
+
+// renewal is the outcome of one renewal request.
+type renewal struct {
+	n    int       // its number: 1 for the watchdog's first
+	sent time.Time // when it was sent
+	ok   bool
+	err  error
+}
+
+// watchdog renews the lease until stopped or lost. A renewal is due lease/3
+// after the last successful request (acquisition or renewal) was sent, or
+// as soon as the renewal before it has answered if that comes later: the
+// schedule does not drift on a slow network, and one connection carries a
+// lease's renewals. A renewal that is late (no reply after twice the last
+// round trip, and at least lease/12) is sent again at once, while it is
+// still in flight, so on another connection: before the deadline, not after
+// it, so that a reply held up on one connection (a stalled link, a server
+// that answers late) does not cost the lease while another request can
+// still make it. The deadline counts from the send time of the latest
+// renewal that succeeded, whichever it was. A renewal that fails with an
+// error is retried after lease/12. At most maxRenewals are in flight. The
+// deadline timer, not this loop, declares the lease lost if none succeeds
+// in time, so a renewal stuck on a silent server cannot delay the signal.
 func (l *Lease) watchdog() {
 	defer l.c.wg.Done()
 	defer close(l.wdExited)
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait() // before wdExited: nothing renews after the unlock is sent
 	interval := l.lease / 3
 	retry := max(interval/4, time.Millisecond)
-	// The deadline is the last successful send plus safeTime; the next
-	// renewal is due interval after that send.
-	due := func() time.Duration {
-		l.mu.Lock()
-		d := l.deadline
-		l.mu.Unlock()
-		return max(time.Until(d.Add(interval-safeTime(l.lease))), 0)
-	}
-	t := time.NewTimer(due())
+	results := make(chan renewal, maxRenewals) // never blocks a renewal's goroutine
+	l.mu.Lock()
+	lastOK := l.deadline.Add(-safeTime(l.lease)) // the acquisition's send, or its first renewal's
+	l.mu.Unlock()
+	var (
+		rtt     = l.rtt   // the last successful request's round trip
+		pending int       // renewals in flight
+		latest  int       // the number of the latest renewal sent
+		sentAt  time.Time // when the latest renewal was sent
+		waiting bool      // the latest renewal has not answered
+		retryAt time.Time // the latest renewal failed: the next is due then
+	)
+	t := time.NewTimer(time.Until(lastOK.Add(interval)))
 	defer t.Stop()
 	for {
 		select {
 		case <-l.wdCtx.Done():
 			return
+		case r := <-results:
+			pending--
+			if r.n == latest {
+				waiting = false
+			}
+			switch {
+			case r.err != nil:
+				l.c.tel.renewed(l.k.name, "error")
+				l.c.log.Warn("lease renewal failed", "lock", l.k.name, "owner", l.owner, "error", r.err)
+				if !waiting {
+					retryAt = time.Now().Add(retry)
+				}
+			case !r.ok:
+				l.c.tel.renewed(l.k.name, "lost")
+				l.lose(fmt.Errorf("%w: renewal found %q gone or held by another owner", ErrLockLost, l.k.lock))
+				return
+			default:
+				l.c.tel.renewed(l.k.name, "ok")
+				rtt = time.Since(r.sent)
+				if r.sent.After(lastOK) {
+					lastOK = r.sent
+					l.extend(r.sent.Add(safeTime(l.lease)))
+				}
+			}
 		case <-t.C:
+			pending++
+			latest++
+			sentAt, waiting, retryAt = time.Now(), true, time.Time{}
+			inFlight.Add(1)
+			go l.renewOnce(latest, results, &inFlight)
 		}
-		l.mu.Lock()
-		deadline := l.deadline
-		l.mu.Unlock()
-		ctx, cancel := context.WithDeadline(l.wdCtx, deadline)
-		var sent time.Time
-		ok, err := l.kind.renew(withSent(ctx, &sent), l.k, l.owner, l.lease)
-		cancel()
-		if l.wdCtx.Err() != nil {
-			return
-		}
+		var next time.Time
 		switch {
-		case err != nil:
-			l.c.tel.renewed(l.k.name, "error")
-			l.c.log.Warn("lease renewal failed", "lock", l.k.name, "owner", l.owner, "error", err)
-			t.Reset(retry)
-		case !ok:
-			l.c.tel.renewed(l.k.name, "lost")
-			l.lose(fmt.Errorf("%w: renewal found %q gone or held by another owner", ErrLockLost, l.k.lock))
-			return
+		case pending >= maxRenewals:
+			t.Stop() // until one answers
+			continue
+		case waiting:
+			next = sentAt.Add(max(2*rtt, retry)) // it is late then
+		case !retryAt.IsZero():
+			next = retryAt
 		default:
-			l.c.tel.renewed(l.k.name, "ok")
-			l.extend(sent.Add(safeTime(l.lease)))
-			t.Reset(due())
+			next = lastOK.Add(interval)
 		}
+		t.Reset(time.Until(next))
 	}
+}
+
+// renewOnce sends one renewal and reports it on results. Its request is
+// bounded by the time its success could still count for: its send time
+// plus the lease's safe part.
+func (l *Lease) renewOnce(n int, results chan<- renewal, inFlight *sync.WaitGroup) {
+	defer inFlight.Done()
+	var sent time.Time
+	ctx, cancel := context.WithDeadline(withSent(l.wdCtx, &sent), time.Now().Add(safeTime(l.lease)))
+	ok, err := l.kind.renew(ctx, l.k, l.owner, l.lease)
+	cancel()
+	results <- renewal{n: n, sent: sent, ok: ok, err: err}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (l *Lease) extend(deadline time.Time) {

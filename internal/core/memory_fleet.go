@@ -67,6 +67,8 @@ func (b *memoryBackend) listening() bool { return true }
 
 func (b *memoryBackend) ping(ctx context.Context) error { return ctx.Err() }
 
+func (b *memoryBackend) reachable(ctx context.Context) error { return ctx.Err() }
+
 func (b *memoryBackend) members(ctx context.Context, key, member string, ttl time.Duration) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -76,6 +76,19 @@ func (b *redisBackend) ping(ctx context.Context) error {
 	return b.rdb.Ping(ctx).Err()
 }
 
+// reachable sends PING on the shared Pub/Sub connection: go-redis dials
+// it, when it is down, outside the pool's count of failed dials (and
+// subscribes it again). Without one yet, it is ping.
+func (b *redisBackend) reachable(ctx context.Context) error {
+	b.mu.Lock()
+	ps := b.ps
+	b.mu.Unlock()
+	if ps == nil {
+		return b.ping(ctx)
+	}
+	return ps.Ping(ctx)
+}
+
 var (
 	//go:embed scripts/members.lua
 	membersSrc    string
