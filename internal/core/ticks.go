@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,10 +57,10 @@ func parseTickTail(tail string) (TickEvent, string, bool) {
 // latest tick each has finished done, and the listeners (Ledger.Watch).
 type tickBoard struct {
 	mu        sync.Mutex
-	done      map[string]int64 // by ledger key
-	listeners map[string]map[*tickListener]struct{}
-	watches   int    // Watch calls not stopped
-	unlisten  func() // ends the subscription to the announcements, while watches > 0
+	done      map[string]int64           // by ledger key
+	listeners map[string][]*tickListener // by ledger; replaced, never changed in place
+	watches   int                        // Watch calls not stopped
+	unlisten  func()                     // ends the subscription to the announcements, while watches > 0
 
 	// The claims and finishes of this Client's ledgers to announce, and
 	// whether a goroutine is on its way to publish them.
@@ -69,16 +70,21 @@ type tickBoard struct {
 
 type tickListener struct{ fn func(TickEvent) }
 
-// tickKey names a ledger on the board: its lock's channel and its id.
-func tickKey(channel, ledger string) string { return channel + "\n" + ledger }
+// tickKey names a ledger on the board: its lock's channel and its id, as
+// an announcement's record has them (so a record's tail is the key).
+func tickKey(channel, ledger string) string { return channel + "\x1f" + ledger }
 
 // heard records a claim or a finish of a ledger's tick, by this Client
 // (Finish) or another (its unlock message, or an announcement), and tells
 // the ledger's listeners. Claims of a tick heard done return ErrDone
 // without asking the store: a tick once done stays done.
 func (c *Client) heard(channel string, ev TickEvent, ledger string) {
+	c.heardKey(tickKey(channel, ledger), ev)
+}
+
+// heardKey is heard of the ledger named k (tickKey).
+func (c *Client) heardKey(k string, ev TickEvent) {
 	b := &c.ticks
-	k := tickKey(channel, ledger)
 	b.mu.Lock()
 	if ev.Done && ev.Tick > b.done[k] {
 		if b.done == nil {
@@ -86,13 +92,10 @@ func (c *Client) heard(channel string, ev TickEvent, ledger string) {
 		}
 		b.done[k] = ev.Tick
 	}
-	var fns []func(TickEvent)
-	for l := range b.listeners[k] {
-		fns = append(fns, l.fn)
-	}
+	ls := b.listeners[k]
 	b.mu.Unlock()
-	for _, fn := range fns {
-		fn(ev)
+	for _, l := range ls {
+		l.fn(ev)
 	}
 }
 
@@ -226,9 +229,8 @@ func (c *Client) heardAnnouncements(msg string) {
 		return
 	}
 	for rec := range strings.SplitSeq(recs, "\x1e") {
-		head, rest, ok1 := strings.Cut(rec, "\x1f")
-		channel, id, ok2 := strings.Cut(rest, "\x1f")
-		if !ok1 || !ok2 || len(head) < 2 {
+		head, key, ok := strings.Cut(rec, "\x1f")
+		if !ok || len(head) < 2 {
 			continue
 		}
 		t, lease, _ := strings.Cut(head[1:], "+")
@@ -250,7 +252,7 @@ func (c *Client) heardAnnouncements(msg string) {
 		default:
 			continue
 		}
-		c.heard(channel, ev, id)
+		c.heardKey(key, ev)
 	}
 }
 
@@ -280,12 +282,9 @@ func (g *Ledger) Watch(fn func(TickEvent)) (stop func(), err error) {
 	b := &c.ticks
 	b.mu.Lock()
 	if b.listeners == nil {
-		b.listeners = make(map[string]map[*tickListener]struct{})
+		b.listeners = make(map[string][]*tickListener)
 	}
-	if b.listeners[k] == nil {
-		b.listeners[k] = make(map[*tickListener]struct{})
-	}
-	b.listeners[k][l] = struct{}{}
+	b.listeners[k] = append(slices.Clip(b.listeners[k]), l)
 	if b.watches++; b.watches == 1 {
 		b.unlisten = c.be.listen(c.ticksChannel(), c.heardAnnouncements)
 	}
@@ -295,8 +294,9 @@ func (g *Ledger) Watch(fn func(TickEvent)) (stop func(), err error) {
 		once.Do(func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			delete(b.listeners[k], l)
-			if len(b.listeners[k]) == 0 {
+			ls := slices.DeleteFunc(slices.Clone(b.listeners[k]), func(o *tickListener) bool { return o == l })
+			b.listeners[k] = ls
+			if len(ls) == 0 {
 				delete(b.listeners, k)
 			}
 			if b.watches--; b.watches == 0 {
