@@ -57,8 +57,7 @@
 //     heard claimed is waited on until that claim's lease has passed (a
 //     run longer than the fallback costs no other claim; if its claimant
 //     died, the replica claims then, and takes the tick over once the lock
-//     expires), and so is a later tick while an earlier one's claim is
-//     under way; a tick heard given back (a handoff) is claimed at once;
+//     expires); a tick heard given back (a handoff) is claimed at once;
 //     otherwise the replica claims when its delay ends, and from then on
 //     everything is as above, so a tick whose first replica died, hangs or
 //     lost its connection runs late by the fallback, never not at all.

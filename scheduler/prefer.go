@@ -215,12 +215,14 @@ type heard struct {
 	lease     time.Duration // that claim's lease time
 }
 
-// underWay reports whether a claim of tick, or of an earlier one, was heard
-// less than its lease ago and not its finish: its run holds the job's lock
-// (or its claimant died, and the lock is held until the lease ends), and
-// until when to assume so. e.mu is held.
+// underWay reports whether a claim of the tick was heard less than its
+// lease ago, and not its finish: its run holds the job's lock (or its
+// claimant died, and the lock is held until the lease ends), and until
+// when to assume so. A later tick is not held off by an earlier one's
+// claim: its own first in rank claims it at once, and a wait held past
+// the period would let a later tick's claim overtake it. e.mu is held.
 func (h *heard) underWay(ms int64) (time.Time, bool) {
-	if h.running == 0 || h.running > ms {
+	if h.running != ms {
 		return time.Time{}, false
 	}
 	until := h.runningAt.Add(h.lease)
@@ -231,10 +233,9 @@ func (h *heard) underWay(ms int64) (time.Time, bool) {
 // claimed: when its fallback delay ends, the replica claims it, unless it
 // heard it done, or let go by another replica (then it lets it go too,
 // sending nothing), or given back (then it claims at once). A claim of the
-// tick heard (or of an earlier one, whose run holds the lock) holds the
-// wait off until that claim's lease has passed: the run is under way, and
-// only if its claimant died does the replica claim, to take it over once
-// the lock expires. A wait has no goroutine: a timer, or the announcement
+// tick heard holds the wait off until that claim's lease has passed: the
+// run is under way, and only if its claimant died does the replica claim,
+// to take it over once the lock expires. A wait has no goroutine: a timer, or the announcement
 // that settles it, does what is left. Its fire's counts (e.inflight, s.wg,
 // e.undecided) pass to what settles it.
 type wait struct {
@@ -243,6 +244,16 @@ type wait struct {
 	ms    int64
 	delay time.Duration // rank × the fallback
 	timer *time.Timer
+	held  bool // held off by a claim of the tick heard (e.held counts it); e.mu guards it
+}
+
+// dropWait takes w out of e's waits. e.mu is held.
+func (e *entry) dropWait(w *wait) {
+	delete(e.waits, w.ms)
+	if w.held {
+		w.held = false
+		e.held--
+	}
 }
 
 // heardTick is the job's Watch: it records each announcement of another
@@ -257,10 +268,13 @@ func (s *Scheduler) heardTick(e *entry, ev fleet.TickEvent) {
 		if ev.Tick >= h.running {
 			h.running, h.runningAt, h.lease = ev.Tick, time.Now(), ev.Lease
 		}
+	case ev.Busy:
+		// A claim found the lock held for an earlier tick: that run goes
+		// on.
 	case ev.Done:
 		h.done = max(h.done, ev.Tick)
 		fallthrough
-	default: // done, given back or let go: that claim's run is over
+	default: // done or given back: that claim's run is over
 		if ev.Tick >= h.running {
 			h.running = 0
 		}
@@ -279,7 +293,7 @@ func (s *Scheduler) heardTick(e *entry, ev fleet.TickEvent) {
 			why = claimGivenBack
 		}
 		if why != "" {
-			delete(e.waits, ms)
+			e.dropWait(w)
 			settled, whys = append(settled, w), append(whys, why)
 		}
 	}
@@ -337,9 +351,9 @@ func (s *Scheduler) claimsNow(e *entry, tick time.Time) bool {
 }
 
 // waitEnded is a wait's timer: the fallback delay is over and nothing
-// settled the tick. While a claim of the tick or of an earlier one is
-// under way (heard, not its finish, within its lease), the wait goes on
-// until that lease has passed. Else the replica claims the tick.
+// settled the tick. While a claim of the tick is under way (heard, not its
+// finish, within its lease), the wait goes on until then. Else the replica
+// claims the tick.
 func (s *Scheduler) waitEnded(w *wait) {
 	e := w.e
 	e.mu.Lock()
@@ -348,11 +362,17 @@ func (s *Scheduler) waitEnded(w *wait) {
 		return // settled meanwhile
 	}
 	if until, ok := e.heard.underWay(w.ms); ok {
+		if !w.held {
+			// The tick is in hand elsewhere, not here: the job's next
+			// ticks are not skipped for it (fire's overlap limit).
+			w.held = true
+			e.held++
+		}
 		w.timer.Reset(time.Until(until))
 		e.mu.Unlock()
 		return
 	}
-	delete(e.waits, w.ms)
+	e.dropWait(w)
 	e.mu.Unlock()
 	s.settle(w, claimFallback)
 }
@@ -431,7 +451,7 @@ func (s *Scheduler) endWaits() {
 		e.mu.Lock()
 		mine := e.waits[w.ms] == w
 		if mine {
-			delete(e.waits, w.ms)
+			e.dropWait(w)
 		}
 		e.mu.Unlock()
 		if mine {
@@ -485,7 +505,7 @@ func (s *Scheduler) awaitEarlier(e *entry, ms int64, quit <-chan struct{}) {
 	var hurry []*wait
 	for t, w := range e.waits {
 		if t < ms {
-			delete(e.waits, t)
+			e.dropWait(w)
 			hurry = append(hurry, w)
 		}
 	}

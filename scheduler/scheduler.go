@@ -99,6 +99,7 @@ type entry struct {
 	manualHeard manualHeard             // the same of the manual runs (heardManual)
 	pausedAt    time.Time               // when this replica last learnt the job is paused, zero if it is not (setPaused)
 	waits       map[int64]*wait         // ticks (ms) fired here that wait for their fallback (claimsNow)
+	held        int                     // of them, those held off by a claim heard elsewhere: not in hand here
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
 	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
 	otherAt     time.Time               // when a claim last found it
@@ -622,7 +623,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		limit = 2
 	}
 	e.mu.Lock()
-	if e.inflight >= limit {
+	if e.inflight-e.held >= limit {
 		e.lastTick, e.lastOutcome = tick, OutcomeSkippedBusy
 		e.mu.Unlock()
 		s.tel.outcome(e.job.Name, OutcomeSkippedBusy, 1)
@@ -662,7 +663,7 @@ func (s *Scheduler) fireGivenBack(e *entry, tick time.Time) {
 		return
 	}
 	e.mu.Lock()
-	if e.inflight >= limit {
+	if e.inflight-e.held >= limit {
 		e.mu.Unlock()
 		return
 	}

@@ -456,6 +456,13 @@ func runRow(ctx context.Context, cfg *config, sp spec) (*result, error) {
 			err = fleet[res.killed].kill()
 			res.killAt = time.Now()
 		}
+		// The claims the killed replica had on the wire land after its
+		// death, and take their locks for a lease all the same: read the
+		// locks once they have (a round trip on loopback is well under
+		// this).
+		if err == nil {
+			err = sleepUntil(ctx, res.killAt.Add(killSettle))
+		}
 		if err == nil {
 			res.heldUntil, err = heldLocks(ctx, ctl, fmt.Sprintf("r%d:", res.killed+1), cfg.jobs)
 		}

@@ -15,6 +15,11 @@ import (
 // having waited for a fallback (the killed replica's claim or lease).
 const slowAfterKill = 200 * time.Millisecond
 
+// killSettle is how long after the SIGKILL the harness reads the killed
+// replica's locks: its claims already on the wire land meanwhile, and take
+// their locks for a lease.
+const killSettle = 200 * time.Millisecond
+
 // result is what one row measured.
 type result struct {
 	spec
