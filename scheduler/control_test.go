@@ -199,12 +199,7 @@ func TestTriggerAfterReadyClaimedOnce(t *testing.T) {
 		r.start()
 	}
 	testkit.Eventually(t, 10*time.Second, "every replica running, and three members", func() bool {
-		for _, r := range fleet {
-			if !r.s.Running() {
-				return false
-			}
-		}
-		return members(srv) == 3
+		return allRunning(fleet) && members(srv) == 3
 	})
 	sender := newRedisReplica(t, srv, "cli", nil)
 	sender.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(nil)})
@@ -262,14 +257,7 @@ func TestPausedJobSendsNoClaims(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	testkit.Eventually(t, 10*time.Second, "every replica running", func() bool {
-		for _, r := range fleet {
-			if !r.s.Running() {
-				return false
-			}
-		}
-		return true
-	})
+	testkit.Eventually(t, 10*time.Second, "every replica running", func() bool { return allRunning(fleet) })
 	claims := func() int {
 		n := 0
 		for _, h := range logs {
@@ -318,4 +306,15 @@ func TestPausedJobSendsNoClaims(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "a run after the resume", func() bool { return len(j.all()) > runs })
 	stopAll(t, fleet...)
 	checkOncePerTick(t, j.byJob(), time.Second)
+}
+
+// allRunning reports whether every replica reports itself running (its
+// subscriptions confirmed).
+func allRunning(fleet []*replica) bool {
+	for _, r := range fleet {
+		if !r.s.Running() {
+			return false
+		}
+	}
+	return true
 }

@@ -254,25 +254,8 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
 	from := time.Now().Add(ttl) // every replica knows the three members by then
-	first := regexp.MustCompile(`tick claimed: first in rank: job=(\S+) tick=(\S+)`)
-	// counted returns the runs of ticks after from, and those of them that
-	// no replica claimed as first in rank: the ghost was first.
-	counted := func() (n int, ghost []execution) {
-		preferred := map[string]bool{}
-		for _, m := range first.FindAllStringSubmatch(logs.String(), -1) {
-			preferred[m[1]+" "+m[2]] = true
-		}
-		for _, x := range j.all() {
-			if x.info.Tick.Before(from) {
-				continue
-			}
-			n++
-			if !preferred[x.info.Job+" "+x.info.Tick.UTC().Format(time.RFC3339Nano)] {
-				ghost = append(ghost, x)
-			}
-		}
-		return n, ghost
-	}
+	// The ticks no replica claimed as first in rank: the ghost was first.
+	counted := func() (int, []execution) { return notFirst(j, logs, from) }
 	// The ghost is first for about a third of the ticks: wait for some.
 	testkit.Eventually(t, 60*time.Second, "ticks the ghost was first for", func() bool {
 		n, ghost := counted()
@@ -295,6 +278,29 @@ func TestDeadPreferredReplicaFallsBack(t *testing.T) {
 		t.Errorf("the ghost was first for %d of %d ticks; it should be for about a third", len(ghost), n)
 	}
 	t.Logf("%d ticks counted, the ghost first for %d", n, len(ghost))
+}
+
+// firstInRank matches the debug line of a claim first in rank.
+var firstInRank = regexp.MustCompile(`tick claimed: first in rank: job=(\S+) tick=(\S+)`)
+
+// notFirst counts the runs in j of ticks from from on, and returns those
+// of them that no replica logged (logs, at debug level) as claimed first in
+// rank: a member that does not run the job was first.
+func notFirst(j *journal, logs *lockedWriter, from time.Time) (n int, notFirst []execution) {
+	preferred := map[string]bool{}
+	for _, m := range firstInRank.FindAllStringSubmatch(logs.String(), -1) {
+		preferred[m[1]+" "+m[2]] = true
+	}
+	for _, x := range j.all() {
+		if x.info.Tick.Before(from) {
+			continue
+		}
+		n++
+		if !preferred[x.info.Job+" "+x.info.Tick.UTC().Format(time.RFC3339Nano)] {
+			notFirst = append(notFirst, x)
+		}
+	}
+	return n, notFirst
 }
 
 func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
@@ -409,23 +415,7 @@ func TestOtherProgramDoesNotDelayTheFleet(t *testing.T) {
 		return len(keys) == 2 && members(srv) == 4
 	})
 	from := time.Now().Add(ttl) // every replica knows its group by then
-	first := regexp.MustCompile(`tick claimed: first in rank: job=(\S+) tick=(\S+)`)
-	counted := func() (n int, unclaimed []execution) {
-		preferred := map[string]bool{}
-		for _, m := range first.FindAllStringSubmatch(logs.String(), -1) {
-			preferred[m[1]+" "+m[2]] = true
-		}
-		for _, x := range j.all() {
-			if x.info.Tick.Before(from) {
-				continue
-			}
-			n++
-			if !preferred[x.info.Job+" "+x.info.Tick.UTC().Format(time.RFC3339Nano)] {
-				unclaimed = append(unclaimed, x)
-			}
-		}
-		return n, unclaimed
-	}
+	counted := func() (int, []execution) { return notFirst(j, logs, from) }
 	// With one group for all four, the other program would be first for
 	// about half of these ticks.
 	testkit.Eventually(t, 30*time.Second, "four counted ticks of every job", func() bool {
