@@ -18,9 +18,11 @@ const controlTopic = "control"
 const manualSuffix = "!manual"
 
 // Trigger asks the fleet to run the job once now, besides its schedule: it
-// counts the request in the job's ledger and publishes it, and every
-// replica that runs the job (Run) claims the manual run under the job's
-// lock; one runs it, the others find it done. A manual run waits for a run
+// counts the request in the job's ledger and publishes it, and the
+// replica that runs the job (Run) and is first in rank for the manual run
+// claims it under the job's lock and runs it; the others hear it claimed
+// and done, and claim it only if its claimant dies or does not claim it
+// within their fallback delay (see the package doc, "Who claims"). A manual run waits for a run
 // of the job under way, and it runs while the job is paused, as
 // Kubernetes runs a Job created from a suspended CronJob. Replicas that are
 // not connected when the request is published do not see it; if none is,

@@ -117,16 +117,16 @@ func (c *Client) heardDone(g *Ledger) int64 {
 // milliseconds; it is published by a goroutine that drains the queue and
 // ends when it is empty. A Client announces the claims of the ledgers it
 // watches itself (the members of a fleet that listens for them), and the
-// finishes of the claims it announced. Delivery is at most once: a watcher's Pub/Sub
-// connection that is down at that moment misses it (a Watch is a hint, the
-// ledger decides).
+// finishes of the claims it announced. Delivery is at most once: a
+// watcher's Pub/Sub connection that is down at that moment misses it (a
+// Watch is a hint, the ledger decides).
 //
 // A message is this Client's owner prefix, then one record per event,
 // each "\x1e" followed by a letter (c claimed, d done, b given back, s
 // let go: the lock was held for an earlier tick), the tick (and for a
 // claim "+" and its lease in ms), "\x1f", the lock's channel, "\x1f" and
-// the ledger's id. Events of
-// a lock or ledger whose name holds either separator are not announced.
+// the ledger's id. Events of a lock or ledger whose name holds either
+// separator are not announced.
 
 // announceLinger is how long the first event of a batch waits for others.
 const announceLinger = 2 * time.Millisecond
