@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
+	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -115,5 +116,48 @@ func TestLedgerPauseAndTrigger(t *testing.T) {
 				t.Fatalf("state: %+v; want 3 triggers, not paused", st)
 			}
 		})
+	}
+}
+
+// Subscribed is false while the server has not confirmed a subscription
+// (here it is paused), and once it is true, a message published once
+// reaches the subscriber: what a replica's readiness rests on.
+func TestSubscribedOnceConfirmed(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c, err := lock.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st := fleet.New(c)
+	if !st.Subscribed() {
+		t.Fatal("Subscribed is false with no subscription")
+	}
+	got := make(chan string, 10)
+	srv.Pause()
+	stop, err := st.Subscribe("control", func(p string) { got <- p })
+	if err != nil {
+		srv.Resume()
+		t.Fatal(err)
+	}
+	defer stop()
+	// A paused server cannot have answered: this is no race.
+	if st.Subscribed() {
+		srv.Resume()
+		t.Fatal("Subscribed is true before the paused server confirmed the subscription")
+	}
+	srv.Resume()
+	testkit.Eventually(t, 10*time.Second, "the subscription confirmed", st.Subscribed)
+	if _, err := st.Publish(testkit.Context(t), "control", "once"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-got:
+		if p != "once" {
+			t.Fatalf("heard %q, want %q", p, "once")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a message published once Subscribed was true was not heard")
 	}
 }
