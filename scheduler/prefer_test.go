@@ -444,27 +444,8 @@ func TestOtherProgramDoesNotDelayTheFleet(t *testing.T) {
 func TestLongRunsClaimedOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	j := newJournal()
 	const nJobs, ttl, fallback, work = 6, 600 * time.Millisecond, 150 * time.Millisecond, 800 * time.Millisecond
-	var fleet []*replica
-	var logs []*claimLog
-	for i := range 3 {
-		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
-		for k := range nJobs {
-			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 2s", Run: j.fn(func(ctx context.Context) error {
-				select {
-				case <-time.After(work):
-				case <-ctx.Done():
-				}
-				return nil
-			})})
-		}
-		fleet, logs = append(fleet, r), append(logs, h)
-	}
-	for _, r := range fleet {
-		r.start()
-	}
-	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	j, fleet, logs := longRuns(t, srv, nJobs, "@every 2s", work, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
 	from := time.Now().Add(ttl)
 	testkit.Eventually(t, 30*time.Second, "three counted ticks of every job", func() bool {
 		n := 0
@@ -542,27 +523,8 @@ func TestReplicaJoiningAheadMissesNoTick(t *testing.T) {
 func TestBusyTicksClaimedOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	j := newJournal()
 	const nJobs, ttl, fallback, work = 4, 600 * time.Millisecond, 300 * time.Millisecond, 2500 * time.Millisecond
-	var fleet []*replica
-	var logs []*claimLog
-	for i := range 3 {
-		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
-		for k := range nJobs {
-			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 1s", Overlap: scheduler.OverlapSkip, Run: j.fn(func(ctx context.Context) error {
-				select {
-				case <-time.After(work):
-				case <-ctx.Done():
-				}
-				return nil
-			})})
-		}
-		fleet, logs = append(fleet, r), append(logs, h)
-	}
-	for _, r := range fleet {
-		r.start()
-	}
-	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	j, fleet, logs := longRuns(t, srv, nJobs, "@every 1s", work, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
 	from := time.Now().Add(ttl).Truncate(time.Second).Add(time.Second)
 	to := from.Add(6 * time.Second)
 	testkit.Eventually(t, 30*time.Second, "the counted ticks decided", func() bool {
@@ -595,4 +557,32 @@ func TestBusyTicksClaimedOnce(t *testing.T) {
 		t.Errorf("%d runs of 2.5 s in 6 ticks of %d jobs, want at most %d", ran, nJobs, max)
 	}
 	t.Logf("%d ticks counted, %d ran, the others found the lock held", 6*nJobs, ran)
+}
+
+// longRuns starts three replicas on srv, whose claims are logged, each with
+// nJobs jobs on schedule (overlap skip) whose runs take work, and waits
+// until all three are members.
+func longRuns(t *testing.T, srv *redistest.Server, nJobs int, schedule string, work time.Duration, opts ...scheduler.Option) (*journal, []*replica, []*claimLog) {
+	t.Helper()
+	j := newJournal()
+	var fleet []*replica
+	var logs []*claimLog
+	for i := range 3 {
+		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), opts...)
+		for k := range nJobs {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: schedule, Overlap: scheduler.OverlapSkip, Run: j.fn(func(ctx context.Context) error {
+				select {
+				case <-time.After(work):
+				case <-ctx.Done():
+				}
+				return nil
+			})})
+		}
+		fleet, logs = append(fleet, r), append(logs, h)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	return j, fleet, logs
 }
