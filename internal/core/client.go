@@ -310,7 +310,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 
 // Close releases every lease the Client still holds (each lease's context
 // is cancelled with ErrReleased and ErrClosed), makes waiting Lock calls
-// return ErrClosed, stops every watchdog and closes the Pub/Sub connection.
+// return ErrClosed, stops the watchdog and closes the Pub/Sub connection.
 // It returns once all of that is done, or the first error from releasing.
 // It does not close the redis client given to New. A second Close returns
 // nil.

@@ -299,7 +299,8 @@ func (l *Lease) reenter(ctx context.Context) (*Lease, error) {
 	return nil, badReply(l.k, r)
 }
 
-// maxRenewals is how many batches of renewals may be in flight at once.
+// maxRenewals is how many batches of renewals in flight may hold one lease
+// at once (Client.renew).
 const maxRenewals = 3
 
 func (l *Lease) extend(deadline time.Time) {

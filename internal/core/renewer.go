@@ -28,22 +28,39 @@ import (
 //
 // The leases that joined are renewed by one goroutine (loop), which runs
 // while there are any, and sends each batch on a goroutine of its own
-// (fly). A batch is due when one lease is: lease/3 after its last
-// successful renewal (or acquisition) was sent, or lease/12 after a
-// renewal that failed with an error. It holds every lease that is at least
-// a third of that interval old, so that leases align into the same batch
-// and none waits a whole round trip behind a batch it was not in. While a
-// batch is in flight no other is sent, but for a late one: a batch with no
-// reply after twice the last round trip (and at least lease/12) is sent
-// again at once, while still in flight, so on another connection: before
-// the deadline, so that a reply held up on one connection (a stalled link,
-// a server that answers late) does not cost the leases while another
-// request can still make it. At most maxRenewals batches are in flight.
-// A lease's deadline counts from the send time of its latest renewal that
-// succeeded, whichever batch it was in. A renewal that finds the lock gone
-// or another owner's loses that lease. The deadline timer, not the
+// (fly); the Redis backend sends a batch as one pipeline on a connection
+// of the client's main pool (renewAll). A batch is due when one lease is:
+// lease/3 after its last successful renewal (or acquisition) was sent, or
+// lease/12 after a renewal that failed with an error. It holds every lease
+// that is at least a third of that interval old, so that leases align into
+// the same batch. While a batch is in flight no other is sent, but for two
+// cases. A lease that is in no batch in flight, and was a third of its
+// interval old already when the latest went out (it joined after, its
+// acquisition having answered late, or its own batch answered just after),
+// goes out at once, in a batch of such leases: no lease waits a round trip
+// behind a batch it was not in. And a batch with no reply after twice the
+// last round trip (and at least lease/12) is sent again at once, while
+// still in flight, so on another connection: before the deadline, so that
+// a reply held up on one connection (a stalled link, a server that answers
+// late) does not cost the leases while another request can still make it;
+// once one copy answers, the others hold nothing back. A lease is in at
+// most maxRenewals batches in flight. A lease's deadline counts from the
+// send time of its latest renewal that succeeded, whichever batch it was
+// in. A renewal that finds the lock gone or another owner's loses that
+// lease (the others of its batch are not touched); one that fails with an
+// error is tried again lease/12 later. The deadline timer, not the
 // renewer, declares a lease lost if no renewal succeeds in time, so a
-// batch stuck on a silent server cannot delay the signal.
+// batch stuck on a silent server cannot delay the signal. Unlock and
+// Client.Close stop a lease's renewals and wait until no batch that holds
+// it is in flight (stop), so that nothing renews a lock after its release
+// is sent.
+//
+// Arithmetic, for a lease whose round trip went up to 0.39 of it: a lease
+// younger than a third of its interval when a batch goes out without it is
+// due at most lease/3 after that, waits at most for the batch's reply (a
+// round trip), and its own renewal answers a round trip later: lease/9 +
+// 2 × 0.39 = 0.89 of the lease after its last successful send, inside its
+// deadline (0.9).
 //
 // renewer is safe for concurrent use.
 type renewer struct {
@@ -243,15 +260,19 @@ func (r *renewer) loop() {
 // to look again (zero: when a batch answers or a lease joins). r.mu is
 // held.
 func (r *renewer) plan(now time.Time) (*flight, time.Time) {
-	if len(r.flights) >= maxRenewals {
-		return nil, time.Time{}
-	}
 	var next, latest time.Time // latest: when the latest batch that holds the others back went out
 	for _, f := range r.flights {
 		if f.settled {
 			continue
 		}
 		lateAt := f.sent.Add(max(2*r.rtt, f.late))
+		if !now.Before(lateAt) && r.copies(f.first) >= maxRenewals {
+			// Late, and sent as often as it may be: wait for an answer.
+			if f.sent.After(latest) {
+				latest = f.sent
+			}
+			continue
+		}
 		if !now.Before(lateAt) {
 			f.settled = true
 			if b := r.batch(now, f.first, false); b != nil {
@@ -295,7 +316,7 @@ func (r *renewer) plan(now time.Time) (*flight, time.Time) {
 func (r *renewer) batch(now time.Time, first *flight, free bool) *flight {
 	var f *flight
 	for l := range r.held {
-		if now.Before(l.lastOK.Add(l.lease/9)) || (free && l.flying > 0) {
+		if now.Before(l.lastOK.Add(l.lease/9)) || (free && l.flying > 0) || l.flying >= maxRenewals {
 			continue
 		}
 		if f == nil {
@@ -313,6 +334,17 @@ func (r *renewer) batch(now time.Time, first *flight, free bool) *flight {
 		r.flights = append(r.flights, f)
 	}
 	return f
+}
+
+// copies returns how many copies of first are in flight. r.mu is held.
+func (r *renewer) copies(first *flight) int {
+	n := 0
+	for _, f := range r.flights {
+		if f.first == first {
+			n++
+		}
+	}
+	return n
 }
 
 func earliest(a, b time.Time) time.Time {
