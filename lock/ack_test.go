@@ -75,6 +75,32 @@ func TestReplicaAckWaitsForReplica(t *testing.T) {
 	}
 }
 
+// A Client's leases of every kind are renewed together, in one pipeline
+// that ends with WAIT: each renewal acknowledged, and every lease kept.
+func TestReplicaAckRenewsLeasesTogether(t *testing.T) {
+	srv := redistest.Start(t)
+	startReplica(t, srv)
+	ctx := testkit.Context(t)
+	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 5*time.Second), lock.WithLeaseTime(300*time.Millisecond))
+	var leases []*lock.Lease
+	for _, l := range []lock.Locker{c.Mutex("acked-a"), c.Mutex("acked-b"), c.FairMutex("acked-c"), c.RWMutex("acked-d"), c.Semaphore("acked-e", 2)} {
+		leases = append(leases, locktest.MustLock(t, ctx, l))
+	}
+	select {
+	case <-leases[0].Done():
+	case <-leases[4].Done():
+	case <-time.After(time.Second): // ten renewal periods
+	}
+	for _, l := range leases {
+		if err := l.Err(); err != nil {
+			t.Errorf("lease %q under replica acknowledgement: %v", l.Name(), err)
+		}
+	}
+	for _, l := range leases {
+		locktest.MustUnlock(t, l)
+	}
+}
+
 // WAITAOF on a server that lacks it: a clear error, and nothing held.
 func TestAOFAckUnsupported(t *testing.T) {
 	t.Parallel()
