@@ -36,7 +36,7 @@
 // Both the renewal schedule and that deadline count from when each
 // successful request was sent, not from when its reply came: a batch is
 // due when one of its leases is, lease/3 after its last successful renewal
-// was sent, and it holds every lease at least a third of that interval
+// was sent, and it holds every lease at least a sixth of that interval
 // old, so that the leases align. While a batch is in flight no other goes
 // out (but for a lease that was not in it and is already due: it does not
 // wait a round trip behind a batch it was not in), so the connection the

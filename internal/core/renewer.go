@@ -32,10 +32,10 @@ import (
 // of the client's main pool (renewAll). A batch is due when one lease is:
 // lease/3 after its last successful renewal (or acquisition) was sent, or
 // lease/12 after a renewal that failed with an error. It holds every lease
-// that is at least a third of that interval old, so that leases align into
-// the same batch. While a batch is in flight no other is sent, but for two
-// cases. A lease that is in no batch in flight, and was a third of its
-// interval old already when the latest went out (it joined after, its
+// that is at least a sixth of that interval old (ripe), so that leases
+// align into the same batch. While a batch is in flight no other is sent,
+// but for two cases. A lease that is in no batch in flight, and was ripe
+// already when the latest went out (it joined after, its
 // acquisition having answered late, or its own batch answered just after),
 // goes out at once, in a batch of such leases: no lease waits a round trip
 // behind a batch it was not in. And a batch with no reply after twice the
@@ -55,12 +55,14 @@ import (
 // it is in flight (stop), so that nothing renews a lock after its release
 // is sent.
 //
-// Arithmetic, for a lease whose round trip went up to 0.39 of it: a lease
-// younger than a third of its interval when a batch goes out without it is
-// due at most lease/3 after that, waits at most for the batch's reply (a
-// round trip), and its own renewal answers a round trip later: lease/9 +
-// 2 × 0.39 = 0.89 of the lease after its last successful send, inside its
-// deadline (0.9).
+// Arithmetic, for a lease whose round trip went up to 0.4 of it: a lease
+// not yet ripe when a batch goes out without it (younger than lease/18)
+// is due at most lease/3 after its last successful send, waits at most for
+// the batch's reply (a round trip after the batch's send), and its own
+// renewal answers a round trip later: lease/18 + 2 × 0.4 = 0.856 of the
+// lease after its last successful send, inside its deadline (0.9). (With
+// a third of the interval, lease/9, it was 0.911: the fault suite's added
+// round trip of 0.4 × a 2 s lease lost leases, seed 38.)
 //
 // renewer is safe for concurrent use.
 type renewer struct {
@@ -169,8 +171,8 @@ func (r *renewer) arm(at time.Time) {
 }
 
 // join moves the leases that are due, with those due within a twelfth of
-// their lease (early is harmless: a batch holds a lease only once it is a
-// third of its interval old), to the loop, starts their deadlines' timers,
+// their lease (early is harmless: a batch holds a lease only once it is
+// ripe), to the loop, starts their deadlines' timers,
 // and sets the timer for the next.
 func (r *renewer) join() {
 	r.mu.Lock()
@@ -286,15 +288,15 @@ func (r *renewer) plan(now time.Time) (*flight, time.Time) {
 		next = earliest(next, lateAt)
 	}
 	// While a batch is in flight no other is sent, but for a lease that is
-	// in none and was a third of its interval old already when the latest
-	// went out (it joined later, after an acquisition that answered late,
-	// or its own batch answered just after): it must not wait a round trip
-	// behind a batch it is not in. One that was younger can: it is due
-	// within lease/3 of the batch's send, and its own renewal, sent when
-	// the batch answers, answers by lease/9 + 2 round trips after its last,
-	// within its deadline while the round trip is under 0.39 of the lease.
+	// in none and was ripe already when the latest went out (it joined
+	// later, after an acquisition that answered late, or its own batch
+	// answered just after): it must not wait a round trip behind a batch it
+	// is not in. One that was younger can: it is due within lease/3 of its
+	// last send, and its own renewal, sent when the batch answers, answers
+	// by lease/18 + 2 round trips after its last, within its deadline while
+	// the round trip is under 0.4 of the lease.
 	for l := range r.held {
-		if !latest.IsZero() && (l.flying > 0 || l.lastOK.Add(l.lease/9).After(latest)) {
+		if !latest.IsZero() && (l.flying > 0 || l.lastOK.Add(ripe(l)).After(latest)) {
 			continue
 		}
 		at := l.lastOK.Add(l.lease / 3)
@@ -309,14 +311,13 @@ func (r *renewer) plan(now time.Time) (*flight, time.Time) {
 	return nil, next
 }
 
-// batch registers in flight, and returns, a batch of every held lease at
-// least a third of its interval old (lease/9 since its last successful
-// send), of those in no batch in flight if free, a copy of first if that is
+// batch registers in flight, and returns, a batch of every held lease
+// that is ripe, of those in no batch in flight if free, a copy of first if that is
 // not nil; nil if there is none. r.mu is held.
 func (r *renewer) batch(now time.Time, first *flight, free bool) *flight {
 	var f *flight
 	for l := range r.held {
-		if now.Before(l.lastOK.Add(l.lease/9)) || (free && l.flying > 0) || l.flying >= maxRenewals {
+		if now.Before(l.lastOK.Add(ripe(l))) || (free && l.flying > 0) || l.flying >= maxRenewals {
 			continue
 		}
 		if f == nil {
@@ -346,6 +347,10 @@ func (r *renewer) copies(first *flight) int {
 	}
 	return n
 }
+
+// ripe is how long after its last successful send a lease joins a batch:
+// a sixth of its renewal interval (see renewer's arithmetic).
+func ripe(l *Lease) time.Duration { return l.lease / 18 }
 
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || b.Before(a) {
