@@ -146,34 +146,26 @@ func (b *redisBackend) pipelineAcked(ctx context.Context, node redis.Cmdable, sc
 	if err := cmd.Err(); err != nil {
 		return cmd, 0, err
 	}
-	n, err := ackedBy(b.ack, wait)
-	return cmd, n, err
-}
-
-// ackedBy reads the reply of WAIT or WAITAOF: how many replicas
-// acknowledged, or an error (the primary's own append-only file did not
-// acknowledge, or the command failed).
-func ackedBy(ack *ackOptions, wait *redis.Cmd) (int64, error) {
 	v, err := wait.Result()
 	if err != nil {
-		if ack.aof && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
-			return 0, fmt.Errorf("WAITAOF needs Redis 7.2 or later; the server answered %q: %w", err.Error(), errors.ErrUnsupported)
+		if b.ack.aof && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+			return cmd, 0, fmt.Errorf("WAITAOF needs Redis 7.2 or later; the server answered %q: %w", err.Error(), errors.ErrUnsupported)
 		}
-		return 0, fmt.Errorf("%s: %w", wait.Args()[0], err)
+		return cmd, 0, fmt.Errorf("%s: %w", wait.Args()[0], err)
 	}
-	if ack.aof {
+	if b.ack.aof {
 		// WAITAOF answers [local, replicas].
 		xs, ok := v.([]any)
 		if !ok || len(xs) != 2 {
-			return 0, fmt.Errorf("WAITAOF: unexpected reply %v", v)
+			return cmd, 0, fmt.Errorf("WAITAOF: unexpected reply %v", v)
 		}
 		local, _ := xs[0].(int64)
 		n, _ := xs[1].(int64)
-		if local < int64(ack.local) {
-			return 0, fmt.Errorf("the primary's append-only file did not acknowledge within %v: %w", ack.timeout, ErrNoAck)
+		if local < int64(b.ack.local) {
+			return cmd, 0, fmt.Errorf("the primary's append-only file did not acknowledge within %v: %w", b.ack.timeout, ErrNoAck)
 		}
-		return n, nil
+		return cmd, n, nil
 	}
 	n, _ := v.(int64)
-	return n, nil
+	return cmd, n, nil
 }
