@@ -515,50 +515,6 @@ func TestReplicaJoiningAheadMissesNoTick(t *testing.T) {
 	checkOncePerTick(t, j.byJob(), time.Second)
 }
 
-// While a run holds a job's lock, each tick due meanwhile (overlap skip) is
-// claimed by one replica: the first in rank that does not run it finds the
-// lock held and tells the fleet, and the others send nothing. (The replica
-// that runs it skips the tick without a claim; when it is first in rank,
-// the second claims after its fallback, and the third hears that.)
-func TestBusyTicksClaimedOnce(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	const nJobs, ttl, fallback, work = 4, 600 * time.Millisecond, 300 * time.Millisecond, 2500 * time.Millisecond
-	j, fleet, logs := longRuns(t, srv, nJobs, "@every 1s", work, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
-	from := time.Now().Add(ttl).Truncate(time.Second).Add(time.Second)
-	to := from.Add(6 * time.Second)
-	testkit.Eventually(t, 30*time.Second, "the counted ticks decided", func() bool {
-		return time.Now().After(to.Add(time.Second)) // the last counted tick's fallbacks (2 × 300 ms) are over
-	})
-	for _, r := range fleet {
-		r.stop(t)
-	}
-	checkOncePerTick(t, j.byJob(), 0)
-	ran := 0
-	for k := range nJobs {
-		job := jobName(k)
-		for tick := from; tick.Before(to); tick = tick.Add(time.Second) {
-			ms := tick.UnixMilli()
-			total := 0
-			for _, h := range logs {
-				total += h.count(job, ms)
-			}
-			if total != 1 {
-				t.Errorf("job %s tick %s: %d claims across the fleet, want 1", job, fmtMs(ms), total)
-			}
-		}
-		for _, x := range j.byJob()[job] {
-			if !x.info.Tick.Before(from) && x.info.Tick.Before(to) {
-				ran++
-			}
-		}
-	}
-	if max := nJobs * 3; ran > max {
-		t.Errorf("%d runs of 2.5 s in 6 ticks of %d jobs, want at most %d", ran, nJobs, max)
-	}
-	t.Logf("%d ticks counted, %d ran, the others found the lock held", 6*nJobs, ran)
-}
-
 // longRuns starts three replicas on srv, whose claims are logged, each with
 // nJobs jobs on schedule (overlap skip) whose runs take work, and waits
 // until all three are members.
