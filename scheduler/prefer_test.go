@@ -444,8 +444,27 @@ func TestOtherProgramDoesNotDelayTheFleet(t *testing.T) {
 func TestLongRunsClaimedOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	j := newJournal()
 	const nJobs, ttl, fallback, work = 6, 600 * time.Millisecond, 150 * time.Millisecond, 800 * time.Millisecond
-	j, fleet, logs := longRuns(t, srv, nJobs, "@every 2s", work, scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
+	var fleet []*replica
+	var logs []*claimLog
+	for i := range 3 {
+		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl))
+		for k := range nJobs {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 2s", Run: j.fn(func(ctx context.Context) error {
+				select {
+				case <-time.After(work):
+				case <-ctx.Done():
+				}
+				return nil
+			})})
+		}
+		fleet, logs = append(fleet, r), append(logs, h)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
 	from := time.Now().Add(ttl)
 	testkit.Eventually(t, 30*time.Second, "three counted ticks of every job", func() bool {
 		n := 0
@@ -513,32 +532,4 @@ func TestReplicaJoiningAheadMissesNoTick(t *testing.T) {
 	}
 	a.stop(t)
 	checkOncePerTick(t, j.byJob(), time.Second)
-}
-
-// longRuns starts three replicas on srv, whose claims are logged, each with
-// nJobs jobs on schedule (overlap skip) whose runs take work, and waits
-// until all three are members.
-func longRuns(t *testing.T, srv *redistest.Server, nJobs int, schedule string, work time.Duration, opts ...scheduler.Option) (*journal, []*replica, []*claimLog) {
-	t.Helper()
-	j := newJournal()
-	var fleet []*replica
-	var logs []*claimLog
-	for i := range 3 {
-		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), opts...)
-		for k := range nJobs {
-			r.add(t, scheduler.Job{Name: jobName(k), Schedule: schedule, Overlap: scheduler.OverlapSkip, Run: j.fn(func(ctx context.Context) error {
-				select {
-				case <-time.After(work):
-				case <-ctx.Done():
-				}
-				return nil
-			})})
-		}
-		fleet, logs = append(fleet, r), append(logs, h)
-	}
-	for _, r := range fleet {
-		r.start()
-	}
-	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
-	return j, fleet, logs
 }
