@@ -268,7 +268,7 @@ func (s *Scheduler) claimsManual(e *entry, n int64) bool {
 	if s.opt.fallback <= 0 || s.members == nil {
 		return true
 	}
-	rank, ok := s.members.rank(e.job.Name+manualSuffix, n)
+	rank, ok := s.members.rank(e.job.Name+manualSuffix, n, 0)
 	if !ok || rank == 0 {
 		return true
 	}

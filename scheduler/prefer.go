@@ -9,6 +9,8 @@ import (
 	"hash/fnv"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,14 +66,16 @@ const (
 // depends on it, never whether the tick runs once.
 type membership struct {
 	store *fleet.Store
-	self  string
+	base  string // replica#random: the member's name in every group, before its start
 	ttl   time.Duration
 
 	kick chan struct{} // the jobs changed: heartbeat at once
 
 	mu      sync.Mutex
 	group   string    // the group of the last heartbeat (memberGroup)
+	self    string    // the name in group: base@start (memberName)
 	members []string  // sorted, self included, after a heartbeat that worked
+	starts  []int64   // each member's start (memberStart), in the order of members
 	at      time.Time // when that heartbeat was sent (monotonic)
 	failing bool      // heartbeats fail: logged once
 }
@@ -79,7 +83,34 @@ type membership struct {
 func newMembership(store *fleet.Store, replica string, ttl time.Duration) *membership {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return &membership{store: store, self: replica + "#" + hex.EncodeToString(b[:]), ttl: ttl, kick: make(chan struct{}, 1)}
+	return &membership{store: store, base: replica + "#" + hex.EncodeToString(b[:]), ttl: ttl, kick: make(chan struct{}, 1)}
+}
+
+// memberName is the name of a replica in a group whose trigger loops all
+// fire every tick after start (its own clock): base@start, start in unix
+// ms, the latest of the loops' starts (entry.from). The others rank it
+// only for the ticks after start (memberStart): a replica whose clock is
+// ahead, ranked first for a tick before its start, would never fire it,
+// and its claim of the next tick would make the fleet count the earlier
+// one done (the soak's miss, seed 37). The start is the loops' own, not
+// the heartbeat's time: a loop on a loaded machine may fire a tick due
+// before the first heartbeat after it, and must be ranked for it.
+func memberName(base string, start time.Time) string {
+	return base + "@" + strconv.FormatInt(start.UnixMilli(), 10)
+}
+
+// memberStart is the start in member's name (memberName), or 0 if it has
+// none: a member named otherwise is ranked for every tick.
+func memberStart(member string) int64 {
+	i := strings.LastIndexByte(member, '@')
+	if i < strings.LastIndexByte(member, '#') {
+		return 0
+	}
+	n, err := strconv.ParseInt(member[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // changed asks for a heartbeat at once: the Scheduler's jobs changed, and
@@ -101,9 +132,9 @@ func (m *membership) run(s *Scheduler, stop <-chan struct{}) {
 		select {
 		case <-stop:
 			m.mu.Lock()
-			group := m.group
+			group, self := m.group, m.self
 			m.mu.Unlock()
-			m.leave(s, group)
+			m.leave(s, group, self)
 			return
 		case <-t.C:
 		case <-m.kick:
@@ -111,42 +142,47 @@ func (m *membership) run(s *Scheduler, stop <-chan struct{}) {
 	}
 }
 
-// leave takes this replica out of group at once, so that the others stop
-// ranking it first.
-func (m *membership) leave(s *Scheduler, group string) {
+// leave takes this replica, named self there, out of group at once, so
+// that the others stop ranking it first.
+func (m *membership) leave(s *Scheduler, group, self string) {
 	if group == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
-	err := m.store.Leave(ctx, group, m.self)
+	err := m.store.Leave(ctx, group, self)
 	cancel()
 	if err != nil {
-		s.log.Debug("leaving the fleet's membership failed; it expires", "member", m.self, "group", group, "ttl", m.ttl, "error", err)
+		s.log.Debug("leaving the fleet's membership failed; it expires", "member", self, "group", group, "ttl", m.ttl, "error", err)
 	}
 }
 
 func (m *membership) beat(s *Scheduler) {
 	s.mu.Lock()
 	names := make([]string, 0, len(s.entries))
-	for name := range s.entries {
+	var start time.Time // the latest start of the group's trigger loops
+	for name, e := range s.entries {
 		names = append(names, name)
+		if e.from.After(start) {
+			start = e.from
+		}
 	}
 	s.mu.Unlock()
 	group := memberGroup(names)
 	m.mu.Lock()
-	old := m.group
+	old, self := m.group, m.self
 	m.mu.Unlock()
 	if old != group {
-		m.leave(s, old)
+		m.leave(s, old, self)
+		self = memberName(m.base, start)
 	}
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(s.stopCtx, m.ttl/3)
-	members, err := m.store.Heartbeat(ctx, group, m.self, m.ttl)
+	members, err := m.store.Heartbeat(ctx, group, self, m.ttl)
 	cancel()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old != group {
-		m.group, m.members, m.at = group, nil, time.Time{}
+		m.group, m.self, m.members, m.starts, m.at = group, self, nil, nil, time.Time{}
 	}
 	if err != nil {
 		if !m.failing && s.stopCtx.Err() == nil {
@@ -161,25 +197,34 @@ func (m *membership) beat(s *Scheduler) {
 	if len(members) != len(m.members) && s.log.IsDebug() {
 		s.log.Debug("fleet membership", "members", members)
 	}
-	m.members, m.at, m.failing = members, sent, false
+	starts := make([]int64, len(members))
+	for i, o := range members {
+		starts[i] = memberStart(o)
+	}
+	m.members, m.starts, m.at, m.failing = members, starts, sent, false
 }
 
 // rank is this replica's place among the live members for the tick of the
-// job (0: first), by rendezvous hashing: every replica that sees the same
-// members computes the same order. ok is false when the membership is
+// job (0: first), by rendezvous hashing on key (the tick in ms, or a
+// manual run's number): every replica that sees the same members computes
+// the same order. Members whose start (memberStart) is not before tick, a
+// time in ms, are not ranked for it (they do not fire it); when this
+// replica is one of them, it comes after every member that is. A tick of 0
+// ranks every member (manual runs). ok is false when the membership is
 // unknown or stale: then this replica claims at once, as if alone.
-func (m *membership) rank(job string, tick int64) (rank int, ok bool) {
+func (m *membership) rank(job string, key, tick int64) (rank int, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.at.IsZero() || time.Since(m.at) >= m.ttl || !slices.Contains(m.members, m.self) {
 		return 0, false
 	}
-	mine := rendezvous(m.self, job, tick)
-	for _, o := range m.members {
-		if o == m.self {
+	late := tick != 0 && memberStart(m.self) >= tick
+	mine := rendezvous(m.self, job, key)
+	for i, o := range m.members {
+		if o == m.self || (tick != 0 && m.starts[i] >= tick) {
 			continue
 		}
-		if h := rendezvous(o, job, tick); h > mine || (h == mine && o < m.self) {
+		if h := rendezvous(o, job, key); late || h > mine || (h == mine && o < m.self) {
 			rank++
 		}
 	}
@@ -317,7 +362,7 @@ func (s *Scheduler) claimsNow(e *entry, tick time.Time) bool {
 		return true
 	}
 	ms := tick.UnixMilli()
-	rank, ok := s.members.rank(e.job.Name, ms)
+	rank, ok := s.members.rank(e.job.Name, ms, ms)
 	switch {
 	case !ok:
 		s.tel.claimed(e.job.Name, claimUnknown)

@@ -16,6 +16,7 @@ import (
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -499,4 +500,39 @@ func TestLongRunsClaimedOnce(t *testing.T) {
 		}
 	}
 	t.Logf("%d ticks of runs longer than the fallback (%v) counted", ticks, fallback)
+}
+
+// A replica that joins with its clock ahead fires only the ticks after its
+// start on its own clock: the others do not rank it first for the ticks
+// before (here the tick less than a second after it joins, which it never
+// fires), or its claim of the next tick would come first and the earlier
+// one be heard done and lost. The skewed replica joins three times, each
+// 0.3 s into a second (its clock then reads 0.1 s into the next), with 20
+// jobs: about half of them were ranked first on it for the next tick, and
+// each round lost those ticks (the soak's miss, seed 37).
+func TestReplicaJoiningAheadMissesNoTick(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	ttl := scheduler.WithMemberTTL(300 * time.Millisecond) // the others hear of a joiner within 100 ms
+	addJobs := func(r *replica) {
+		for k := range 20 {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 1s", Run: j.fn(nil)})
+		}
+	}
+	a := newRedisReplica(t, srv, "a", nil, ttl)
+	addJobs(a)
+	a.start()
+	testkit.Eventually(t, 10*time.Second, "a tick run", func() bool { return len(j.byJob()) > 0 })
+	for round := range 3 {
+		now := time.Now()
+		time.Sleep(now.Truncate(time.Second).Add(1300 * time.Millisecond).Sub(now)) // the instant of the scenario, not a synchronisation
+		b := newRedisReplica(t, srv, fmt.Sprintf("ahead-%d", round), nil, ttl, scheduler.WithClock(testclock.Offset(800*time.Millisecond)))
+		addJobs(b)
+		b.start()
+		time.Sleep(2500 * time.Millisecond) // the length of the round
+		b.stop(t)
+	}
+	a.stop(t)
+	checkOncePerTick(t, j.byJob(), time.Second)
 }

@@ -76,8 +76,11 @@ type entry struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// The trigger loop: started (under s.mu) once, quit closed by Update
-	// or Remove to end it, done closed when it has returned.
+	// or Remove to end it, done closed when it has returned. It fires the
+	// ticks after from, the Scheduler's clock when it was started: never
+	// after this replica's start in its membership group (memberName).
 	started bool
+	from    time.Time
 	quit    chan struct{}
 	done    chan struct{}
 	// prev is the definition whose loop this entry's took over from
@@ -238,6 +241,7 @@ func (s *Scheduler) startLoop(e *entry) {
 		return
 	}
 	e.started = true
+	e.from = s.opt.clock.Now()
 	s.wg.Add(1)
 	go s.loop(e)
 }
@@ -257,15 +261,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	s.started = true
+	for _, e := range s.order {
+		s.startLoop(e)
+	}
 	if s.members != nil {
+		// After the loops start: the membership names this replica by their
+		// latest start (memberName).
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.members.run(s, s.stopping)
 		}()
-	}
-	for _, e := range s.order {
-		s.startLoop(e)
 	}
 	n := len(s.order)
 	s.mu.Unlock()
@@ -508,10 +514,12 @@ func (s *Scheduler) after(e *entry, tick time.Time) time.Time {
 }
 
 // catchUp applies the job's misfire policy to the ticks due since the
-// ledger's latest claimed tick (every replica was down for them) and
-// returns the first tick to wait for.
+// ledger's latest claimed tick (every replica was down for them), up to
+// e.from, and returns the first tick to wait for: the first after e.from,
+// even if it is due by now (its Watch took that long), so that the loop
+// fires every tick for which the fleet may rank this replica.
 func (s *Scheduler) catchUp(e *entry) time.Time {
-	now := s.opt.clock.Now()
+	now := e.from
 	next := e.sched.Next(now)
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
 	st, err := e.ledger.State(ctx)
