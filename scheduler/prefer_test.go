@@ -380,6 +380,9 @@ func checkNoneOvertaken(t *testing.T, j *journal, logs *lockedWriter) {
 	if n := logs.count("outcome=skipped_done"); n != 0 {
 		t.Errorf("%d ticks answered done without running (overtaken by a later one)", n)
 	}
+	if t.Failed() {
+		t.Logf("the replica's log:\n%s", logs)
+	}
 }
 
 // Two programs with other jobs on the same store and key prefix (two
