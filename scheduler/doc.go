@@ -45,10 +45,11 @@
 // ranks the live members of its group by rendezvous hashing (FNV-1a of
 // member, job and tick, mixed), so all that see the same members agree
 // without talking, and each is first for about 1/N of the ticks. A member
-// is ranked only for the ticks after it joined the group (its name carries
-// that instant, on its own clock): a replica fires only those, and one
-// whose clock is ahead would otherwise be first for a tick it never fires,
-// and its claim of the next tick would have that one answered done:
+// is ranked only for the ticks after its trigger loops started (its name
+// carries the latest start, on its own clock): a replica fires only those,
+// and one whose clock is ahead would otherwise be first for a tick it
+// never fires, and its claim of the next tick would have that one answered
+// done:
 //
 //   - the first in rank claims at once, as above;
 //   - the others do not wake for the tick until its fallback delay, r ×
