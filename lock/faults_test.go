@@ -593,6 +593,70 @@ func TestNoFalseLockLossOnSlowNetwork(t *testing.T) {
 	}
 }
 
+// Leases taken on a fast network, which then slows to a round trip of
+// 0.35 of the lease, are kept: the Client renews its leases together, one
+// batch in flight, on the connection the pool has warm. Before, each lease
+// renewed on its own; their renewals were in flight together, each took a
+// connection of its own, and a new connection's first request pays
+// go-redis's handshake (three round trips more), so the renewals answered
+// after the leases' deadlines although Redis had renewed the keys.
+//
+// The lease is 4 s, as in TestNoFalseLockLossOnSlowNetwork: a busy machine
+// eats into the slack between a renewal's reply and the deadline.
+func TestNoFalseLockLossWhenNetworkSlows(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFaultyConns()
+	const leaseTime = 4 * time.Second
+	rdb := faultyClient(t, srv, f)
+	c, err := lock.New(rdb, lock.WithLeaseTime(leaseTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testkit.Context(t)
+	lockers := []lock.Locker{
+		c.Mutex("slows-a"), c.Mutex("slows-b"), c.Mutex("slows-c"), c.Mutex("slows-d"),
+		c.FairMutex("slows-e"), c.RWMutex("slows-f"), c.Semaphore("slows-g", 1),
+	}
+	// One after another on a fast network, as in a service whose jobs
+	// start apart: the pool uses one connection.
+	var leases []*lock.Lease
+	for _, l := range lockers {
+		leases = append(leases, locktest.MustLock(t, ctx, l))
+	}
+	f.setDelay(leaseTime * 35 / 100)
+	// Hold them for three leases: nine renewals each, all behind the
+	// added round trip.
+	lost, stop := make(chan struct{}, len(leases)), make(chan struct{})
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Go(func() {
+			select {
+			case <-l.Done():
+				lost <- struct{}{}
+			case <-stop:
+			}
+		})
+	}
+	select {
+	case <-time.After(3 * leaseTime):
+	case <-lost:
+	}
+	close(stop)
+	wg.Wait()
+	for _, l := range leases {
+		if err := l.Err(); err != nil {
+			t.Errorf("lease %q, taken on a fast network, then a round trip of 0.35 of the lease: %v", l.Name(), err)
+		}
+	}
+	f.setDelay(0)
+	for _, l := range leases {
+		if err := l.Unlock(ctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+			t.Error(err)
+		}
+	}
+}
+
 // A cold Client on a slow network: the first acquisition pays a dial and
 // the connection's handshake before its request goes out, round trips
 // that together exceed the lease's safe part. The lease renews before
