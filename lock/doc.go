@@ -42,8 +42,9 @@
 // wait a round trip behind a batch it was not in), so the connection the
 // go-redis pool has warm carries the renewals: a new connection pays its
 // handshake first (three round trips with go-redis's defaults on Redis 7).
-// The pipeline runs on a connection of the client's main pool, not on
-// go-redis's pool for pipelines, which dials when it has none idle. A
+// The pipeline runs on a connection of the client's main pool, which the
+// Client keeps from batch to batch (and takes anew after one fails), not
+// on go-redis's pool for pipelines, which dials when it has none idle. A
 // lease whose acquisition took so long that less than lease/3 of it is
 // sure to be left (the send time counts from before a new connection's
 // dial and handshake) is renewed before Lock returns it, so that its

@@ -278,8 +278,7 @@ func (b *redisBackend) renewPipeline(ctx context.Context, node redis.Cmdable, ca
 // whose WAIT failed, fails.
 func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls []renewCall, eval bool) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe, done := pipeline(node)
-	defer done()
+	pipe, done := b.conns.pipeline(node)
 	var whole [3]*redis.Script // the scripts sent whole so far: renewals have three
 	for i, c := range calls {
 		if eval || !slices.Contains(whole[:], c.script) {
@@ -301,6 +300,7 @@ func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls 
 		}
 	}
 	_, err := pipe.Exec(ctx)
+	done(err)
 	unsent(cmds, err)
 	if wait == nil {
 		return cmds
@@ -324,18 +324,79 @@ func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls 
 	return cmds
 }
 
-// pipeline returns a pipeline on node and what ends it. On a client of
-// one server, the pipeline runs on a connection of the client's main pool
-// (Conn), where a Client's requests keep connections warm: go-redis sends
-// a pipeline on a pool of its own, which dials when it has no connection
-// idle, and a new connection's first request pays the handshake (three
-// round trips more), which on a slow network costs the leases it renews.
-func pipeline(node redis.Cmdable) (redis.Pipeliner, func()) {
-	if c, ok := node.(*redis.Client); ok {
-		conn := c.Conn()
-		return conn.Pipeline(), func() { _ = conn.Close() }
+// renewConns keeps the connection that renewal batches run on, one per
+// node (a server, or a Cluster primary), from one batch to the next: a
+// connection of the node's main pool, where a Client's requests keep
+// connections warm. go-redis sends a pipeline on a pool of its own, which
+// dials when it has no connection idle, and a new connection's first
+// request pays the handshake (three round trips more), which on a slow
+// network costs the leases it renews.
+//
+// Each kept connection is a redis.Conn made from a clone of the node's
+// client (WithTimeout, with the client's ReadTimeout for reads and
+// writes), so that it has options of its own. A Conn shares its client's
+// options, and the handshake of a connection it dials writes to them
+// under a lock of the Conn's own (go-redis 9.23 turns maintenance
+// notifications off in them when Redis 7 refuses the command): Conns of
+// one client that each dialled at once raced under -race
+// (TestRenewalBatchesOfClientsAtOnce). A batch whose pipeline failed
+// closes its Conn (a Conn keeps a broken connection's error for every
+// later request), so the next batch takes a connection from the pool
+// anew. One batch is in flight at a time, normally; one sent while another
+// runs (a late batch sent again, or leases left out of it) has a Conn of
+// its own, which is kept after it if none is.
+//
+// renewConns is safe for concurrent use.
+type renewConns struct {
+	mu   sync.Mutex
+	kept map[*redis.Client]*redis.Conn // by node; out while a batch uses it
+}
+
+// pipeline returns a pipeline on node, and done, to call with the error
+// of its Exec. On a client of one server (or a Cluster's node) the
+// pipeline runs on the node's kept connection.
+func (p *renewConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
+	c, ok := node.(*redis.Client)
+	if !ok {
+		return node.Pipeline(), func(error) {}
 	}
-	return node.Pipeline(), func() {}
+	p.mu.Lock()
+	cn := p.kept[c]
+	delete(p.kept, c)
+	p.mu.Unlock()
+	if cn == nil {
+		cn = c.WithTimeout(c.Options().ReadTimeout).Conn()
+	}
+	return cn.Pipeline(), func(err error) { p.put(c, cn, err) }
+}
+
+// put keeps cn as node's connection after a batch that ran without error,
+// unless the node has one; else it closes cn.
+func (p *renewConns) put(node *redis.Client, cn *redis.Conn, err error) {
+	p.mu.Lock()
+	if err == nil && p.kept[node] == nil {
+		if p.kept == nil {
+			p.kept = make(map[*redis.Client]*redis.Conn)
+		}
+		p.kept[node] = cn
+		cn = nil
+	}
+	p.mu.Unlock()
+	if cn != nil {
+		_ = cn.Close()
+	}
+}
+
+// close closes the kept connections: Client.Close calls it once no batch
+// is in flight.
+func (p *renewConns) close() {
+	p.mu.Lock()
+	kept := p.kept
+	p.kept = nil
+	p.mu.Unlock()
+	for _, cn := range kept {
+		_ = cn.Close()
+	}
 }
 
 // renewNodes sends calls on a Cluster: one pipeline per primary, all at
