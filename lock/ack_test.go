@@ -56,7 +56,7 @@ func TestReplicaAckWaitsForReplica(t *testing.T) {
 	srv := redistest.Start(t)
 	replica := startReplica(t, srv)
 	ctx := testkit.Context(t)
-	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 5*time.Second), lock.WithLeaseTime(300*time.Millisecond))
+	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 5*time.Second), lock.WithLeaseTime(time.Second))
 	l, err := c.Mutex("acked").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +72,32 @@ func TestReplicaAckWaitsForReplica(t *testing.T) {
 	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Client's leases of every kind are renewed together, in one pipeline
+// that ends with WAIT: each renewal acknowledged, and every lease kept.
+func TestReplicaAckRenewsLeasesTogether(t *testing.T) {
+	srv := redistest.Start(t)
+	startReplica(t, srv)
+	ctx := testkit.Context(t)
+	c := locktest.NewClient(t, srv, lock.WithReplicaAck(1, 5*time.Second), lock.WithLeaseTime(time.Second))
+	var leases []*lock.Lease
+	for _, l := range []lock.Locker{c.Mutex("acked-a"), c.Mutex("acked-b"), c.FairMutex("acked-c"), c.RWMutex("acked-d"), c.Semaphore("acked-e", 2)} {
+		leases = append(leases, locktest.MustLock(t, ctx, l))
+	}
+	select {
+	case <-leases[0].Done():
+	case <-leases[4].Done():
+	case <-time.After(3 * time.Second): // nine renewal periods (a lease of 1 s: its slack outlasts a busy machine's delays)
+	}
+	for _, l := range leases {
+		if err := l.Err(); err != nil {
+			t.Errorf("lease %q under replica acknowledgement: %v", l.Name(), err)
+		}
+	}
+	for _, l := range leases {
+		locktest.MustUnlock(t, l)
 	}
 }
 

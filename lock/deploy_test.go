@@ -188,6 +188,50 @@ func TestClusterLocksAllSlots(t *testing.T) {
 	}
 }
 
+// On a Cluster, a Client's leases on names over the three primaries are
+// renewed together, one pipeline per primary, with replica acknowledgement
+// (WAIT on each primary's connection) and without: every lease is kept.
+func TestClusterRenewsLeasesTogether(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := testkit.Context(t)
+	for _, acked := range []bool{false, true} {
+		opts := []lock.Option{lock.WithLeaseTime(time.Second)}
+		if acked {
+			opts = append(opts, lock.WithReplicaAck(1, 2*time.Second))
+		}
+		c, err := lock.New(cl.Client(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var leases []*lock.Lease
+		primaries := map[string]bool{}
+		for i := range 6 {
+			name := fmt.Sprintf("together-%d", i)
+			primaries[cl.PrimaryForKey("lockcron:{"+name+"}").Addr()] = true
+			for _, l := range []lock.Locker{c.Mutex(name), c.RWMutex(name).RLocker(), c.Semaphore(name, 1)} {
+				leases = append(leases, locktest.MustLock(t, ctx, l))
+			}
+		}
+		select {
+		case <-leases[0].Done():
+		case <-leases[len(leases)-1].Done():
+		case <-time.After(3 * time.Second): // nine renewal periods (a lease of 1 s: its slack outlasts a busy machine's delays)
+		}
+		for _, l := range leases {
+			if err := l.Err(); err != nil {
+				t.Errorf("acked %t: lease %q on a Cluster: %v", acked, l.Name(), err)
+			}
+		}
+		for _, l := range leases {
+			locktest.MustUnlock(t, l)
+		}
+		if len(primaries) < 2 {
+			t.Errorf("the names are on %d primaries: the test proves less than it says", len(primaries))
+		}
+		_ = c.Close()
+	}
+}
+
 // A waiter is woken after a Cluster failover: the Pub/Sub connection may
 // have been to the failed node; it reconnects, and the unlock after the
 // failover still reaches the waiter long before the holder's TTL.

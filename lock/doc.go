@@ -20,39 +20,47 @@
 // All keys of one lock share the hash tag {n}, so they live in one Cluster
 // slot.
 //
-// A lease taken without WithLease is renewed every lease/3 by a watchdog
-// goroutine that Unlock stops, and waits for, before it sends the unlock.
-// The goroutine starts lease/6 after the acquisition was sent, from one
-// timer per Client: a lease released before then (a short run under a
-// 30s lease) costs no goroutine and no timer of its own.
+// A lease taken without WithLease is renewed every lease/3 by its Client's
+// watchdog, one goroutine per Client that renews the Client's leases
+// together, in one batch (one pipeline on Redis); Unlock stops the lease's
+// renewals, and waits until no batch that holds it is in flight, before it
+// sends the unlock. A lease joins the watchdog lease/6 after the
+// acquisition was sent, from one timer per Client: a lease released before
+// then (a short run under a 30s lease) costs no goroutine and no timer of
+// its own.
 // If a renewal finds the lock gone or another's, or none succeeds by
 // 9/10 of the lease after the last success was sent (measured on Go's
 // monotonic clock), the lease's context is cancelled with cause ErrLockLost
 // and Done is closed, before the key could expire in Redis.
 //
 // Both the renewal schedule and that deadline count from when each
-// successful request was sent, not from when its reply came: a renewal is
-// due lease/3 after the last successful one was sent (or as soon as the one
-// before it answers, if that is later). A lease whose acquisition took so
-// long that less than lease/3 of it is sure to be left (the send time
-// counts from before a new connection's dial and handshake) is renewed
-// before Lock returns it, so that its deadline counts from that renewal. A
-// renewal that is late (no reply after twice the last round trip, and at
-// least lease/12) is sent again at once, on another connection, up to
-// three in flight: before the deadline, not after it, so that a reply held
-// up on one connection (a stalled link, a server that answers late) does
-// not cost the lease; the deadline counts from whichever succeeded last.
-// Renewals are sent whole (EVAL), so that each takes one round trip even
-// when the server has lost its script cache; an acquisition that the
-// server answered NOSCRIPT counts from the EVAL that followed. So a lease
-// is kept while round trips stay under 0.4 of the lease, with a lease of a
-// second as with longer ones, on connections the go-redis pool has open
-// already. A renewal that needs a new connection pays its handshake first
-// (three round trips with go-redis's defaults on Redis 7), so it makes the
-// deadline only while round trips stay under about 0.14 of the lease: when
-// the network turns slow under leases that a pool of few connections
-// renewed one after another, the renewals in flight at once each need a
-// connection, and such leases are lost (bench/README.md, "Lock faults").
+// successful request was sent, not from when its reply came: a batch is
+// due when one of its leases is, lease/3 after its last successful renewal
+// was sent, and it holds every lease at least a sixth of that interval
+// old, so that the leases align. While a batch is in flight no other goes
+// out (but for a lease that was not in it and is already due: it does not
+// wait a round trip behind a batch it was not in), so the connection the
+// go-redis pool has warm carries the renewals: a new connection pays its
+// handshake first (three round trips with go-redis's defaults on Redis 7).
+// The pipeline runs on a connection of the client's main pool, which the
+// Client keeps from batch to batch (and takes anew after one fails), not
+// on go-redis's pool for pipelines, which dials when it has none idle. A
+// lease whose acquisition took so long that less than lease/3 of it is
+// sure to be left (the send time counts from before a new connection's
+// dial and handshake) is renewed before Lock returns it, so that its
+// deadline counts from that renewal. A batch that is late (no reply after
+// twice the last round trip, and at least lease/12) is sent again at once,
+// on another connection, a lease in up to three in flight: before the
+// deadline, not after it, so that a reply held up on one connection (a
+// stalled link, a server that answers late) does not cost the leases; the
+// deadline counts from whichever succeeded last. A lone renewal is sent
+// whole (EVAL), and a batch sends each script whole once, before its other
+// renewals by SHA, so that a batch takes one round trip even when the
+// server has lost its script cache; an acquisition that the server
+// answered NOSCRIPT counts from the EVAL that followed. So a lease is kept
+// while round trips stay under 0.4 of the lease, with a lease of a second
+// as with longer ones, whether it was taken on the slow network or the
+// network turned slow while it was held (bench/README.md, "Lock faults").
 // On a slow network, lengthen the lease, not the renewal period. Once the
 // last Unlock is under way, its reply, not the local deadline, ends the
 // lease.

@@ -175,6 +175,55 @@ func faultyClient(t *testing.T, srv *redistest.Server, f *faultyConns) *redis.Cl
 	return rdb
 }
 
+// faultyLockClient returns a Client with the given watchdog lease on a
+// redis-server of its own, behind f, closed when the test ends, and its
+// go-redis client.
+func faultyLockClient(t *testing.T, f *faultyConns, leaseTime time.Duration) (*lock.Client, *redis.Client) {
+	t.Helper()
+	rdb := faultyClient(t, redistest.Start(t), f)
+	c, err := lock.New(rdb, lock.WithLeaseTime(leaseTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, rdb
+}
+
+// keptThrough holds leases for d, or until one is lost, and fails the test
+// for each lease lost (what says how it was held); then it takes the delay
+// off f and unlocks them.
+func keptThrough(t *testing.T, ctx context.Context, f *faultyConns, leases []*lock.Lease, d time.Duration, what string) {
+	t.Helper()
+	lost, stop := make(chan struct{}, len(leases)), make(chan struct{})
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Go(func() {
+			select {
+			case <-l.Done():
+				lost <- struct{}{}
+			case <-stop:
+			}
+		})
+	}
+	select {
+	case <-time.After(d):
+	case <-lost:
+	}
+	close(stop)
+	wg.Wait()
+	for _, l := range leases {
+		if err := l.Err(); err != nil {
+			t.Errorf("lease %q, %s: %v", l.Name(), what, err)
+		}
+	}
+	f.setDelay(0)
+	for _, l := range leases {
+		if err := l.Unlock(ctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+			t.Error(err)
+		}
+	}
+}
+
 // A final release whose reply is lost, and which go-redis therefore sends
 // again, reports success: the lease ends as released, not lost, and the
 // lock is free. Every kind, and the ledger's Finish.
@@ -534,15 +583,9 @@ func lockName(round, i int) string {
 // tests (1 run in 10 beside two busy loops); with a 2 s lease, once, when
 // make test ran the fault suite's module beside the library's.
 func TestNoFalseLockLossOnSlowNetwork(t *testing.T) {
-	srv := redistest.Start(t)
 	f := newFaultyConns()
 	const leaseTime = 4 * time.Second
-	rdb := faultyClient(t, srv, f)
-	c, err := lock.New(rdb, lock.WithLeaseTime(leaseTime))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, rdb := faultyLockClient(t, f, leaseTime)
 	ctx := testkit.Context(t)
 	lockers := []lock.Locker{c.Mutex("slow-a"), c.FairMutex("slow-b"), c.RWMutex("slow-c"), c.Semaphore("slow-d", 1)}
 	// A warm Client, as in a running service: its scripts are loaded and
@@ -573,24 +616,38 @@ func TestNoFalseLockLossOnSlowNetwork(t *testing.T) {
 		leases = append(leases, locktest.MustLock(t, ctx, l))
 	}
 	// Hold them for several leases: nine renewals each.
-	select {
-	case <-time.After(3 * leaseTime):
-	case <-leases[0].Done():
-	case <-leases[1].Done():
-	case <-leases[2].Done():
-	case <-leases[3].Done():
+	keptThrough(t, ctx, f, leases, 3*leaseTime, "with a round trip of 0.35 of the lease")
+}
+
+// Leases taken on a fast network, which then slows to a round trip of
+// 0.35 of the lease, are kept: the Client renews its leases together, one
+// batch in flight, on the connection the pool has warm. Before, each lease
+// renewed on its own; their renewals were in flight together, each took a
+// connection of its own, and a new connection's first request pays
+// go-redis's handshake (three round trips more), so the renewals answered
+// after the leases' deadlines although Redis had renewed the keys.
+//
+// The lease is 4 s, as in TestNoFalseLockLossOnSlowNetwork: a busy machine
+// eats into the slack between a renewal's reply and the deadline.
+func TestNoFalseLockLossWhenNetworkSlows(t *testing.T) {
+	f := newFaultyConns()
+	const leaseTime = 4 * time.Second
+	c, _ := faultyLockClient(t, f, leaseTime)
+	ctx := testkit.Context(t)
+	lockers := []lock.Locker{
+		c.Mutex("slows-a"), c.Mutex("slows-b"), c.Mutex("slows-c"), c.Mutex("slows-d"),
+		c.FairMutex("slows-e"), c.RWMutex("slows-f"), c.Semaphore("slows-g", 1),
 	}
-	for _, l := range leases {
-		if err := l.Err(); err != nil {
-			t.Errorf("lease %q with a round trip of 0.35 of the lease: %v", l.Name(), err)
-		}
+	// One after another on a fast network, as in a service whose jobs
+	// start apart: the pool uses one connection.
+	var leases []*lock.Lease
+	for _, l := range lockers {
+		leases = append(leases, locktest.MustLock(t, ctx, l))
 	}
-	f.setDelay(0)
-	for _, l := range leases {
-		if err := l.Unlock(ctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
-			t.Error(err)
-		}
-	}
+	f.setDelay(leaseTime * 35 / 100)
+	// Hold them for three leases: nine renewals each, all behind the
+	// added round trip.
+	keptThrough(t, ctx, f, leases, 3*leaseTime, "taken on a fast network, then a round trip of 0.35 of the lease")
 }
 
 // A cold Client on a slow network: the first acquisition pays a dial and
@@ -638,16 +695,10 @@ func TestNoFalseLockLossOnColdConnection(t *testing.T) {
 // on a link that stalls. Before, the watchdog waited for that reply until
 // the deadline, and the lease was lost although Redis still had it.
 func TestLateRenewalIsSentAgain(t *testing.T) {
-	srv := redistest.Start(t)
 	f := newFaultyConns()
 	const leaseTime = 2 * time.Second
-	rdb := faultyClient(t, srv, f)
-	c, err := lock.New(rdb, lock.WithLeaseTime(leaseTime))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	defer f.unstall() // before Close, which waits for the held renewal
+	c, _ := faultyLockClient(t, f, leaseTime)
+	defer f.unstall() // before Close (a cleanup), which waits for the held renewal
 	ctx := testkit.Context(t)
 	const renewal = "renew.lua: extend the caller's lease"
 	lease := locktest.MustLock(t, ctx, c.Mutex("stalled"))

@@ -141,7 +141,8 @@ func (c *Client) FairMutex(name string) Locker { return locker{c.c.FairMutex(nam
 // Each Lock or TryLock of a new owner takes one permit and returns it as a
 // Lease of its own: its own owner id, its own fencing token (strictly
 // greater than every earlier token of the name, whatever the kind of lock),
-// and its own watchdog, which renews the permit every lease/3 until Unlock.
+// and its own renewals: the watchdog renews the permit every lease/3 until
+// Unlock.
 // A permit that is not renewed (its holder crashed, or lost Redis) comes
 // back by itself one lease after its last renewal; its holder learns of it
 // first (Done closes, ErrLockLost), as for every kind of lock. WithLease

@@ -39,6 +39,10 @@ type backend interface {
 	acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error)
 	// renew runs renew.lua: false when owner no longer holds the lock.
 	renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error)
+	// renewAll renews each lease of rs as its kind does (renew, rwRenew,
+	// semRenew) and sets its ok and err; the Redis backend sends them in
+	// one pipeline. ctx bounds the call.
+	renewAll(ctx context.Context, rs []renewing)
 	// release runs release.lua. The unlock message it publishes (the
 	// owner id) wakes the waiters of every other Client; the releasing
 	// Client wakes its own (Client.release).
@@ -179,9 +183,9 @@ type Client struct {
 	gate  claimGate // claims held back from shards found unreachable
 	out   outage    // the store did not answer the waiters' last attempts
 
-	starts starts // leases whose watchdog has not started yet
+	renew renewer // renews the leases taken without WithLease (the watchdog)
 
-	wg sync.WaitGroup // watchdogs and clean-ups
+	wg sync.WaitGroup // the renewer's loop and clean-ups
 }
 
 // New returns a Client that keeps locks in Redis. rdb may be a standalone,
@@ -225,6 +229,7 @@ func newClient(o options) *Client {
 		fair:    make(map[string]*fairWaiter),
 	}
 	c.bg, c.bgCancel = context.WithCancel(context.Background())
+	c.renew.init(c)
 	c.tel = newTelemetry(o, c.log)
 	return c
 }
@@ -305,7 +310,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 
 // Close releases every lease the Client still holds (each lease's context
 // is cancelled with ErrReleased and ErrClosed), makes waiting Lock calls
-// return ErrClosed, stops every watchdog and closes the Pub/Sub connection.
+// return ErrClosed, stops the watchdog and closes the Pub/Sub connection.
 // It returns once all of that is done, or the first error from releasing.
 // It does not close the redis client given to New. A second Close returns
 // nil.
@@ -332,7 +337,7 @@ func (c *Client) Close() error {
 		}
 	}
 	c.bgCancel()
-	c.starts.close()
+	c.renew.close()
 	c.wg.Wait()
 	errs = append(errs, c.be.close())
 	return errors.Join(errs...)
@@ -361,9 +366,6 @@ func (c *Client) track(l *Lease) bool {
 		return false
 	}
 	c.leases[l] = struct{}{}
-	if l.fixed == 0 {
-		c.wg.Add(1)
-	}
 	return true
 }
 

@@ -126,6 +126,7 @@ var diffMethods = []diffMethod{
 	{"rwForceUnlock", 1, (*diffRun).rwForceUnlockOp},
 	{"semAcquire", 6, (*diffRun).semAcquireOp},
 	{"semRenew", 2, (*diffRun).semRenewOp},
+	{"renewAll", 2, (*diffRun).renewAllOp},
 	{"semRelease", 5, (*diffRun).semReleaseOp},
 	{"semForceUnlock", 1, (*diffRun).semForceUnlockOp},
 	{"locks", 3, (*diffRun).locksOp},
@@ -923,6 +924,54 @@ func (d *diffRun) semRenewOp() diffOp {
 			ok, err := be.semRenew(ctx, k, owner, lease)
 			a.err(err)
 			a.exact("renewed", ok)
+			return a
+		},
+	}
+}
+
+// renewAllOp renews one to four leases of the three kinds in one batch,
+// each lease once, as the renewer's batches hold them. (A lease twice in
+// one batch, with a lease of a millisecond, could find itself expired on
+// Redis, which runs the batch's scripts one after another, and renewed on
+// the memory store, which runs them in the same instant.)
+func (d *diffRun) renewAllOp() diffOp {
+	lease := d.lease()
+	var rs []renewing
+	var desc []string
+	for range 1 + d.rng.IntN(4) {
+		var r renewing
+		var what string
+		switch d.rng.IntN(3) {
+		case 0:
+			k := newKeys(d.prefix, d.name())
+			owner := d.ownerOf(d.mutexOwners(k), "o")
+			r = renewing{kind: mutexKind{}, k: k, owner: owner, lease: lease}
+			what = fmt.Sprintf("mutex %s %s", k.name, owner)
+		case 1:
+			k, write := rwKeys(d.prefix, d.name()), d.rng.IntN(2) == 0
+			owner := d.ownerOf(d.rwOwners(k, write), rwRole(write))
+			r = renewing{kind: rwKind{write: write}, k: k, owner: owner, lease: lease}
+			what = fmt.Sprintf("rw %s %s write %t", k.name, owner, write)
+		default:
+			k := semKeys(d.prefix, d.name())
+			owner := d.ownerOf(d.semOwners(k), "o")
+			r = renewing{kind: semKind{}, k: k, owner: owner, lease: lease}
+			what = fmt.Sprintf("sem %s %s", k.name, owner)
+		}
+		if !slices.Contains(desc, what) {
+			rs, desc = append(rs, r), append(desc, what)
+		}
+	}
+	return diffOp{
+		desc:  fmt.Sprintf("renewAll(%s, lease %v)", strings.Join(desc, "; "), lease),
+		short: lease == diffShort,
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			mine := slices.Clone(rs)
+			be.renewAll(ctx, mine)
+			for _, r := range mine {
+				a.err(r.err)
+				a.exact("renewed", r.ok)
+			}
 			return a
 		},
 	}

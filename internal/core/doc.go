@@ -1,7 +1,8 @@
 // Package core is the engine under the lock and fleet packages: the key
 // layout, the Lua scripts (scripts/*.lua), the Redis and in-memory
 // backends, and the one acquisition path that every Lock, TryLock and
-// ledger claim goes through, with its leases and watchdogs.
+// ledger claim goes through, with its leases and the renewer that keeps
+// them.
 //
 // Package lock is its face for the lock family (its doc says what a lock
 // promises and how it is kept); package fleet is its face for the

@@ -10,7 +10,8 @@ import (
 
 // A Lease is one owner's hold on a lock. While it holds the lock, a lease
 // taken without WithLease is renewed in the background every lease/3 (the
-// watchdog), counted from when the last successful request was sent, and
+// watchdog: its Client's renewer, which renews the Client's leases
+// together), counted from when the last successful request was sent, and
 // again before the deadline if a renewal is late, until Unlock,
 // Client.Close, or the lock is lost.
 //
@@ -46,13 +47,15 @@ type Lease struct {
 	err       error // nil while held
 	releasing bool  // the last hold's release is under way: its reply, not the deadline, ends the lease
 	deadline  time.Time
-	timer     *time.Timer // fires at deadline: the lease is lost; under the watchdog, set when it starts
+	timer     *time.Timer // fires at deadline: the lease is lost; under the watchdog, set when the lease joins the renewer
 
-	rtt time.Duration // the acquisition's round trip: the watchdog's first measure of the network
+	rtt time.Duration // the acquisition's round trip: the renewer's first measure of the network
 
-	wdCtx    context.Context // ends when the watchdog must stop
-	wdStop   context.CancelFunc
-	wdExited chan struct{}
+	// The renewer's state of this lease; under c.renew.mu.
+	ren     renewState
+	lastOK  time.Time // when the latest successful acquisition or renewal was sent
+	retryAt time.Time // a renewal failed: the next is due then
+	flying  int       // batches in flight that hold this lease
 
 	groups []*Lease // composite leases (Multi, RedLock) holding this one as a part; under mu
 
@@ -64,13 +67,11 @@ type Lease struct {
 func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, token int64, lease, fixed time.Duration, sent time.Time) (*Lease, error) {
 	l := &Lease{
 		c: c, kind: kd, k: k, owner: owner, token: token, lease: lease, fixed: fixed,
-		done:     make(chan struct{}),
-		holds:    1,
-		start:    time.Now(),
-		wdExited: make(chan struct{}),
+		done:  make(chan struct{}),
+		holds: 1,
+		start: time.Now(),
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(ctx, leaseKey{c, k.id}, l))
-	l.wdCtx, l.wdStop = context.WithCancel(context.Background())
 	l.hold = c.tel.startHold(ctx, l)
 	l.rtt = time.Since(sent)
 	if fixed == 0 && time.Until(sent.Add(safeTime(lease))) < lease/3 {
@@ -90,55 +91,33 @@ func (c *Client) newLease(ctx context.Context, kd kind, k *keys, owner string, t
 	l.deadline = sent.Add(safeTime(lease))
 	if fixed > 0 {
 		l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-	} // else runWatchdog sets it
+	} // else startTimer sets it
 	l.mu.Unlock()
 	// Complete before it is published: from here Close may end it.
 	if !c.track(l) {
 		l.end(fmt.Errorf("%w: %w", ErrReleased, ErrClosed), outcomeReleased)
-		close(l.wdExited)
 		c.cleanup(kd, k, owner, lease)
 		return nil, fmt.Errorf("lock %q: %w", k.name, ErrClosed)
 	}
 	if fixed == 0 {
-		l.startWatchdog(sent)
-	} else {
-		close(l.wdExited)
+		// It joins the Client's renewer lease/6 after sent: about half-way
+		// to its first renewal. A lease released before then (most are)
+		// has no goroutine and no timer of its own. If the Client closed
+		// meanwhile, Close releases it.
+		c.renew.add(l, sent)
 	}
 	return l, nil
 }
 
-// startWatchdog has the watchdog of a tracked lease, whose last request
-// was sent at sent, start lease/6 after that (Client.starts): about
-// half-way to its first renewal, which the watchdog then waits for. The
-// deadline's timer starts with it (runWatchdog): the deadline (9/10 of the
-// lease) cannot pass before, and Err checks it itself. A lease released
-// before then (most are) has no goroutine and no timer of its own, and its
-// Unlock waits for no goroutine to wake and exit.
-func (l *Lease) startWatchdog(sent time.Time) {
-	if !l.c.starts.add(l, sent.Add(l.lease/6)) { // ended already (Client.Close)
-		close(l.wdExited)
-		l.c.wg.Done()
-	}
-}
-
-// runWatchdog is the watchdog's goroutine: it sets the deadline's timer,
-// then renews.
-func (l *Lease) runWatchdog() {
+// startTimer sets the deadline's timer, when the lease joins the renewer:
+// the deadline (9/10 of the lease) cannot pass before, and Err checks it
+// itself.
+func (l *Lease) startTimer() {
 	l.mu.Lock()
-	if l.err == nil {
+	if l.err == nil && l.timer == nil {
 		l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
 	}
 	l.mu.Unlock()
-	l.watchdog()
-}
-
-// dropWatchdog keeps a watchdog that has not started from starting; one
-// that has started ends on wdStop. wdStop has been called.
-func (l *Lease) dropWatchdog() {
-	if l.c.starts.remove(l) {
-		close(l.wdExited)
-		l.c.wg.Done()
-	}
 }
 
 // safeTime is how long after sending a successful acquire or renewal the
@@ -320,121 +299,9 @@ func (l *Lease) reenter(ctx context.Context) (*Lease, error) {
 	return nil, badReply(l.k, r)
 }
 
-// maxRenewals is how many renewals of one lease may be in flight at once.
+// maxRenewals is how many batches of renewals in flight may hold one lease
+// at once (Client.renew).
 const maxRenewals = 3
-
-// renewal is the outcome of one renewal request.
-type renewal struct {
-	n    int       // its number: 1 for the watchdog's first
-	sent time.Time // when it was sent
-	ok   bool
-	err  error
-}
-
-// watchdog renews the lease until stopped or lost. A renewal is due lease/3
-// after the last successful request (acquisition or renewal) was sent, or
-// as soon as the renewal before it has answered if that comes later: the
-// schedule does not drift on a slow network, and one connection carries a
-// lease's renewals. A renewal that is late (no reply after twice the last
-// round trip, and at least lease/12) is sent again at once, while it is
-// still in flight, so on another connection: before the deadline, not after
-// it, so that a reply held up on one connection (a stalled link, a server
-// that answers late) does not cost the lease while another request can
-// still make it. The deadline counts from the send time of the latest
-// renewal that succeeded, whichever it was. A renewal that fails with an
-// error is retried after lease/12. At most maxRenewals are in flight. The
-// deadline timer, not this loop, declares the lease lost if none succeeds
-// in time, so a renewal stuck on a silent server cannot delay the signal.
-func (l *Lease) watchdog() {
-	defer l.c.wg.Done()
-	defer close(l.wdExited)
-	var inFlight sync.WaitGroup
-	defer inFlight.Wait() // before wdExited: nothing renews after the unlock is sent
-	interval := l.lease / 3
-	retry := max(interval/4, time.Millisecond)
-	results := make(chan renewal, maxRenewals) // never blocks a renewal's goroutine
-	l.mu.Lock()
-	lastOK := l.deadline.Add(-safeTime(l.lease)) // the acquisition's send, or its first renewal's
-	l.mu.Unlock()
-	var (
-		rtt     = l.rtt   // the last successful request's round trip
-		pending int       // renewals in flight
-		latest  int       // the number of the latest renewal sent
-		sentAt  time.Time // when the latest renewal was sent
-		waiting bool      // the latest renewal has not answered
-		retryAt time.Time // the latest renewal failed: the next is due then
-	)
-	t := time.NewTimer(time.Until(lastOK.Add(interval)))
-	defer t.Stop()
-	for {
-		select {
-		case <-l.wdCtx.Done():
-			return
-		case r := <-results:
-			pending--
-			if r.n == latest {
-				waiting = false
-			}
-			switch {
-			case r.err != nil:
-				l.c.tel.renewed(l.k.name, "error")
-				l.c.log.Warn("lease renewal failed", "lock", l.k.name, "owner", l.owner, "error", r.err)
-				if !waiting {
-					retryAt = time.Now().Add(retry)
-				}
-			case !r.ok:
-				l.c.tel.renewed(l.k.name, "lost")
-				l.lose(fmt.Errorf("%w: renewal found %q gone or held by another owner", ErrLockLost, l.k.lock))
-				return
-			default:
-				l.c.tel.renewed(l.k.name, "ok")
-				rtt = time.Since(r.sent)
-				if r.sent.After(lastOK) {
-					lastOK = r.sent
-					l.extend(r.sent.Add(safeTime(l.lease)))
-				}
-			}
-		case <-t.C:
-			pending++
-			latest++
-			sentAt, waiting, retryAt = time.Now(), true, time.Time{}
-			inFlight.Add(1)
-			go l.renewOnce(latest, results, &inFlight)
-		}
-		var next time.Time
-		switch {
-		case pending >= maxRenewals:
-			t.Stop() // until one answers
-			continue
-		case waiting:
-			next = sentAt.Add(max(2*rtt, retry)) // it is late then
-		case !retryAt.IsZero():
-			next = retryAt
-		default:
-			next = lastOK.Add(interval)
-		}
-		t.Reset(time.Until(next))
-	}
-}
-
-// renewOnce sends one renewal and reports it on results. Its request is
-// bounded by the time its success could still count for: its send time
-// plus the lease's safe part.
-func (l *Lease) renewOnce(n int, results chan<- renewal, inFlight *sync.WaitGroup) {
-	defer inFlight.Done()
-	var sent time.Time
-	ctx, cancel := context.WithDeadline(withSent(l.wdCtx, &sent), time.Now().Add(safeTime(l.lease)))
-	ok, err := l.kind.renew(ctx, l.k, l.owner, l.lease)
-	cancel()
-	results <- renewal{n: n, sent: sent, ok: ok, err: err}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
 
 func (l *Lease) extend(deadline time.Time) {
 	l.mu.Lock()
@@ -443,7 +310,9 @@ func (l *Lease) extend(deadline time.Time) {
 		return
 	}
 	l.deadline = deadline
-	l.timer.Reset(time.Until(deadline))
+	if l.timer != nil { // else startTimer sets it, from the deadline
+		l.timer.Reset(time.Until(deadline))
+	}
 }
 
 // expire runs at the local deadline, unless a renewal moved it meanwhile.
@@ -478,8 +347,7 @@ func (l *Lease) end(cause error, outcome string) {
 		l.timer.Stop()
 	}
 	l.mu.Unlock()
-	l.wdStop() // whoever ends the lease for good waits for the watchdog
-	l.dropWatchdog()
+	l.c.renew.stop(l, false) // whoever ends the lease for good waits for its renewals
 	l.c.untrack(l)
 	l.c.tel.endHold(l.hold, l, time.Since(l.start), outcome)
 	if outcome == outcomeLost {
@@ -500,8 +368,4 @@ func (l *Lease) end(cause error, outcome string) {
 
 // stopWatchdog stops renewals and waits until none is in flight, so that
 // nothing renews the lock after the unlock is sent.
-func (l *Lease) stopWatchdog() {
-	l.wdStop()
-	l.dropWatchdog()
-	<-l.wdExited
-}
+func (l *Lease) stopWatchdog() { l.c.renew.stop(l, true) }

@@ -172,6 +172,24 @@ func (b *memoryBackend) acquire(ctx context.Context, k *keys, owner string, leas
 	return acquireReply{status: acqAcquired, value: l.token}, nil
 }
 
+// renewAll renews each lease in turn, by its kind.
+func (b *memoryBackend) renewAll(ctx context.Context, rs []renewing) {
+	for i := range rs {
+		r := &rs[i]
+		ctx := withSent(ctx, &r.sent)
+		switch kd := r.kind.(type) {
+		case mutexKind, fairKind:
+			r.ok, r.err = b.renew(ctx, r.k, r.owner, r.lease)
+		case rwKind:
+			r.ok, r.err = b.rwRenew(ctx, r.k, r.owner, kd.write, r.lease)
+		case semKind:
+			r.ok, r.err = b.semRenew(ctx, r.k, r.owner, r.lease)
+		default:
+			r.ok, r.err = r.kind.renew(ctx, r.k, r.owner, r.lease)
+		}
+	}
+}
+
 func (b *memoryBackend) renew(ctx context.Context, k *keys, owner string, lease time.Duration) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err

@@ -127,7 +127,8 @@ type redisBackend struct {
 	stop     chan struct{}                    // closed by close
 	wg       sync.WaitGroup                   // the dispatcher and the sender
 
-	batch batch // claims and finishes on their way (runBatched)
+	batch batch      // claims and finishes on their way (runBatched)
+	conns renewConns // the connections renewal batches run on (renewAll)
 
 	lease   time.Duration // the Client's watchdog lease (WithLeaseTime), and
 	leaseMS any           // it in milliseconds, boxed once: see ms
@@ -466,6 +467,7 @@ func (b *redisBackend) close() error {
 		err = ps.Close()
 	}
 	b.wg.Wait()
+	b.conns.close()
 	return err
 }
 

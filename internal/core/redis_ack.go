@@ -146,26 +146,34 @@ func (b *redisBackend) pipelineAcked(ctx context.Context, node redis.Cmdable, sc
 	if err := cmd.Err(); err != nil {
 		return cmd, 0, err
 	}
+	n, err := ackedBy(b.ack, wait)
+	return cmd, n, err
+}
+
+// ackedBy reads the reply of WAIT or WAITAOF: how many replicas
+// acknowledged, or an error (the primary's own append-only file did not
+// acknowledge, or the command failed).
+func ackedBy(ack *ackOptions, wait *redis.Cmd) (int64, error) {
 	v, err := wait.Result()
 	if err != nil {
-		if b.ack.aof && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
-			return cmd, 0, fmt.Errorf("WAITAOF needs Redis 7.2 or later; the server answered %q: %w", err.Error(), errors.ErrUnsupported)
+		if ack.aof && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+			return 0, fmt.Errorf("WAITAOF needs Redis 7.2 or later; the server answered %q: %w", err.Error(), errors.ErrUnsupported)
 		}
-		return cmd, 0, fmt.Errorf("%s: %w", wait.Args()[0], err)
+		return 0, fmt.Errorf("%s: %w", wait.Args()[0], err)
 	}
-	if b.ack.aof {
+	if ack.aof {
 		// WAITAOF answers [local, replicas].
 		xs, ok := v.([]any)
 		if !ok || len(xs) != 2 {
-			return cmd, 0, fmt.Errorf("WAITAOF: unexpected reply %v", v)
+			return 0, fmt.Errorf("WAITAOF: unexpected reply %v", v)
 		}
 		local, _ := xs[0].(int64)
 		n, _ := xs[1].(int64)
-		if local < int64(b.ack.local) {
-			return cmd, 0, fmt.Errorf("the primary's append-only file did not acknowledge within %v: %w", b.ack.timeout, ErrNoAck)
+		if local < int64(ack.local) {
+			return 0, fmt.Errorf("the primary's append-only file did not acknowledge within %v: %w", ack.timeout, ErrNoAck)
 		}
-		return cmd, n, nil
+		return n, nil
 	}
 	n, _ := v.(int64)
-	return cmd, n, nil
+	return n, nil
 }

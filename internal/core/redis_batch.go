@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -175,6 +177,250 @@ func unsent(cmds []*redis.Cmd, err error) {
 	for _, c := range cmds {
 		if c.Err() == nil && c.Val() == nil {
 			c.SetErr(err)
+		}
+	}
+}
+
+// renewCall is the script, keys and arguments of one renewal.
+type renewCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	r      *renewing // where its reply goes
+}
+
+// renewCallOf returns r's renewal as its kind sends it (renew, rwRenew,
+// semRenew).
+func renewCallOf(r *renewing) (renewCall, bool) {
+	ms := r.lease.Milliseconds()
+	k := r.k
+	switch kd := r.kind.(type) {
+	case mutexKind, fairKind:
+		return renewCall{script: renewScript, keys: []string{k.lock}, args: []any{r.owner, ms}}, true
+	case rwKind:
+		return renewCall{script: rwRenewScript, keys: []string{k.lock, k.readers, k.writerWaiting}, args: []any{rwMode(kd.write), r.owner, ms}}, true
+	case semKind:
+		return renewCall{script: semRenewScript, keys: []string{k.lock, k.holds, semTokens(k)}, args: []any{r.owner, ms}}, true
+	}
+	return renewCall{}, false
+}
+
+// renewAll sends the renewals in one pipeline: the first renewal of each
+// script whole (EVAL, which also loads it), the others by SHA, so that the
+// batch takes one round trip also after a restart emptied the server's
+// script cache, and its size does not grow with a script's size per lease.
+// A renewal the server answers NOSCRIPT (its script evicted meanwhile)
+// goes again, whole, in a second pipeline, and counts from then. One
+// renewal alone goes as run sends renewals: whole. With WithReplicaAck or
+// WithAOFAck each pipeline ends with WAIT (or WAITAOF) on its connection,
+// which acknowledges every renewal before it; on a Cluster, one such
+// pipeline per primary, at once. A kind this does not know renews on its
+// own, after.
+func (b *redisBackend) renewAll(ctx context.Context, rs []renewing) {
+	calls := make([]renewCall, 0, len(rs))
+	for i := range rs {
+		if c, ok := renewCallOf(&rs[i]); ok {
+			c.r = &rs[i]
+			calls = append(calls, c)
+		}
+	}
+	switch {
+	case len(calls) == 1:
+		c := calls[0]
+		c.r.ok, c.r.err = renewed(b.runAcked(withSent(ctx, &c.r.sent), c.script, c.keys, c.args...))
+	case len(calls) > 1:
+		if cc, ok := b.rdb.(*redis.ClusterClient); ok {
+			b.renewNodes(ctx, cc, calls)
+		} else {
+			b.renewPipeline(ctx, b.rdb, calls)
+		}
+	}
+	for i := range rs {
+		if _, ok := renewCallOf(&rs[i]); !ok {
+			r := &rs[i]
+			r.ok, r.err = r.kind.renew(withSent(ctx, &r.sent), r.k, r.owner, r.lease)
+		}
+	}
+}
+
+// renewed reads a renewal's reply: 1 renewed, 0 not held.
+func renewed(cmd *redis.Cmd) (bool, error) {
+	n, err := cmd.Int64()
+	return n == 1, err
+}
+
+// renewPipeline sends calls on node in one pipeline (renewExec), then
+// those the server lacked the script of, whole, and sets their renewals'
+// replies.
+func (b *redisBackend) renewPipeline(ctx context.Context, node redis.Cmdable, calls []renewCall) {
+	cmds := b.renewExec(ctx, node, calls, false)
+	var again []renewCall
+	for i, c := range calls {
+		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+			c.r.sent = time.Now()
+			again = append(again, c)
+			continue
+		}
+		c.r.ok, c.r.err = renewed(cmds[i])
+	}
+	if len(again) > 0 {
+		cmds := b.renewExec(ctx, node, again, true)
+		for i, c := range again {
+			c.r.ok, c.r.err = renewed(cmds[i])
+		}
+	}
+}
+
+// renewExec sends calls in one pipeline (each script's first call whole,
+// then by SHA; all whole if eval), then
+// WAIT or WAITAOF if the Client asks for acknowledgement, and returns the
+// replies: with acknowledgement, a renewal that too few acknowledged, or
+// whose WAIT failed, fails.
+func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls []renewCall, eval bool) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe, done := b.conns.pipeline(node)
+	var whole [3]*redis.Script // the scripts sent whole so far: renewals have three
+	for i, c := range calls {
+		if eval || !slices.Contains(whole[:], c.script) {
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
+			if j := slices.Index(whole[:], nil); j >= 0 {
+				whole[j] = c.script
+			}
+			continue
+		}
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	var wait *redis.Cmd
+	if a := b.ack; a != nil {
+		ms := a.timeout.Milliseconds()
+		if a.aof {
+			wait = pipe.Do(ctx, "WAITAOF", a.local, a.replicas, ms)
+		} else {
+			wait = pipe.Do(ctx, "WAIT", a.replicas, ms)
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	done(err)
+	unsent(cmds, err)
+	if wait == nil {
+		return cmds
+	}
+	n, werr := ackedBy(b.ack, wait)
+	for _, cmd := range cmds {
+		if cmd.Err() != nil || !tookLock(cmd) {
+			continue
+		}
+		switch {
+		case werr != nil:
+			cmd.SetErr(werr)
+		case n < int64(b.ack.replicas):
+			what := "replicas"
+			if b.ack.aof {
+				what = "replicas' append-only files"
+			}
+			cmd.SetErr(fmt.Errorf("%d of %d %s acknowledged within %v: %w", n, b.ack.replicas, what, b.ack.timeout, ErrNoAck))
+		}
+	}
+	return cmds
+}
+
+// renewConns keeps the connection that renewal batches run on, one per
+// node (a server, or a Cluster primary), from one batch to the next: a
+// connection of the node's main pool, where a Client's requests keep
+// connections warm. go-redis sends a pipeline on a pool of its own, which
+// dials when it has no connection idle, and a new connection's first
+// request pays the handshake (three round trips more), which on a slow
+// network costs the leases it renews.
+//
+// Each kept connection is a redis.Conn made from a clone of the node's
+// client (WithTimeout, with the client's ReadTimeout for reads and
+// writes), so that it has options of its own. A Conn shares its client's
+// options, and the handshake of a connection it dials writes to them
+// under a lock of the Conn's own (go-redis 9.23 turns maintenance
+// notifications off in them when Redis 7 refuses the command): Conns of
+// one client that each dialled at once raced under -race
+// (TestRenewalBatchesOfClientsAtOnce). A batch whose pipeline failed
+// closes its Conn (a Conn keeps a broken connection's error for every
+// later request), so the next batch takes a connection from the pool
+// anew. One batch is in flight at a time, normally; one sent while another
+// runs (a late batch sent again, or leases left out of it) has a Conn of
+// its own, which is kept after it if none is.
+//
+// renewConns is safe for concurrent use.
+type renewConns struct {
+	mu   sync.Mutex
+	kept map[*redis.Client]*redis.Conn // by node; out while a batch uses it
+}
+
+// pipeline returns a pipeline on node, and done, to call with the error
+// of its Exec. On a client of one server (or a Cluster's node) the
+// pipeline runs on the node's kept connection.
+func (p *renewConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
+	c, ok := node.(*redis.Client)
+	if !ok {
+		return node.Pipeline(), func(error) {}
+	}
+	p.mu.Lock()
+	cn := p.kept[c]
+	delete(p.kept, c)
+	p.mu.Unlock()
+	if cn == nil {
+		cn = c.WithTimeout(c.Options().ReadTimeout).Conn()
+	}
+	return cn.Pipeline(), func(err error) { p.put(c, cn, err) }
+}
+
+// put keeps cn as node's connection after a batch that ran without error,
+// unless the node has one; else it closes cn.
+func (p *renewConns) put(node *redis.Client, cn *redis.Conn, err error) {
+	p.mu.Lock()
+	if err == nil && p.kept[node] == nil {
+		if p.kept == nil {
+			p.kept = make(map[*redis.Client]*redis.Conn)
+		}
+		p.kept[node] = cn
+		cn = nil
+	}
+	p.mu.Unlock()
+	if cn != nil {
+		_ = cn.Close()
+	}
+}
+
+// close closes the kept connections: Client.Close calls it once no batch
+// is in flight.
+func (p *renewConns) close() {
+	p.mu.Lock()
+	kept := p.kept
+	p.kept = nil
+	p.mu.Unlock()
+	for _, cn := range kept {
+		_ = cn.Close()
+	}
+}
+
+// renewNodes sends calls on a Cluster: one pipeline per primary, all at
+// once (a pipeline of one node uses one connection, so a WAIT counts its
+// renewals).
+func (b *redisBackend) renewNodes(ctx context.Context, cc *redis.ClusterClient, calls []renewCall) {
+	nodes := map[*redis.Client][]renewCall{}
+	for _, c := range calls {
+		n, err := cc.MasterForKey(ctx, c.keys[0])
+		if err != nil {
+			c.r.err = err
+			continue
+		}
+		nodes[n] = append(nodes[n], c)
+	}
+	var wg sync.WaitGroup
+	for n, cs := range nodes {
+		wg.Go(func() { b.renewPipeline(ctx, n, cs) })
+	}
+	wg.Wait()
+	for _, c := range calls {
+		if err := c.r.err; err != nil && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")) {
+			cc.ReloadState(ctx) // as runAcked: the retry goes to the new primary
+			break
 		}
 	}
 }

@@ -50,15 +50,15 @@ func TestShortLeasesCostNoGoroutineNorTimer(t *testing.T) {
 		}
 	}
 	pair()
-	c.starts.mu.Lock()
-	armed := c.starts.armed
-	c.starts.mu.Unlock()
+	c.renew.mu.Lock()
+	armed := c.renew.armed
+	c.renew.mu.Unlock()
 	for range 100 {
 		pair()
 	}
-	c.starts.mu.Lock()
-	again, pending := c.starts.armed, len(c.starts.pending)
-	c.starts.mu.Unlock()
+	c.renew.mu.Lock()
+	again, pending := c.renew.armed, len(c.renew.pending)
+	c.renew.mu.Unlock()
 	if pending != 0 {
 		t.Errorf("%d leases wait for their watchdog after every lease was released", pending)
 	}

@@ -1,0 +1,165 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// heldLeases takes n leases of every kind on a Client of its own, with a
+// lease long enough that its renewer stays out of the test, and returns
+// their renewals as renewAll takes them.
+func heldLeases(t *testing.T, srv *redistest.Server, n int) []renewing {
+	t.Helper()
+	c, err := New(srv.Client(), WithLeaseTime(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	var rs []renewing
+	for i := range n {
+		for _, lk := range []Locker{
+			c.Mutex(fmt.Sprintf("m%d", i)),
+			c.RWMutex(fmt.Sprintf("rw%d", i)).RLocker(),
+			c.Semaphore(fmt.Sprintf("s%d", i), 2),
+		} {
+			l, err := lk.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, renewing{kind: l.kind, k: l.k, owner: l.owner, lease: l.lease})
+		}
+	}
+	return rs
+}
+
+// renewAllOK runs one batch of rs on c's backend and reports the first
+// renewal that failed or found its lease gone.
+func renewAllOK(c *Client, rs []renewing) error {
+	batch := append([]renewing(nil), rs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.be.renewAll(ctx, batch)
+	for _, r := range batch {
+		switch {
+		case r.err != nil:
+			return fmt.Errorf("renewal of %s: %w", r.k.name, r.err)
+		case !r.ok:
+			return fmt.Errorf("renewal of %s: not held", r.k.name)
+		}
+	}
+	return nil
+}
+
+// The renewal batches of several Clients of one go-redis client, sent at
+// once as that client's first requests, each on a connection that go-redis
+// has to dial and greet, meet no data race inside go-redis (run with
+// -race): a connection of the main pool taken for a batch by Client.Conn
+// ran go-redis's handshake on options shared with every other such Conn,
+// and the handshake rewrites them on Redis 7 (maintenance notifications
+// refused).
+func TestRenewalBatchesOfClientsAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	rs := heldLeases(t, srv, 2)
+	for range 10 {
+		rdb := redis.NewClient(srv.Options()) // no request yet: no connection
+		var cs []*Client
+		for range 4 {
+			c, err := New(rdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, c := range cs {
+			wg.Go(func() {
+				<-start
+				for range 2 {
+					if err := renewAllOK(c, rs); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, c := range cs {
+			if err := c.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := rdb.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A Client's renewal batches run on one connection, kept from batch to
+// batch; after the server restarts, the batch that met the broken
+// connection fails, and the next runs on a new one (a go-redis Conn keeps
+// a broken connection's error for every later request).
+func TestRenewalConnKeptAndMadeAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	rs := heldLeases(t, srv, 1)
+	c, err := New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() // a second Close returns nil
+	conns := &c.be.(*redisBackend).conns
+	kept := func() *redis.Conn {
+		conns.mu.Lock()
+		defer conns.mu.Unlock()
+		if len(conns.kept) != 1 {
+			t.Fatalf("%d connections kept after a batch, want 1", len(conns.kept))
+		}
+		for _, cn := range conns.kept {
+			return cn
+		}
+		return nil
+	}
+	if err := renewAllOK(c, rs); err != nil {
+		t.Fatal(err)
+	}
+	first := kept()
+	if err := renewAllOK(c, rs); err != nil {
+		t.Fatal(err)
+	}
+	if kept() != first {
+		t.Error("the second batch did not run on the first batch's connection")
+	}
+
+	srv.Restart() // empty: the leases are gone
+	for i := 1; ; i++ {
+		batch := append([]renewing(nil), rs...)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c.be.renewAll(ctx, batch)
+		cancel()
+		if batch[0].err == nil {
+			for _, r := range batch {
+				if r.err != nil || r.ok {
+					t.Fatalf("batch %d after the restart: %s renewed %v, error %v; want not held, no error", i, r.k.name, r.ok, r.err)
+				}
+			}
+			break
+		}
+		if i == 2 {
+			t.Fatalf("batch %d after the restart: %v", i, batch[0].err)
+		}
+	}
+
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(conns.kept); n != 0 {
+		t.Errorf("%d connections kept after Close", n)
+	}
+}
