@@ -25,7 +25,7 @@ func billing(ctx context.Context) {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close() // releases every lease still held, stops the watchdogs
+	defer c.Close() // releases every lease still held, stops the watchdog
 
 	lease, err := c.Mutex("billing").Lock(ctx, lock.WithWait(10*time.Second))
 	if err != nil {

@@ -450,8 +450,12 @@ func TestLongRunsClaimedOnce(t *testing.T) {
 	j := newJournal()
 	// The default member TTL: with a short one, heartbeats delayed by a
 	// loaded machine leave the membership stale, and every replica claims
-	// at once as it should, which is not what this test is about.
-	const nJobs, ttl, fallback, work = 6, scheduler.DefaultMemberTTL, 150 * time.Millisecond, 800 * time.Millisecond
+	// at once as it should, which is not what this test is about. For the
+	// same reason the fallback is 500 ms, not less: with 150 ms, a busy
+	// machine that delivered the claim's announcement later than that (CI,
+	// make test's packages in parallel) had every replica claim at one
+	// tick. The runs are three times as long as the fallback.
+	const nJobs, ttl, fallback, work = 6, scheduler.DefaultMemberTTL, 500 * time.Millisecond, 1500 * time.Millisecond
 	var fleet []*replica
 	var logs []*claimLog
 	for i := range 3 {
