@@ -511,35 +511,45 @@ func TestLongRunsClaimedOnce(t *testing.T) {
 
 // A replica that joins with its clock ahead fires only the ticks after its
 // start on its own clock: the others do not rank it first for the ticks
-// before (here the tick less than a second after it joins, which it never
-// fires), or its claim of the next tick would come first and the earlier
-// one be heard done and lost. The skewed replica joins three times, each
-// 0.3 s into a second (its clock then reads 0.1 s into the next), with 20
-// jobs: about half of them were ranked first on it for the next tick, and
-// each round lost those ticks (the soak's miss, seed 37).
+// before (here the tick 0.7 s after it joins, which it never fires), or
+// its claim of the next tick would come first and the earlier one be heard
+// done and lost. The skewed replica (0.8 s ahead) joins three times, 0.7 s
+// before a tick of a 2 s schedule (its clock then reads 0.1 s after it),
+// with 20 jobs: it claims the next tick 1.2 s after the one it skips. With
+// a fallback of 1.5 s, longer than that, the replica on time claimed a
+// tick the skewed one was ranked first for only after the later claim, and
+// each round lost about half of the jobs' ticks; ranked first itself, it
+// claims at once, 1.2 s ahead of the later claim, which a loaded machine
+// does not eat up. (With a 1 s schedule the margin was 0.2 s, and a busy
+// CI machine delayed claims by more.)
 func TestReplicaJoiningAheadMissesNoTick(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
-	ttl := scheduler.WithMemberTTL(300 * time.Millisecond) // the others hear of a joiner within 100 ms
+	const period, skew = 2 * time.Second, 800 * time.Millisecond
+	opts := []scheduler.Option{
+		scheduler.WithMemberTTL(300 * time.Millisecond), // the others hear of a joiner within 100 ms
+		scheduler.WithClaimFallback(1500 * time.Millisecond),
+	}
 	addJobs := func(r *replica) {
 		for k := range 20 {
-			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 1s", Run: j.fn(nil)})
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 2s", Run: j.fn(nil)})
 		}
 	}
-	a := newRedisReplica(t, srv, "a", nil, ttl)
+	a := newRedisReplica(t, srv, "a", nil, opts...)
 	addJobs(a)
 	a.start()
 	testkit.Eventually(t, 10*time.Second, "a tick run", func() bool { return len(j.byJob()) > 0 })
 	for round := range 3 {
 		now := time.Now()
-		time.Sleep(now.Truncate(time.Second).Add(1300 * time.Millisecond).Sub(now)) // the instant of the scenario, not a synchronisation
-		b := newRedisReplica(t, srv, fmt.Sprintf("ahead-%d", round), nil, ttl, scheduler.WithClock(testclock.Offset(800*time.Millisecond)))
+		tick := now.Truncate(period).Add(2 * period)                  // its join instant, 0.7 s before, is still ahead
+		time.Sleep(time.Until(tick.Add(100*time.Millisecond - skew))) // the instant of the scenario, not a synchronisation
+		b := newRedisReplica(t, srv, fmt.Sprintf("ahead-%d", round), nil, append(opts, scheduler.WithClock(testclock.Offset(skew)))...)
 		addJobs(b)
 		b.start()
-		time.Sleep(2500 * time.Millisecond) // the length of the round
+		time.Sleep(time.Until(tick.Add(period - 300*time.Millisecond))) // b claims the next tick 1.2 s after this one; then the round ends
 		b.stop(t)
 	}
 	a.stop(t)
-	checkOncePerTick(t, j.byJob(), time.Second)
+	checkOncePerTick(t, j.byJob(), period)
 }
