@@ -127,8 +127,8 @@ type redisBackend struct {
 	stop     chan struct{}                    // closed by close
 	wg       sync.WaitGroup                   // the dispatcher and the sender
 
-	batch batch      // claims and finishes on their way (runBatched)
-	conns renewConns // the connections renewal batches run on (renewAll)
+	batch batch     // claims and finishes on their way (runBatched)
+	conns keptConns // the connections batches run on (renewAll, sendBatch)
 
 	lease   time.Duration // the Client's watchdog lease (WithLeaseTime), and
 	leaseMS any           // it in milliseconds, boxed once: see ms

@@ -138,11 +138,12 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 	}
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(todo))
-	pipe := b.rdb.Pipeline()
+	pipe, done := b.conns.pipeline(b.rdb) // on a Cluster, go-redis's pipeline, split by node
 	for i, r := range todo {
 		cmds[i] = r.script.EvalSha(ctx, pipe, r.keys, r.args...)
 	}
 	_, err := pipe.Exec(ctx)
+	done(err)
 	unsent(cmds, err)
 	var again []int
 	for i := range todo {
@@ -151,12 +152,13 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 		}
 	}
 	if len(again) > 0 {
-		pipe := b.rdb.Pipeline()
+		pipe, done := b.conns.pipeline(b.rdb)
 		for _, i := range again {
 			resent(todo[i].ctx) // its goroutine waits for done: no race
 			cmds[i] = todo[i].script.Eval(ctx, pipe, todo[i].keys, todo[i].args...)
 		}
 		_, err := pipe.Exec(ctx)
+		done(err)
 		unsent(cmds, err)
 	}
 	for i, r := range todo {
@@ -324,13 +326,15 @@ func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls 
 	return cmds
 }
 
-// renewConns keeps the connection that renewal batches run on, one per
-// node (a server, or a Cluster primary), from one batch to the next: a
-// connection of the node's main pool, where a Client's requests keep
-// connections warm. go-redis sends a pipeline on a pool of its own, which
-// dials when it has no connection idle, and a new connection's first
-// request pays the handshake (three round trips more), which on a slow
-// network costs the leases it renews.
+// keptConns keeps the connections that batches run on, renewals' and
+// claims' and finishes', up to maxKept per node (a server, or a Cluster
+// primary), from one batch to the next: connections of the node's main
+// pool, where a Client's requests keep connections warm. go-redis sends a
+// pipeline on a pool of its own, which dials when it has no connection
+// idle, and a new connection's first request pays the handshake (three
+// round trips more), which on a slow network costs the leases a batch
+// renews, and the finishes a batch records (the fault suite's added round
+// trip, seed 47: a finish still failing 5 s after it was sent).
 //
 // Each kept connection is a redis.Conn made from a clone of the node's
 // client (WithTimeout, with the client's ReadTimeout for reads and
@@ -342,27 +346,35 @@ func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls 
 // (TestRenewalBatchesOfClientsAtOnce). A batch whose pipeline failed
 // closes its Conn (a Conn keeps a broken connection's error for every
 // later request), so the next batch takes a connection from the pool
-// anew. One batch is in flight at a time, normally; one sent while another
-// runs (a late batch sent again, or leases left out of it) has a Conn of
-// its own, which is kept after it if none is.
+// anew. A batch takes a kept Conn or, with none left, makes one; after
+// it, the Conn is kept unless maxKept are.
 //
-// renewConns is safe for concurrent use.
-type renewConns struct {
-	mu   sync.Mutex
-	kept map[*redis.Client]*redis.Conn // by node; out while a batch uses it
+// keptConns is safe for concurrent use.
+type keptConns struct {
+	mu     sync.Mutex
+	kept   map[*redis.Client][]*redis.Conn // by node; out while a batch uses it
+	closed bool
 }
+
+// maxKept is how many connections keptConns keeps per node: one for the
+// renewer's batch, the others for the claims and finishes of one instant,
+// which go out in as many batches as their goroutines find being gathered.
+const maxKept = 4
 
 // pipeline returns a pipeline on node, and done, to call with the error
 // of its Exec. On a client of one server (or a Cluster's node) the
-// pipeline runs on the node's kept connection.
-func (p *renewConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
+// pipeline runs on a kept connection.
+func (p *keptConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
 	c, ok := node.(*redis.Client)
 	if !ok {
 		return node.Pipeline(), func(error) {}
 	}
+	var cn *redis.Conn
 	p.mu.Lock()
-	cn := p.kept[c]
-	delete(p.kept, c)
+	if ks := p.kept[c]; len(ks) > 0 {
+		cn = ks[len(ks)-1]
+		p.kept[c] = ks[:len(ks)-1]
+	}
 	p.mu.Unlock()
 	if cn == nil {
 		cn = c.WithTimeout(c.Options().ReadTimeout).Conn()
@@ -370,15 +382,16 @@ func (p *renewConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done fu
 	return cn.Pipeline(), func(err error) { p.put(c, cn, err) }
 }
 
-// put keeps cn as node's connection after a batch that ran without error,
-// unless the node has one; else it closes cn.
-func (p *renewConns) put(node *redis.Client, cn *redis.Conn, err error) {
+// put keeps cn as one of node's connections after a batch that ran
+// without error, unless maxKept are kept or the Client is closed; else it
+// closes cn.
+func (p *keptConns) put(node *redis.Client, cn *redis.Conn, err error) {
 	p.mu.Lock()
-	if err == nil && p.kept[node] == nil {
+	if err == nil && !p.closed && len(p.kept[node]) < maxKept {
 		if p.kept == nil {
-			p.kept = make(map[*redis.Client]*redis.Conn)
+			p.kept = make(map[*redis.Client][]*redis.Conn)
 		}
-		p.kept[node] = cn
+		p.kept[node] = append(p.kept[node], cn)
 		cn = nil
 	}
 	p.mu.Unlock()
@@ -387,15 +400,18 @@ func (p *renewConns) put(node *redis.Client, cn *redis.Conn, err error) {
 	}
 }
 
-// close closes the kept connections: Client.Close calls it once no batch
-// is in flight.
-func (p *renewConns) close() {
+// close closes the kept connections, and those of batches still in
+// flight when they end: Client.Close calls it.
+func (p *keptConns) close() {
 	p.mu.Lock()
 	kept := p.kept
 	p.kept = nil
+	p.closed = true
 	p.mu.Unlock()
-	for _, cn := range kept {
-		_ = cn.Close()
+	for _, cs := range kept {
+		for _, cn := range cs {
+			_ = cn.Close()
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -118,13 +119,14 @@ func TestRenewalConnKeptAndMadeAgain(t *testing.T) {
 	kept := func() *redis.Conn {
 		conns.mu.Lock()
 		defer conns.mu.Unlock()
-		if len(conns.kept) != 1 {
-			t.Fatalf("%d connections kept after a batch, want 1", len(conns.kept))
+		var all []*redis.Conn
+		for _, cs := range conns.kept {
+			all = append(all, cs...)
 		}
-		for _, cn := range conns.kept {
-			return cn
+		if len(all) != 1 {
+			t.Fatalf("%d connections kept after a batch, want 1", len(all))
 		}
-		return nil
+		return all[0]
 	}
 	if err := renewAllOK(c, rs); err != nil {
 		t.Fatal(err)
@@ -160,6 +162,86 @@ func TestRenewalConnKeptAndMadeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(conns.kept); n != 0 {
+		t.Errorf("%d connections kept after Close", n)
+	}
+}
+
+// Claims and finishes that go out in a batch run on connections the
+// Client keeps, as renewals do: after the first batches, more batches dial
+// no connection, and at most maxKept stay kept; Close closes them, and
+// the connection of a batch that ends after Close too.
+func TestBatchesRunOnKeptConns(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := c.be.(*redisBackend)
+	one := redis.NewScript("return 1")
+	send := func() error {
+		todo := make([]*batched, 5)
+		for i := range todo {
+			todo[i] = &batched{ctx: context.Background(), script: one, done: make(chan struct{})}
+		}
+		b.sendBatch(todo)
+		for _, r := range todo {
+			if n, err := r.cmd.Int64(); err != nil || n != 1 {
+				return fmt.Errorf("a batched call returned %d, %v; want 1", n, err)
+			}
+		}
+		return nil
+	}
+	kept := func() int {
+		b.conns.mu.Lock()
+		defer b.conns.mu.Unlock()
+		n := 0
+		for _, cs := range b.conns.kept {
+			n += len(cs)
+		}
+		return n
+	}
+	adm := srv.Client() // one connection, dialled by the first count
+	received := func() int64 {
+		info, err := adm.InfoMap(context.Background(), "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseInt(info["Stats"]["total_connections_received"], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	var wg sync.WaitGroup
+	for range 2 * maxKept {
+		wg.Go(func() {
+			if err := send(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := kept(); n < 1 || n > maxKept {
+		t.Fatalf("%d connections kept after batches at once, want 1 to %d", n, maxKept)
+	}
+	before := received()
+	for range 20 {
+		if err := send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := received() - before; d != 0 {
+		t.Errorf("20 batches after the first dialled %d connections, want 0", d)
+	}
+
+	_, done := b.conns.pipeline(b.rdb) // a batch in flight at Close
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done(nil)
+	if n := kept(); n != 0 {
 		t.Errorf("%d connections kept after Close", n)
 	}
 }

@@ -30,7 +30,7 @@ import (
 // while there are any, and sends each batch on a goroutine of its own
 // (fly); the Redis backend sends a batch as one pipeline on a connection
 // of the client's main pool that it keeps from batch to batch (renewAll,
-// renewConns). A batch is due when one lease is:
+// keptConns). A batch is due when one lease is:
 // lease/3 after its last successful renewal (or acquisition) was sent, or
 // lease/12 after a renewal that failed with an error. It holds every lease
 // that is at least a sixth of that interval old (ripe), so that leases
