@@ -88,10 +88,11 @@
 // lockcron.job.claims says, per job, why this replica claimed (preferred,
 // fallback, given_back, before_later, unknown) or did not (spared). A
 // replica never claims a tick of a job while it still decides on an
-// earlier one (waits for its fallback, or has its claim on the way): it
-// claims the earlier one at once (before_later) and the later one after
-// its answer, since a later claim that reached the ledger first would
-// have the earlier tick answered done, and lost (a fallback that ends
+// earlier one (waits for its fallback, or has its claim on the way), unless
+// it heard the earlier one claimed by another replica: it claims the
+// earlier one at once (before_later) and the later one after its answer,
+// since a later claim that reached the ledger first would have the earlier
+// tick answered done, and lost (a fallback that ends
 // after the next tick falls due: rank × fallback above the period, or the
 // replicas first in rank for the earlier tick running late clocks).
 // WithClaimFallback(0)

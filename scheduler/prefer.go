@@ -538,18 +538,24 @@ func (e *entry) decided(ms int64) {
 
 // awaitEarlier claims at once the earlier ticks of e this replica waits
 // on, and waits until each earlier tick is decided, or the Scheduler
-// stops, or quit is closed.
+// stops, or quit is closed. An earlier tick heard claimed by another
+// replica, its run under way (heard.underWay), is neither claimed nor
+// waited for: the ledger has its claim, which a later one cannot
+// overtake; claiming it would only queue behind its run, and the later
+// tick with it (a run longer than the period would have every replica
+// claim its tick at each next tick, and run the next tick late instead of
+// skipping it).
 func (s *Scheduler) awaitEarlier(e *entry, ms int64, quit <-chan struct{}) {
 	e.mu.Lock()
 	var waits []chan struct{}
 	for t, ch := range e.undecided {
-		if t < ms {
+		if _, claimed := e.heard.underWay(t); t < ms && !claimed {
 			waits = append(waits, ch)
 		}
 	}
 	var hurry []*wait
 	for t, w := range e.waits {
-		if t < ms {
+		if _, claimed := e.heard.underWay(t); t < ms && !claimed {
 			e.dropWait(w)
 			hurry = append(hurry, w)
 		}

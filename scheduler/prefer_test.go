@@ -553,3 +553,77 @@ func TestReplicaJoiningAheadMissesNoTick(t *testing.T) {
 	a.stop(t)
 	checkOncePerTick(t, j.byJob(), period)
 }
+
+// While a run holds a job's lock, each tick due meanwhile (overlap skip) is
+// claimed by one replica: the first in rank that does not run it finds the
+// lock held and tells the fleet, and the others send nothing. (The replica
+// that runs it skips the tick without a claim; when it is first in rank,
+// the second claims after its fallback, and the third hears that.)
+func TestBusyTicksClaimedOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	// The default member TTL, as in TestLongRunsClaimedOnce.
+	const nJobs, ttl, fallback, work = 4, scheduler.DefaultMemberTTL, 300 * time.Millisecond, 2500 * time.Millisecond
+	var fleet []*replica
+	var logs []*claimLog
+	dbg := newLockedWriter()
+	for i := range 3 {
+		r, h := countedReplica(t, srv, "r"+strconv.Itoa(i+1), scheduler.WithClaimFallback(fallback), scheduler.WithMemberTTL(ttl),
+			scheduler.WithLogger(hclog.New(&hclog.LoggerOptions{Name: "r" + strconv.Itoa(i+1), Output: dbg, Level: hclog.Debug})))
+		for k := range nJobs {
+			r.add(t, scheduler.Job{Name: jobName(k), Schedule: "@every 1s", Overlap: scheduler.OverlapSkip, Run: j.fn(func(ctx context.Context) error {
+				select {
+				case <-time.After(work):
+				case <-ctx.Done():
+				}
+				return nil
+			})})
+		}
+		fleet, logs = append(fleet, r), append(logs, h)
+	}
+	for _, r := range fleet {
+		r.start()
+	}
+	testkit.Eventually(t, 10*time.Second, "three members in the fleet's record", func() bool { return members(srv) == 3 })
+	// Counted: the ticks after every replica heard the others (a
+	// heartbeat, within ttl) and after the claims of the ticks before, which
+	// every replica may have sent as first in rank while it heard fewer
+	// members, have waited out their run (work): until then a replica skips
+	// each next tick as one under way here, without a claim.
+	from := time.Now().Add(ttl + work).Truncate(time.Second).Add(time.Second)
+	to := from.Add(6 * time.Second)
+	testkit.Eventually(t, 30*time.Second, "the counted ticks decided", func() bool {
+		return time.Now().After(to.Add(time.Second)) // the last counted tick's fallbacks (2 × 300 ms) are over
+	})
+	for _, r := range fleet {
+		r.stop(t)
+	}
+	checkOncePerTick(t, j.byJob(), 0)
+	ran := 0
+	for k := range nJobs {
+		job := jobName(k)
+		for tick := from; tick.Before(to); tick = tick.Add(time.Second) {
+			ms := tick.UnixMilli()
+			total := 0
+			for _, h := range logs {
+				total += h.count(job, ms)
+			}
+			if total != 1 {
+				t.Errorf("job %s tick %s: %d claims across the fleet, want 1", job, fmtMs(ms), total)
+			}
+		}
+		for _, x := range j.byJob()[job] {
+			if !x.info.Tick.Before(from) && x.info.Tick.Before(to) {
+				ran++
+			}
+		}
+	}
+	if max := nJobs * 3; ran > max {
+		t.Errorf("%d runs of 2.5 s in 6 ticks of %d jobs, want at most %d", ran, nJobs, max)
+	}
+	t.Logf("%d ticks counted, %d ran, the others found the lock held", 6*nJobs, ran)
+	if t.Failed() {
+		t.Logf("from %s; the replicas' log:\n%s", fmtMs(from.UnixMilli()), dbg)
+	}
+}
