@@ -98,7 +98,12 @@
 // time its goroutine runs, and one that comes later leads the next
 // pipeline at once. None waits for a pipeline on its way (on a slow
 // network, a round trip spent waiting would eat into the lease), and a
-// claim's lease counts from when its pipeline went out. With
+// claim's lease counts from when its pipeline went out. The pipelines run
+// on connections of the go-redis client's main pool that the Client keeps
+// from one to the next (up to four per server, as its renewals), not on
+// go-redis's pool for pipelines, which dials when it has none idle: on a
+// slow network a new connection's handshake (three round trips) kept
+// finishes from arriving within the lease. With
 // lock.WithReplicaAck or lock.WithAOFAck each goes alone, followed by its WAIT.
 //
 // Store.Heartbeat keeps a group of live members (a sorted set at
