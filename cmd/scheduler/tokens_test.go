@@ -141,6 +141,16 @@ func TestScopedTokens(t *testing.T) {
 	if p.countLog("admin request refused", func(l logLine) bool { return strings.Contains(l.str("reason"), `token "viewer" has scope read`) }) == 0 {
 		t.Errorf("the refusals of the read token are not logged")
 	}
+	// A wrong token is worth a warning; a read without one (a page opened
+	// before its token is given) only a debug line.
+	if p.countLog("admin request refused", func(l logLine) bool { return strings.HasPrefix(l.str("reason"), "wrong token") }) == 0 {
+		t.Errorf("a read with a wrong token is not logged")
+	}
+	if n := p.countLog("admin request refused", func(l logLine) bool {
+		return l.str("method") == "GET" && strings.HasPrefix(l.str("reason"), "a token is required")
+	}); n != 0 {
+		t.Errorf("%d reads without a token logged at info level or above", n)
+	}
 	for _, v := range []string{readTok, operateTok, adminTok} {
 		if strings.Contains(p.logs.String(), v) {
 			t.Errorf("the log shows a token")

@@ -152,13 +152,15 @@ func (a *admin) allow(w http.ResponseWriter, r *http.Request, need config.Scope,
 	return r, false
 }
 
-// refused logs a refusal and sets the header of a 401.
+// refused logs a refusal and sets the header of a 401. A read without a
+// token (a page opened before its token is given) is logged at debug
+// level; a wrong token, or a change refused, as a warning.
 func (a *admin) refused(w http.ResponseWriter, r *http.Request, need config.Scope, status int, reason string, logArgs ...any) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lockcron"`)
 	}
 	args := append(logArgs, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "status", status, "reason", reason)
-	if need == config.ScopeRead {
+	if need == config.ScopeRead && r.Header.Get("Authorization") == "" {
 		a.log.Debug("admin request refused", args...)
 		return
 	}

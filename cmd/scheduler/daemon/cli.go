@@ -533,7 +533,8 @@ func controlCommand(action, short, long string, cfgPath *string, o Options) *cob
 
 With Redis configured the request goes through Redis to every replica.
 Without Redis, or without a config file, it goes to the running daemon's admin
-API (admin.listen, with admin.token if set), which passes it on to the fleet.`,
+API (admin.listen, with $LOCKCRON_TOKEN or the config's operate token), which
+passes it on to the fleet.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("%s takes one job name, got %d arguments", action, len(args))}

@@ -25,10 +25,11 @@ func reloadCommand(cfgPath *string, o Options) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "reload",
 		Short: "Make the running daemon read its config file again",
-		Long: `reload asks the daemon that serves admin.listen (with admin.token if set) to
-read its config file again, as SIGHUP does, and prints what it did: the jobs
-added, removed, changed and left alone, the settings that need a restart (they
-keep their running values), and the changes it refused.
+		Long: `reload asks the daemon that serves admin.listen (with $LOCKCRON_TOKEN, else the
+config's admin token, if any) to read its config file again, as SIGHUP does, and
+prints what it did: the jobs added, removed, changed and left alone, the
+settings that need a restart (they keep their running values), and the changes
+it refused.
 
 The file is checked here first: if it is not valid, reload prints every problem
 with its place, does not ask the daemon, and exits 1; the daemon keeps its jobs.
