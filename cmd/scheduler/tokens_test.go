@@ -1,9 +1,13 @@
 package main_test
 
 import (
+	"encoding/json"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
 )
 
@@ -16,6 +20,10 @@ const (
 
 // tokenEnv sets the variables of tokenConfig's tokens.
 var tokenEnv = []string{"VIEW_TOKEN=" + readTok, "OPS_TOKEN=" + operateTok, "DEPLOY_TOKEN=" + adminTok}
+
+// newTok is in the daemon's environment as NEW_TOKEN, for a token block
+// that a reload adds.
+const newTok = "new-s3cret-token"
 
 // tokenConfig is a config with three scoped tokens, viewer (read), oncall
 // (operate) and deploy (admin), and the job tick.
@@ -49,7 +57,7 @@ func TestScopedTokens(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	cfg := tokenConfig(t, dir, srv.Addr())
-	p := startProc(t, "r1", dir, baseEnv(append([]string{"LOCKCRON_REPLICA_ID=r1"}, tokenEnv...)...), schedBin, "run", "-config", cfg)
+	p := startProc(t, "r1", dir, baseEnv(append([]string{"LOCKCRON_REPLICA_ID=r1", "NEW_TOKEN=" + newTok}, tokenEnv...)...), schedBin, "run", "-config", cfg)
 	p.waitReady(t)
 	waitSubscribed(t, srv, 1)
 	base := "http://" + p.admin
@@ -93,7 +101,7 @@ func TestScopedTokens(t *testing.T) {
 		if st == 401 && !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%s: 401 without a WWW-Authenticate: Bearer header", tc.name)
 		}
-		for _, v := range []string{readTok, operateTok, adminTok} {
+		for _, v := range []string{readTok, operateTok, adminTok, newTok} {
 			if strings.Contains(string(b), v) {
 				t.Errorf("%s: the answer shows a token", tc.name)
 			}
@@ -103,6 +111,41 @@ func TestScopedTokens(t *testing.T) {
 	if _, b, _ := httpDo(t, "GET", base+"/", ""); strings.Contains(string(b), "tick") || strings.Contains(string(b), ">r1<") {
 		t.Errorf("the page without a token shows the daemon's data:\n%s", b)
 	}
+
+	// A reload with a bad token block changes nothing: 422 with the
+	// error at its place; the tokens in effect stay. Tokens take a restart:
+	// a valid new one is reported as such, and not taken until then.
+	orig, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withToken := func(scope string) string {
+		return strings.Replace(string(orig), `  token "deploy" {`, `  token "intruder" {
+    scope     = "`+scope+`"
+    value_env = "NEW_TOKEN"
+  }
+  token "deploy" {`, 1)
+	}
+	replaceConfig(t, cfg, withToken("superuser"))
+	st, b, _ := httpDo(t, "POST", base+"/api/reload", adminTok)
+	var res daemon.ReloadJSON
+	if err := json.Unmarshal(b, &res); st != 422 || err != nil || res.Status != "invalid" || len(res.Errors) != 1 ||
+		!strings.HasPrefix(res.Errors[0].Pos, cfg+":") || !strings.Contains(res.Errors[0].Error, `admin.token.intruder.scope: "superuser" is not one of "read", "operate", "admin"`) {
+		t.Errorf("reload with a bad scope: %d %v %s", st, err, b)
+	}
+	replaceConfig(t, cfg, withToken("admin"))
+	st, b, _ = httpDo(t, "POST", base+"/api/reload", adminTok)
+	res = daemon.ReloadJSON{}
+	if err := json.Unmarshal(b, &res); st != 200 || err != nil || !slices.Contains(res.RestartNeeded, "admin.tokens") {
+		t.Errorf("reload with a new token: %d %v %s, want admin.tokens in restart_needed", st, err, b)
+	}
+	if st, b, _ := httpDo(t, "GET", base+"/api/jobs", newTok); st != 401 {
+		t.Errorf("a token added by a reload is taken before a restart: %d %s", st, b)
+	}
+	if st, b, _ := httpDo(t, "GET", base+"/api/jobs", readTok); st != 200 {
+		t.Errorf("the read token after the reloads: %d %s", st, b)
+	}
+	replaceConfig(t, cfg, string(orig))
 
 	// The commands: $LOCKCRON_TOKEN first.
 	elsewhere := t.TempDir() // no config file: they ask the daemon
@@ -151,7 +194,7 @@ func TestScopedTokens(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("%d reads without a token logged at info level or above", n)
 	}
-	for _, v := range []string{readTok, operateTok, adminTok} {
+	for _, v := range []string{readTok, operateTok, adminTok, newTok} {
 		if strings.Contains(p.logs.String(), v) {
 			t.Errorf("the log shows a token")
 		}
