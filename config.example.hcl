@@ -17,9 +17,10 @@
 #   LOCKCRON_LOCK__LEASE=15s         lock { lease = "15s" }
 #   LOCKCRON_REDIS__ADDRS=a:6379,b:6379  lists are comma-separated
 #
-# Jobs cannot be set from the environment. An empty variable counts as
-# unset. Unknown keys are errors, with a suggestion when they look like a
-# typo: `scheduler validate` prints every error at once, with its line.
+# Jobs, notify blocks and token blocks cannot be set from the environment.
+# An empty variable counts as unset. Unknown keys are errors, with a
+# suggestion when they look like a typo: `scheduler validate` prints every
+# error at once, with its line.
 
 # The name of this replica in lock owners, logs, spans and the LOCKCRON_REPLICA
 # of exec jobs. Default: host name and process id, such as "web-3-4711".
@@ -125,14 +126,39 @@ lock {
 }
 
 admin {
-  # The admin HTTP listener: /healthz, /readyz, /metrics and the JSON API.
-  # Default loopback only; a listener others can reach should have a token.
+  # The admin HTTP listener: /healthz, /readyz, /metrics, the JSON API and
+  # the status page. Default loopback only; a listener others can reach
+  # should have tokens.
   listen = "127.0.0.1:9090"
 
-  # Bearer token that the mutating calls (trigger, pause, resume) need.
-  # Prefer token_env, the name of an environment variable holding it.
+  # Bearer tokens, each with a scope: "read" reads the JSON API and the
+  # status page; "operate" also triggers, pauses and resumes jobs; "admin"
+  # also reloads the config. One block per token (no default: none). scope
+  # and value_env are required: value_env names the environment variable
+  # that holds the token (not inherited by exec jobs). Names and values must
+  # differ from block to block; the name is what logs show, never the value.
+  # With any token, every call of the JSON API and the page needs one
+  # (Authorization: Bearer TOKEN); /healthz, /readyz and /metrics stay open.
+  # Without tokens, reads are open and the changes are taken from loopback
+  # only. A change of the tokens takes a restart.
+  # token "dashboard" {
+  #   scope     = "read"
+  #   value_env = "LOCKCRON_READ_TOKEN"
+  # }
+  # token "oncall" {
+  #   scope     = "operate"
+  #   value_env = "LOCKCRON_ONCALL_TOKEN"
+  # }
+
+  # The single token of before the scopes, with scope admin (named
+  # "admin.token" in logs). Prefer token_env, the name of an environment
+  # variable holding it.
   # token_env = "ADMIN_TOKEN"
   # token     = "..."
+
+  # With tokens, open the reads (the GET routes and the page) to callers
+  # without one again; the changes still need theirs. Default false.
+  # public_read = false
 }
 
 telemetry {

@@ -156,10 +156,25 @@ func msgHas(words ...string) string {
 	return `(() => { const m = document.getElementById('msg'); return !!m && !m.hidden && ` + strings.Join(conds, " && ") + `; })()`
 }
 
+// clearToken empties the token box (chromedp.Clear sets the attribute,
+// which does not clear what was typed).
+func clearToken(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if !eval[bool](t, ctx, `(() => { const i = document.getElementById('token'); i.value = ''; return i.value === ''; })()`) {
+		t.Fatalf("the token box is not cleared")
+	}
+}
+
 // apiJob reads GET /api/jobs/{name}.
 func apiJob(t *testing.T, base, name string) daemon.JobDetailJSON {
 	t.Helper()
-	st, b, _ := httpDo(t, "GET", base+"/api/jobs/"+name, "")
+	return apiJobAs(t, base, name, "")
+}
+
+// apiJobAs reads GET /api/jobs/{name} with a token.
+func apiJobAs(t *testing.T, base, name, token string) daemon.JobDetailJSON {
+	t.Helper()
+	st, b, _ := httpDo(t, "GET", base+"/api/jobs/"+name, token)
 	var j daemon.JobDetailJSON
 	if st != 200 || json.Unmarshal(b, &j) != nil {
 		t.Fatalf("GET /api/jobs/%s: %d %s", name, st, b)
@@ -370,7 +385,7 @@ func TestBrowserPauseShowsOnBothReplicas(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------
-// (d) With admin.token: a wrong token is refused on the page
+// (d) With admin.token: the page asks for it; a wrong one is refused
 // ---------------------------------------------------------------------
 
 func TestBrowserToken(t *testing.T) {
@@ -385,37 +400,87 @@ func TestBrowserToken(t *testing.T) {
 	base := "http://" + p.admin
 	ctx := newBrowser(t)
 	open(t, ctx, base+"/")
-	waitJS(t, ctx, "the token input", `!!document.getElementById('token')`)
 
-	// No token: nothing is sent, and the page says why.
-	browse(t, ctx, "click Pause without a token", chromedp.Click(button("tick", "pause")))
-	waitJS(t, ctx, "the page asks for the token", msgHas("needs its admin token"))
-
-	// A wrong token: refused, with the API's reason on the page.
-	browse(t, ctx, "type a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-the-token"))
-	browse(t, ctx, "click Pause with a wrong token", chromedp.Click(button("tick", "pause")))
-	waitJS(t, ctx, "the page says the token is wrong", msgHas("Wrong token", "wrong token"))
-	if apiJob(t, base, "tick").Paused {
-		t.Fatalf("a wrong token paused the job")
-	}
-	if eval[bool](t, ctx, row("tick")+`.dataset.paused === 'true'`) {
-		t.Errorf("the page shows tick paused after a refused call")
+	// No token: the page is locked, shows no job, and asks for one.
+	waitJS(t, ctx, "the locked page with the token box", `!!document.getElementById('locked') && !!document.getElementById('token')`)
+	if eval[bool](t, ctx, `!!`+row("tick")) {
+		t.Errorf("the page without a token shows the jobs")
 	}
 
-	// The right one works, and is kept for the session.
-	browse(t, ctx, "type the token", chromedp.Clear(chromedp.CSS("#token")), chromedp.SendKeys(chromedp.CSS("#token"), token))
+	// A wrong token: refused, and the page stays locked.
+	browse(t, ctx, "type a wrong token", chromedp.SendKeys(chromedp.CSS("#token"), "not-the-token"), chromedp.Click(chromedp.CSS("#token-use")))
+	waitJS(t, ctx, "the page says the token is wrong", msgHas("Wrong token")+` && document.getElementById('locked-why').textContent.includes('wrong token')`)
+
+	// The right one shows the jobs, and works the buttons.
+	clearToken(t, ctx)
+	browse(t, ctx, "type the token", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#token-use")))
+	waitJS(t, ctx, "the jobs, once the token is given", `!document.getElementById('locked') && !!`+row("tick"))
 	browse(t, ctx, "click Pause with the token", chromedp.Click(button("tick", "pause")))
 	waitJS(t, ctx, "the page says tick is paused", msgHas("tick: paused on every replica"))
 	waitJS(t, ctx, "the page shows tick paused", row("tick")+`.dataset.paused === 'true'`)
-	if !apiJob(t, base, "tick").Paused {
+	if !apiJobAs(t, base, "tick", token).Paused {
 		t.Errorf("the API does not show tick paused")
 	}
+
+	// Kept for the session: a page loaded again shows the jobs at once.
 	open(t, ctx, base+"/")
+	waitJS(t, ctx, "the jobs after a reload, without asking again", `!document.getElementById('locked') && !!`+row("tick"))
 	if v := eval[string](t, ctx, `document.getElementById('token').value`); v != token {
 		t.Errorf("after a reload the token input holds %q, want the token kept in sessionStorage", v)
 	}
 	if html := eval[string](t, ctx, `document.documentElement.outerHTML`); strings.Contains(html, token) {
 		t.Errorf("the page's HTML shows the token")
+	}
+}
+
+// ---------------------------------------------------------------------
+// (e) Scoped tokens: a read token shows the pages, asked for once; the
+// buttons it may not use are refused with the API's reason
+// ---------------------------------------------------------------------
+
+func TestBrowserReadToken(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := tokenConfig(t, dir, srv.Addr())
+	p := startProc(t, "r1", dir, baseEnv(append([]string{"LOCKCRON_REPLICA_ID=r1"}, tokenEnv...)...), schedBin, "run", "-config", cfg)
+	p.waitReady(t)
+	base := "http://" + p.admin
+	ctx := newBrowser(t)
+
+	// Asked once: the token, entered on the first page (Enter submits)...
+	open(t, ctx, base+"/")
+	waitJS(t, ctx, "the locked page", `!!document.getElementById('locked') && document.activeElement === document.getElementById('token')`)
+	browse(t, ctx, "enter the read token", chromedp.SendKeys(chromedp.CSS("#token"), readTok+"\r"))
+	waitJS(t, ctx, "the jobs, once the read token is given", `!document.getElementById('locked') && !!`+row("tick")+` && document.getElementById('replica').textContent === 'r1'`)
+	if v := eval[string](t, ctx, `sessionStorage.getItem('lockcron-admin-token')`); v != readTok {
+		t.Errorf("sessionStorage holds %q, want the read token", v)
+	}
+	// ... serves the other pages of the session without asking again.
+	open(t, ctx, base+"/jobs/tick")
+	waitJS(t, ctx, "the job page, without asking again", `!document.getElementById('locked') && !!document.getElementById('runs')`)
+	open(t, ctx, base+"/locks")
+	waitJS(t, ctx, "the locks page, without asking again", `!document.getElementById('locked') && !!document.querySelector('main h1')`)
+	open(t, ctx, base+"/")
+	waitJS(t, ctx, "the jobs page again", `!document.getElementById('locked') && !!`+row("tick"))
+
+	// A read token may not trigger or pause: refused, with the 403's message.
+	browse(t, ctx, "click Trigger with a read token", chromedp.Click(button("tick", "trigger")))
+	waitJS(t, ctx, "the page shows the refusal of trigger", msgHas("Refused: tick was not triggered", `token "viewer" has scope read: trigger needs a token of scope operate or admin`))
+	browse(t, ctx, "click Pause with a read token", chromedp.Click(button("tick", "pause")))
+	waitJS(t, ctx, "the page shows the refusal of pause", msgHas("Refused: tick was not paused", "pause needs a token of scope operate or admin"))
+	j := apiJobAs(t, base, "tick", readTok)
+	if j.Paused || j.Fleet.Triggers != 0 {
+		t.Errorf("a read token's clicks changed the job: paused %v, triggers %d", j.Paused, j.Fleet.Triggers)
+	}
+
+	// An operate token in the box works them.
+	clearToken(t, ctx)
+	browse(t, ctx, "type the operate token", chromedp.SendKeys(chromedp.CSS("#token"), operateTok))
+	browse(t, ctx, "click Pause with an operate token", chromedp.Click(button("tick", "pause")))
+	waitJS(t, ctx, "the page says tick is paused", msgHas("tick: paused on every replica"))
+	if html := eval[string](t, ctx, `document.documentElement.outerHTML`); strings.Contains(html, readTok) || strings.Contains(html, operateTok) {
+		t.Errorf("the page's HTML shows a token")
 	}
 }
 

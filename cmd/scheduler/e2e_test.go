@@ -1060,7 +1060,8 @@ wait $pid`)
 		t.Errorf("/readyz while running: %d %s", st, b)
 	}
 
-	// POST needs the token; GET does not.
+	// The API needs the token (the single admin.token has scope admin);
+	// the probes and /metrics do not.
 	for _, tc := range []struct {
 		name, path, token string
 		want              int
@@ -1070,10 +1071,16 @@ wait $pid`)
 		{"unknown job", "/api/jobs/nope/trigger", token, 404},
 		{"unknown action", "/api/jobs/slow/explode", token, 404},
 		{"trigger", "/api/jobs/slow/trigger", token, 200},
+		{"GET without a token", "GET /api/jobs", "", 401},
+		{"GET with a wrong token", "GET /api/locks", "nope", 401},
 	} {
-		st, b, h := httpDo(t, "POST", base+tc.path, tc.token)
+		method, path := "POST", tc.path
+		if m, p, ok := strings.Cut(tc.path, " "); ok {
+			method, path = m, p
+		}
+		st, b, h := httpDo(t, method, base+path, tc.token)
 		if st != tc.want {
-			t.Errorf("%s: POST %s: %d %s, want %d", tc.name, tc.path, st, b, tc.want)
+			t.Errorf("%s: %s %s: %d %s, want %d", tc.name, method, path, st, b, tc.want)
 		}
 		if st == 401 && !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%s: 401 without a WWW-Authenticate: Bearer header", tc.name)
@@ -1091,7 +1098,7 @@ wait $pid`)
 	// /api/jobs and /api/locks.
 	var js []daemon.JobJSON
 	testkit.Eventually(t, 5*time.Second, "/api/jobs: quick ran", func() bool {
-		st, b, _ := httpDo(t, "GET", base+"/api/jobs", "")
+		st, b, _ := httpDo(t, "GET", base+"/api/jobs", token)
 		js = nil
 		return st == 200 && json.Unmarshal(b, &js) == nil && len(js) == 2 && js[0].LastOutcome == "ran"
 	})
@@ -1101,7 +1108,7 @@ wait $pid`)
 	if js[1].Name != "slow" || !js[1].Fleet.Held || js[1].Fleet.Triggers != 1 {
 		t.Errorf("/api/jobs slow: %+v", js[1])
 	}
-	st, b, _ := httpDo(t, "GET", base+"/api/locks", "")
+	st, b, _ := httpDo(t, "GET", base+"/api/locks", token)
 	var ls []lockJSON
 	if err := json.Unmarshal(b, &ls); st != 200 || err != nil {
 		t.Fatalf("/api/locks: %d %v %s", st, err, b)

@@ -142,8 +142,10 @@ func TestReload(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	const token = "reload-e2e-token"
+	// public_read: the test reads the API without the token.
 	head := strings.Replace(header(srv.Addr(), "5s"), `listen = "127.0.0.1:0"`, `listen = "127.0.0.1:0"
-  token  = "`+token+`"`, 1)
+  token  = "`+token+`"
+  public_read = true`, 1)
 	cfg := writeConfig(t, dir, head+recordJob("a", "@every 1s")+recordJob("b", "@every 1s"))
 	aLog, bLog, cLog := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log")
 	p := startReplica(t, dir, cfg, "r1")

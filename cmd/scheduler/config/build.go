@@ -181,7 +181,9 @@ func (c *Config) secretEnv() []string {
 	if c.Redis != nil && c.Redis.PasswordEnv != "" {
 		names = append(names, c.Redis.PasswordEnv)
 	}
-	names = append(names, c.Admin.TokenEnv)
+	for _, t := range c.Admin.Tokens {
+		names = append(names, t.ValueEnv) // the single token's TokenEnv too
+	}
 	for _, n := range c.Notify {
 		names = append(names, n.URLEnv)
 	}

@@ -180,11 +180,63 @@ type Admin struct {
 	// Listen is the admin HTTP listener's host:port. Default
 	// "127.0.0.1:9090".
 	Listen string
-	// Token is the bearer token the mutating calls need; empty means none.
+	// Token is the single token of token or token_env, which has scope
+	// admin; empty means none. It is in Tokens too, as LegacyTokenName.
 	Token Secret
 	// TokenEnv names the environment variable Token was read from, if it
 	// came from token_env.
 	TokenEnv string
+	// Tokens are every bearer token the admin API takes: Token first (if
+	// set), then the token "name" { ... } blocks in the file's order. When
+	// there is none, reads are open and the calls that change something
+	// are taken from loopback only.
+	Tokens []Token
+	// PublicRead opens the reads (GET of the JSON API and the status page)
+	// to callers without a token, when there are tokens. Default false.
+	PublicRead bool
+}
+
+// LegacyTokenName is the name of the single admin token (token or
+// token_env) among Admin.Tokens: what the admin API records as the actor
+// of a call made with it.
+const LegacyTokenName = "admin.token"
+
+// Scope is what an admin token may do. Each scope may do what the smaller
+// ones may: read reads the JSON API and the status page; operate also
+// triggers, pauses and resumes jobs; admin also reloads the config.
+type Scope int
+
+// The scopes, smallest first.
+const (
+	ScopeRead Scope = iota + 1
+	ScopeOperate
+	ScopeAdmin
+)
+
+var scopeNames = []string{ScopeRead: "read", ScopeOperate: "operate", ScopeAdmin: "admin"}
+
+// String is the scope's name in the config: "read", "operate" or "admin".
+func (s Scope) String() string {
+	if s < ScopeRead || s > ScopeAdmin {
+		return fmt.Sprintf("Scope(%d)", int(s))
+	}
+	return scopeNames[s]
+}
+
+// Token is an admin bearer token: a token "name" { ... } block, or the
+// single token (LegacyTokenName).
+type Token struct {
+	// Name names the token in logs and in the admin API's answers; never
+	// its value.
+	Name  string
+	Scope Scope
+	// Value is the token itself.
+	Value Secret
+	// ValueEnv names the environment variable Value was read from, if any.
+	ValueEnv string
+	// Pos is where the token's block (or the token argument) is; zero if
+	// the environment set it.
+	Pos Pos
 }
 
 // Telemetry is the telemetry block.

@@ -401,13 +401,88 @@ func (d *decoder) checkLease(cfg *Config) {
 }
 
 func (d *decoder) decodeAdmin(a *adminBlock, cfg *Config) {
-	p := func(key string) []string { return []string{"admin", key} }
+	p := func(key ...string) []string { return append([]string{"admin"}, key...) }
 	cfg.Admin.Listen = d.str(cfg.Admin.Listen, a.Listen, func(s string) string { return checkHostPort(s, true) }, p("listen")...)
 	tok, tokEnv := d.secret(a.Token, p("token"), a.TokenEnv, p("token_env"), true)
 	cfg.Admin.Token, cfg.Admin.TokenEnv = NewSecret(tok), tokEnv
-	if !isLoopback(cfg.Admin.Listen) && !cfg.Admin.Token.IsSet() && d.set(p("listen")...) {
-		d.warnf(p("listen"), "%q is reachable from other machines, and there is no admin token: anyone who reaches it can trigger, pause and resume jobs; set token_env", cfg.Admin.Listen)
+	// Where each token is, by name and by value, for the errors about a
+	// second one.
+	byName := make(map[string]Pos)
+	byValue := make(map[string]string)
+	if tok != "" {
+		at := p("token")
+		if tokEnv != "" {
+			at = p("token_env")
+		}
+		t := Token{Name: LegacyTokenName, Scope: ScopeAdmin, Value: cfg.Admin.Token, ValueEnv: tokEnv, Pos: d.posOf(at)}
+		cfg.Admin.Tokens = append(cfg.Admin.Tokens, t)
+		byName[t.Name], byValue[tok] = t.Pos, where(t)
 	}
+	for _, b := range a.Tokens {
+		if t, ok := d.decodeToken(b, byName, byValue); ok {
+			cfg.Admin.Tokens = append(cfg.Admin.Tokens, t)
+		}
+	}
+	cfg.Admin.PublicRead = a.PublicRead
+	anyToken := len(a.Tokens) > 0 || d.set(p("token")...) || d.set(p("token_env")...)
+	if cfg.Admin.PublicRead && !anyToken {
+		d.warnf(p("public_read"), "true, but there is no token: without one, reads are open anyway")
+	}
+	if !isLoopback(cfg.Admin.Listen) && !anyToken && d.set(p("listen")...) {
+		d.warnf(p("listen"), "%q is reachable from other machines, and there is no admin token: anyone who reaches it can read the jobs, and trigger, pause and resume them; add a token block, or set token_env", cfg.Admin.Listen)
+	}
+}
+
+// decodeToken decodes a token "name" { scope, value_env } block; false if
+// it is not valid. byName and byValue hold the tokens before it (where
+// each is); it adds its own.
+func (d *decoder) decodeToken(b tokenBlock, byName map[string]Pos, byValue map[string]string) (Token, bool) {
+	tp := func(key ...string) []string { return append([]string{"admin", "token", b.Name}, key...) }
+	t := Token{Name: b.Name, Pos: posOf(b.At)}
+	switch first, dup := byName[b.Name]; {
+	case strings.TrimSpace(b.Name) == "" || strings.ContainsFunc(b.Name, unicode.IsControl):
+		d.errf(tp(), "%q is not a name: give each token a plain name (it names the token in logs, never its value)", b.Name)
+		return t, false
+	case dup:
+		d.errAt(b.At, tp(), "a token %q is at line %d already: give each token its own name", b.Name, first.Line)
+		return t, false
+	}
+	byName[b.Name] = t.Pos
+	nerrs := len(d.errs)
+	if !d.set(tp("scope")...) {
+		d.errf(tp(), "missing scope: give scope = %s", quoteAll(scopeNames[ScopeRead:]))
+	} else if s := d.oneOf(b.Scope, tp("scope"), scopeNames[ScopeRead:]...); s != "" {
+		t.Scope = Scope(slices.Index(scopeNames, s))
+	}
+	switch {
+	case !d.set(tp("value_env")...):
+		d.errf(tp(), "missing value_env: give the name of the environment variable that holds the token")
+	case strings.TrimSpace(b.ValueEnv) == "":
+		d.errf(tp("value_env"), "empty: give the name of the environment variable that holds the token")
+	default:
+		v, from := d.secret("", tp("value"), b.ValueEnv, tp("value_env"), true)
+		if prev, dup := byValue[v]; dup && v != "" {
+			d.errf(tp("value_env"), "%q holds the same token as %s: give each token its own value, so that a call tells which token made it", b.ValueEnv, prev)
+			return t, false
+		}
+		t.Value, t.ValueEnv = NewSecret(v), from
+		if v != "" {
+			byValue[v] = where(t)
+		}
+	}
+	return t, len(d.errs) == nerrs && t.Value.IsSet()
+}
+
+// where names a token and its place, for an error about another.
+func where(t Token) string {
+	name := fmt.Sprintf("token %q", t.Name)
+	if t.Name == LegacyTokenName {
+		name = LegacyTokenName
+	}
+	if t.Pos.IsValid() {
+		return fmt.Sprintf("%s (line %d)", name, t.Pos.Line)
+	}
+	return name
 }
 
 func (d *decoder) decodeTelemetry(t *Telemetry, cfg *Config) {

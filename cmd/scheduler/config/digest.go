@@ -54,6 +54,17 @@ var restartSettings = []restartSetting{
 	{"lock", "Lock", func(c *Config) any { return c.Lock }},
 	{"admin.listen", "Admin", func(c *Config) any { return c.Admin.Listen }},
 	{"admin.token", "Admin", func(c *Config) any { return [2]string{c.Admin.Token.Value(), c.Admin.TokenEnv} }},
+	{"admin.tokens", "Admin", func(c *Config) any {
+		// The token blocks: names, scopes and values; not where they are.
+		var ts []string
+		for _, t := range c.Admin.Tokens {
+			if t.Name != LegacyTokenName {
+				ts = append(ts, t.Name, t.Scope.String(), t.Value.Value(), t.ValueEnv)
+			}
+		}
+		return ts
+	}},
+	{"admin.public_read", "Admin", func(c *Config) any { return c.Admin.PublicRead }},
 	{"telemetry", "Telemetry", func(c *Config) any { return c.Telemetry }},
 	{"log", "Log", func(c *Config) any { return c.Log }},
 	{"history", "History", func(c *Config) any { return c.History }},
@@ -72,7 +83,8 @@ var restartSettings = []restartSetting{
 // start: every setting but the jobs (replica_id, shutdown_timeout, watch,
 // and the blocks fleet, redis, lock, admin, telemetry, log, history and
 // notify). Each is named as in the file ("redis", "admin.listen",
-// "admin.token"), in that order; none if nothing changed. The values
+// "admin.token", "admin.tokens" for the token blocks,
+// "admin.public_read"), in that order; none if nothing changed. The values
 // compared are those in effect (the file with the environment over it,
 // defaults filled in), so a setting moved within the file, or written
 // another way to the same effect, is no change. The values are never

@@ -217,6 +217,8 @@ job "x" {
 		{"lock", []string{`lease = "30s"`, `lease = "15s"`}, nil, []string{"lock"}},
 		{"admin.listen", []string{`127.0.0.1:9090`, `127.0.0.1:9091`}, nil, []string{"admin.listen"}},
 		{"admin.token", []string{`tok-one`, `tok-two`}, nil, []string{"admin.token"}},
+		{"a token block added", []string{`token  = "tok-one"`, "token  = \"tok-one\"\n  token \"ops\" {\n    scope = \"operate\"\n    value_env = \"OPS_TOK\"\n  }"}, []string{"OPS_TOK=ops"}, []string{"admin.tokens"}},
+		{"admin.public_read", []string{`token  = "tok-one"`, "token  = \"tok-one\"\n  public_read = true"}, nil, []string{"admin.public_read"}},
 		{"telemetry", []string{`metrics = "prometheus"`, `metrics = "none"`}, nil, []string{"telemetry"}},
 		{"log", []string{`level = "info"`, `level = "debug"`}, nil, []string{"log"}},
 		{"history", []string{`keep = 100`, `keep = 50`}, nil, []string{"history"}},

@@ -57,7 +57,8 @@
 // warning. Jobs and notify blocks cannot be set from the environment. An
 // unknown setting inside a block (LOCKCRON_LOG__LEVLE) is an error with
 // HCL's suggestion; an unknown first level (LOCKCRON_FOO) only a warning,
-// since other programs may use the prefix. The run info of exec jobs
+// since other programs may use the prefix. Token blocks cannot be set
+// from the environment either. The run info of exec jobs
 // (LOCKCRON_JOB, _TICK, _TOKEN, _REPLICA, _ATTEMPT, _TRIGGER) and
 // LOCKCRON_CONFIG are not settings and are ignored.
 //
@@ -74,12 +75,25 @@
 // listener open to others without a token, settings the environment
 // replaced, ...).
 //
-// redis.password, redis.url, admin.token and a webhook's URL are kept as
-// Secret, which never prints its value; password_env, token_env and url_env
-// name a variable that holds one. No error or warning quotes a secret,
+// redis.password, redis.url, admin.token, the admin tokens and a webhook's
+// URL are kept as Secret, which never prints its value; password_env,
+// token_env, value_env and url_env name a variable that holds one. No error or warning quotes a secret,
 // exec jobs do not inherit the variables that hold the daemon's, and
 // Config.Redact removes them from any text. ForReading loads for a command
 // that only reads: an unset token_env or url_env variable is a warning.
+//
+// # Admin tokens
+//
+// admin { token "name" { scope = "read" | "operate" | "admin", value_env =
+// "VAR" } } blocks, several, are Admin.Tokens, with the single
+// token/token_env first as a token of scope admin named LegacyTokenName.
+// scope and value_env are required: a token's power is written, never
+// defaulted. A name must be plain and a value its own, so that the name a
+// call is logged under tells which token made it; a second block of a
+// name, or a variable that holds another token's value, is an error at
+// that block. A block with any error is left out (and Load fails).
+// public_read opens reads when there are tokens; without tokens, it is a
+// warning. Tokens are compared by the daemon, not here.
 //
 // Config.Digest is the SHA-256 of the file's bytes; Job.Digest is a digest
 // of the job's block as decoded (not as spaced or ordered), which the daemon

@@ -67,6 +67,9 @@ func (d *decoder) applyEnv() {
 		case path[0] == "job" || path[0] == "notify":
 			d.errs = append(d.errs, &Error{Env: name, Field: path[0], Msg: "jobs cannot be set from the environment, nor notify blocks: edit the file"})
 			continue
+		case len(path) > 2 && path[0] == "admin" && path[1] == "token":
+			d.errs = append(d.errs, &Error{Env: name, Field: "admin.token", Msg: "token blocks cannot be set from the environment: edit the file (each block's value_env names the variable that holds its token)"})
+			continue
 		}
 		if prev := d.env[pathKey(path...)]; prev != "" && prev != name && len(envPath(prev)) == len(path) {
 			d.errs = append(d.errs, &Error{Env: name, Field: field, Msg: "also set by " + prev + ": set one"})

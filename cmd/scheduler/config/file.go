@@ -60,9 +60,19 @@ type (
 		Timeout  string `hcl:"timeout,optional"`
 	}
 	adminBlock struct {
-		Listen   string `hcl:"listen,optional"`
-		Token    string `hcl:"token,optional"`
-		TokenEnv string `hcl:"token_env,optional"`
+		Listen     string `hcl:"listen,optional"`
+		Token      string `hcl:"token,optional"`
+		TokenEnv   string `hcl:"token_env,optional"`
+		PublicRead bool   `hcl:"public_read,optional"`
+		// Tokens are the token "name" { ... } blocks: an argument and a
+		// block may share a name in HCL, so the single token stays.
+		Tokens []tokenBlock `hcl:"token,block"`
+	}
+	tokenBlock struct {
+		Name     string    `hcl:"name,label"`
+		Scope    string    `hcl:"scope,optional"`
+		ValueEnv string    `hcl:"value_env,optional"`
+		At       hcl.Range `hcl:",type_range"`
 	}
 	historyBlock struct {
 		Keep   int    `hcl:"keep,optional"`

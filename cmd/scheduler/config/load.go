@@ -134,8 +134,10 @@ func (d *decoder) index(b *hclsyntax.Body, path []string) {
 	n := 0
 	for _, blk := range b.Blocks {
 		p := append(slices.Clone(path), blk.Type)
+		labelled := len(path) == 0 && (blk.Type == "job" || blk.Type == "notify") ||
+			pathKey(path...) == "admin" && blk.Type == "token"
 		switch {
-		case len(path) > 0 || blk.Type != "job" && blk.Type != "notify":
+		case !labelled:
 		case len(blk.Labels) != 1:
 			continue // HCL reports it; gohcl leaves it out
 		case blk.Type == "job":
@@ -143,6 +145,9 @@ func (d *decoder) index(b *hclsyntax.Body, path []string) {
 			n++
 		default:
 			p = append(p, blk.Labels[0])
+			if _, dup := d.pos[pathKey(p...)]; dup {
+				continue // a second block of the name: the decoder reports it at its own place
+			}
 		}
 		d.pos[pathKey(p...)] = span{blk.TypeRange, blk.Range()}
 		d.index(blk.Body, p)
@@ -229,8 +234,24 @@ func (d *decoder) at(path []string, format string, args ...any) *Error {
 	return e
 }
 
+// posOf is where path is in the file; the zero Pos if it is not there.
+func (d *decoder) posOf(path []string) Pos {
+	if s, ok := d.pos[pathKey(path...)]; ok && d.env[pathKey(path...)] == "" {
+		return posOf(s.name)
+	}
+	return Pos{}
+}
+
 func (d *decoder) errf(path []string, format string, args ...any) {
 	d.errs = append(d.errs, d.at(path, format, args...))
+}
+
+// errAt adds an Error about path at r: a second block of a name, which
+// the index does not hold (it holds the first).
+func (d *decoder) errAt(r hcl.Range, path []string, format string, args ...any) {
+	e := d.at(path, format, args...)
+	e.Pos, e.subject, e.file = posOf(r), &r, d.file
+	d.errs = append(d.errs, e)
 }
 
 func (d *decoder) warnf(path []string, format string, args ...any) {

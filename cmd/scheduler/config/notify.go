@@ -76,7 +76,7 @@ func (d *decoder) decodeNotify(cfg *Config) {
 			d.errf(np(), "%q is not a name: give each notify block a plain name", b.Name)
 			continue
 		case dup:
-			d.errf(np(), "a notify block %q is at line %d already: give each its own name", b.Name, first.Line)
+			d.errAt(b.At, np(), "a notify block %q is at line %d already: give each its own name", b.Name, first.Line)
 			continue
 		}
 		seen[b.Name] = posOf(b.At)

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +39,7 @@ const (
 type admin struct {
 	s       *scheduler.Scheduler // nil: none yet
 	locks   *lock.Client
-	token   string // bearer token of the mutating calls; "" for none
+	access  access // who may call what (access.go)
 	metrics http.Handler
 	log     hclog.Logger
 	reload  *reloader // reloads the config file; nil: none (no config_digest either)
@@ -69,10 +68,13 @@ type admin struct {
 //	GET  /static/{file}             the status page's style sheet and script
 //
 // An unknown job is a 404 that names it and lists the known ones; a bad
-// limit or before is a 400 that names the parameter. The POST calls need
-// the bearer token when admin.token is set; without one, they are taken
-// only from loopback (authorized). The status page works while the daemon
-// connects to Redis: it says so, where the JSON API answers 503.
+// limit or before is a 400 that names the parameter. With tokens
+// configured, the JSON API and the status page need a bearer token whose
+// scope suffices (access.go): read for reads (unless admin.public_read),
+// the scope in actionScope for the POST calls; without tokens, reads are
+// open and the POST calls taken only from loopback. The probes, /metrics
+// and the static files are always open. The status page works while the
+// daemon connects to Redis: it says so, where the JSON API answers 503.
 func (a *admin) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -82,10 +84,10 @@ func (a *admin) handler() http.Handler {
 	if a.metrics != nil {
 		mux.Handle("GET /metrics", a.metrics)
 	}
-	mux.HandleFunc("GET /api/jobs", a.needStore(a.jobs))
-	mux.HandleFunc("GET /api/jobs/{name}", a.needStore(a.job))
-	mux.HandleFunc("GET /api/jobs/{name}/runs", a.needStore(a.runs))
-	mux.HandleFunc("GET /api/locks", a.needStore(a.lockList))
+	mux.HandleFunc("GET /api/jobs", a.reader(a.needStore(a.jobs)))
+	mux.HandleFunc("GET /api/jobs/{name}", a.reader(a.needStore(a.job)))
+	mux.HandleFunc("GET /api/jobs/{name}/runs", a.reader(a.needStore(a.runs)))
+	mux.HandleFunc("GET /api/locks", a.reader(a.needStore(a.lockList)))
 	mux.HandleFunc("POST /api/jobs/{name}/{action}", a.needStore(a.act))
 	mux.HandleFunc("POST /api/reload", a.reloadConfig)
 	a.pageRoutes(mux)
@@ -379,26 +381,17 @@ func LocksJSON(ls []lock.LockInfo) []LockJSON {
 	return out
 }
 
-// allow checks a mutating call (authorized): if it is refused, it answers
-// and logs why, with logArgs, and returns false.
-func (a *admin) allow(w http.ResponseWriter, r *http.Request, logArgs ...any) bool {
-	status, reason := a.authorized(r)
-	if status == http.StatusOK {
-		return true
-	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="lockcron"`)
-	}
-	a.log.Warn("admin request refused", append(logArgs, "remote", r.RemoteAddr, "reason", reason)...)
-	writeJSON(w, status, map[string]string{"error": reason})
-	return false
-}
-
 func (a *admin) act(w http.ResponseWriter, r *http.Request) {
-	if !a.allow(w, r, "action", r.PathValue("action"), "job", r.PathValue("name")) {
+	name, action := r.PathValue("name"), r.PathValue("action")
+	need, ok := actionScope[action]
+	if !ok || action == "reload" {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown action " + action + ": trigger, pause or resume"})
 		return
 	}
-	name, action := r.PathValue("name"), r.PathValue("action")
+	r, ok = a.allow(w, r, need, action, "action", action, "job", name)
+	if !ok {
+		return
+	}
 	var err error
 	var heard int64
 	switch action {
@@ -408,9 +401,6 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 		err = a.s.Pause(r.Context(), name, true)
 	case "resume":
 		err = a.s.Pause(r.Context(), name, false)
-	default:
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown action " + action + ": trigger, pause or resume"})
-		return
 	}
 	switch {
 	case errors.Is(err, scheduler.ErrUnknownJob):
@@ -418,7 +408,7 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 	default:
-		a.log.Info("admin request", "action", action, "job", name, "remote", r.RemoteAddr)
+		a.log.Info("admin request", "action", action, "job", name, "actor", actor(r.Context()), "remote", r.RemoteAddr)
 		resp := map[string]any{"job": name, "action": action, "status": "ok"}
 		if action == "trigger" {
 			resp["heard_by"] = heard // replicas that heard the request; 0: nothing will run it
@@ -431,18 +421,19 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 // does, and answers with the ReloadJSON: 200 when the file was valid
 // (status "applied", or "partial" with the job changes that were refused
 // in errors), 422 when it was not (status "invalid", every problem with
-// its place; the running jobs are kept), 503 once the daemon stops. It is
-// guarded as trigger, pause and resume are (authorized), and answers
-// while the daemon connects to Redis too.
+// its place; the running jobs are kept), 503 once the daemon stops. It
+// needs scope admin (actionScope), and answers while the daemon connects
+// to Redis too.
 func (a *admin) reloadConfig(w http.ResponseWriter, r *http.Request) {
-	if !a.allow(w, r, "action", "reload") {
+	r, ok := a.allow(w, r, actionScope["reload"], "reload", "action", "reload")
+	if !ok {
 		return
 	}
 	if a.reload == nil {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "this daemon does not reload its config"})
 		return
 	}
-	a.log.Info("admin request", "action", "reload", "remote", r.RemoteAddr)
+	a.log.Info("admin request", "action", "reload", "actor", actor(r.Context()), "remote", r.RemoteAddr)
 	res, err := a.reload.reload(r.Context(), triggerAPI)
 	switch {
 	case err != nil:
@@ -457,35 +448,6 @@ func (a *admin) reloadConfig(w http.ResponseWriter, r *http.Request) {
 // crossOrigin refuses the POST calls that a browser sends from a page of
 // another origin (CSRF), by their Sec-Fetch-Site or Origin header.
 var crossOrigin http.CrossOriginProtection
-
-// authorized checks a mutating call: http.StatusOK, or the status to
-// answer and why. With a token, the call needs it as a bearer token
-// (compared in constant time). Without one, it must come from loopback
-// and name a loopback host (an IP address or localhost: a DNS name that a
-// hostile page rebinds to 127.0.0.1 is refused). A browser's cross-origin
-// call is refused either way.
-func (a *admin) authorized(r *http.Request) (int, string) {
-	if err := crossOrigin.Check(r); err != nil {
-		return http.StatusForbidden, "refused: a cross-origin request from a browser (" + err.Error() + ")"
-	}
-	if a.token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		switch {
-		case !ok || got == "":
-			return http.StatusUnauthorized, "a bearer token is required: admin.token is set (send Authorization: Bearer TOKEN)"
-		case subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1:
-			return http.StatusUnauthorized, "wrong token: it is not admin.token"
-		}
-		return http.StatusOK, ""
-	}
-	if !loopbackAddr(r.RemoteAddr) {
-		return http.StatusForbidden, "refused: admin.token is not set, so trigger, pause, resume and reload are taken only from loopback, and this call came from " + r.RemoteAddr + "; set admin.token (or admin.token_env) to allow them from elsewhere"
-	}
-	if !loopbackHost(r.Host) {
-		return http.StatusForbidden, fmt.Sprintf("refused: admin.token is not set, so trigger, pause, resume and reload are taken only when addressed to an IP address or localhost, not to host %q; set admin.token (or admin.token_env)", r.Host)
-	}
-	return http.StatusOK, ""
-}
 
 // loopbackAddr reports whether a request's RemoteAddr is a loopback
 // address.

@@ -105,7 +105,12 @@ Flags may be written -config or --config.
 The config file is -config FILE, else $LOCKCRON_CONFIG, else lockcron.hcl in
 the working directory. With none of these, jobs, locks, history, trigger, pause,
 resume and reload ask the running daemon at $LOCKCRON_ADMIN__LISTEN (default
-127.0.0.1:9090, where make run serves it), with $LOCKCRON_ADMIN__TOKEN if set.`,
+127.0.0.1:9090, where make run serves it).
+
+Commands that call the admin API send $LOCKCRON_TOKEN as their bearer token if
+it is set; else a token of the config whose variable is set here (the one of
+the smallest scope that the call needs), or $LOCKCRON_ADMIN__TOKEN without a
+config file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -174,7 +179,7 @@ does not answer in time it exits 1.`,
 					ctx, cancel := commandContext(cmd)
 					defer cancel()
 					var views []JobJSON
-					if err := getViaAdmin(ctx, cfg, "/api/jobs", &views); err != nil {
+					if err := getViaAdmin(ctx, cfg, o.Environ, "/api/jobs", &views); err != nil {
 						return err
 					}
 					return show(views, cfg)
@@ -202,7 +207,7 @@ does not answer in time it exits 1.`,
 					ctx, cancel := commandContext(cmd)
 					defer cancel()
 					var ls []LockJSON
-					if err := getViaAdmin(ctx, cfg, "/api/locks", &ls); err != nil {
+					if err := getViaAdmin(ctx, cfg, o.Environ, "/api/locks", &ls); err != nil {
 						return err
 					}
 					return show(ls)
@@ -289,9 +294,9 @@ func getenv(env []string, name string) string {
 // instead, as nomad's commands ask the agent at NOMAD_ADDR: at
 // LOCKCRON_ADMIN__LISTEN,
 // else admin.listen's default (where make run serves), with
-// LOCKCRON_ADMIN__TOKEN if set, the variables that set admin.listen and
-// admin.token. The config holds that listener and token only: no Path, no
-// jobs, no Redis.
+// LOCKCRON_TOKEN, else LOCKCRON_ADMIN__TOKEN, if set (clientToken), the
+// variables that set admin.listen and admin.token. The config holds that
+// listener and token only: no Path, no jobs, no Redis.
 func daemonConfig(path string, o Options) (*config.Config, bool) {
 	if path != "" || getenv(o.Environ, "LOCKCRON_CONFIG") != "" {
 		return nil, false
@@ -303,14 +308,17 @@ func daemonConfig(path string, o Options) (*config.Config, bool) {
 	if listen == "" {
 		listen = config.DefaultAdminListen
 	}
-	tok := config.NewSecret(getenv(o.Environ, config.EnvPrefix+"ADMIN__TOKEN"))
-	return &config.Config{Admin: config.Admin{Listen: listen, Token: tok}}, true
+	adm := config.Admin{Listen: listen, Token: config.NewSecret(getenv(o.Environ, config.EnvPrefix+"ADMIN__TOKEN"))}
+	if adm.Token.IsSet() {
+		adm.Tokens = []config.Token{{Name: config.LegacyTokenName, Scope: config.ScopeAdmin, Value: adm.Token}}
+	}
+	return &config.Config{Admin: adm}, true
 }
 
 // getViaAdmin decodes the daemon's answer to GET path on its admin API
 // into v.
-func getViaAdmin(ctx context.Context, cfg *config.Config, path string, v any) error {
-	req, err := adminRequest(ctx, cfg, http.MethodGet, path)
+func getViaAdmin(ctx context.Context, cfg *config.Config, env []string, path string, v any) error {
+	req, err := adminRequest(ctx, cfg, env, config.ScopeRead, http.MethodGet, path)
 	if err != nil {
 		return err
 	}
@@ -525,7 +533,8 @@ func controlCommand(action, short, long string, cfgPath *string, o Options) *cob
 
 With Redis configured the request goes through Redis to every replica.
 Without Redis, or without a config file, it goes to the running daemon's admin
-API (admin.listen, with admin.token if set), which passes it on to the fleet.`,
+API (admin.listen, with $LOCKCRON_TOKEN or the config's operate token), which
+passes it on to the fleet.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("%s takes one job name, got %d arguments", action, len(args))}
@@ -540,7 +549,7 @@ API (admin.listen, with admin.token if set), which passes it on to the fleet.`,
 			if cfg, ok := daemonConfig(*cfgPath, o); ok {
 				ctx, cancel := commandContext(cmd)
 				defer cancel()
-				if err := viaAdmin(ctx, cfg, job, action); err != nil {
+				if err := viaAdmin(ctx, cfg, o.Environ, job, action); err != nil {
 					return err
 				}
 				done()
@@ -549,7 +558,7 @@ API (admin.listen, with admin.token if set), which passes it on to the fleet.`,
 			return withScheduler(cmd.Context(), *cfgPath, o, false, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
-					err = viaAdmin(ctx, cfg, job, action)
+					err = viaAdmin(ctx, cfg, o.Environ, job, action)
 				} else {
 					switch action {
 					case "trigger":
@@ -593,8 +602,8 @@ func unknownJob(cfg *config.Config, job string) error {
 }
 
 // viaAdmin sends a control request to the daemon's admin API.
-func viaAdmin(ctx context.Context, cfg *config.Config, job, action string) error {
-	req, err := adminRequest(ctx, cfg, http.MethodPost, "/api/jobs/"+neturl.PathEscape(job)+"/"+action)
+func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action string) error {
+	req, err := adminRequest(ctx, cfg, env, actionScope[action], http.MethodPost, "/api/jobs/"+neturl.PathEscape(job)+"/"+action)
 	if err != nil {
 		return err
 	}

@@ -228,7 +228,7 @@ func Run(ctx context.Context, path string, o Options) error {
 		rl.close()
 	}
 	defer stopReloads()
-	a := &admin{s: s, locks: locks, token: cfg.Admin.Token.Value(), metrics: tel.metrics, log: log.Named("admin"), reload: rl}
+	a := &admin{s: s, locks: locks, access: newAccess(cfg.Admin), metrics: tel.metrics, log: log.Named("admin"), reload: rl}
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	// serveErr is set before serveDone closes.
 	serveDone := make(chan struct{})

@@ -21,8 +21,8 @@
 //	scheduler version                    the version (also --version)
 //
 // validate, jobs, locks and history only read: they load the config with
-// config.ForReading, so they do not need the variable that
-// admin.token_env names. An unknown job name is an error that lists the
+// config.ForReading, so they do not need the variables that
+// admin.token_env and the token blocks' value_env name. An unknown job name is an error that lists the
 // config's jobs; a missing config file, one that says how to name it.
 // go-redis's own log lines go through the daemon's hclog logger (at WARN,
 // secrets removed), so that with log.json every line is JSON.
@@ -37,9 +37,14 @@
 // pause, resume and reload ask the running daemon's admin API, as nomad's
 // commands ask the agent at NOMAD_ADDR: at $LOCKCRON_ADMIN__LISTEN, else
 // 127.0.0.1:9090 (admin.listen's default, where `make run` serves), with
-// $LOCKCRON_ADMIN__TOKEN as the bearer token if it is set: the variables
-// that set the daemon's admin.listen and admin.token. So after `make run`,
-// `scheduler history hello` works as typed. run and validate need a file.
+// $LOCKCRON_TOKEN, else $LOCKCRON_ADMIN__TOKEN, as the bearer token if it
+// is set (LOCKCRON_ADMIN__* set the daemon's admin.listen and
+// admin.token). So after `make run`, `scheduler history hello` works as
+// typed. run and validate need a file. With a file, a command that calls
+// the admin API sends $LOCKCRON_TOKEN if set, else the file's token (one
+// whose variable is set) of the smallest scope that the call needs, or,
+// if none suffices, of the widest, so that the daemon's 403 names the
+// scope needed.
 //
 // jobs, locks, history, trigger, pause and resume first PING Redis, bounded by
 // redis.timeout: against an unreachable Redis they exit 1 within it, with
@@ -100,21 +105,37 @@
 // in "jobs"); a bad limit or before is a 400 whose error names the
 // parameter.
 //
-// With admin.token set, the POST calls (reload too) need "Authorization: Bearer TOKEN"
-// (401 "wrong token" for another); the GET calls do not (keep the
-// listener on loopback, or behind a proxy). Without admin.token, the POST
-// calls are taken only from loopback, addressed to an IP address or
-// localhost (not to a DNS name, which a hostile page could rebind to
-// 127.0.0.1): others get 403 with the reason. A POST that a browser sends
-// from a page of another origin is refused (403) either way. Secrets
-// never appear in responses or logs.
+// Tokens (access.go): each admin token block, and the single admin.token
+// (scope admin, named "admin.token"), is a bearer token with a scope:
+// read may GET the JSON API and the status page; operate may also
+// trigger, pause and resume; admin may also reload. actionScope is the
+// table of what each change needs (freeze and unfreeze will join it as
+// operate). With any token configured, every call of the JSON API and the
+// page needs "Authorization: Bearer TOKEN" of a scope that suffices, but
+// /healthz, /readyz, /metrics and /static stay open, and
+// admin.public_read opens the reads. No token or a wrong one: 401 (with
+// WWW-Authenticate: Bearer); a scope too small: 403; each message names
+// the scope needed. A token is found by comparing the SHA-256 of the one
+// sent with each token's, all of them, in constant time. The name of the
+// token that matched is the request's actor (on its context), logged with
+// each change ("admin request", actor); never its value. Without tokens,
+// reads are open and the POST calls are taken only from loopback
+// (actor "loopback"), addressed to an IP address or localhost (not to a
+// DNS name, which a hostile page could rebind to 127.0.0.1): others get
+// 403 with the reason. A POST that a browser sends from a page of another
+// origin is refused (403) either way. Secrets never appear in responses
+// or logs.
 //
 // The status page is HTML rendered on the server (html/template, which
 // escapes every value), with a style sheet and a small script embedded
 // in the binary; it needs nothing else. It refreshes its content every 3
 // seconds in place. Its Trigger, Pause and Resume buttons call the POST
-// API and say on the page what came of it; with admin.token set, the page
-// asks for the token and keeps it in the tab's sessionStorage. While the
+// API and say on the page what came of it. With tokens, a page requested
+// without one (or with a wrong one) answers 401 locked: the token box and
+// the reason, nothing of the daemon; the token used (Use, Enter, or a
+// button) is kept in the tab's sessionStorage and sent as a bearer token
+// with each refresh of the page's live part, which swaps in the data, so
+// the session's other pages do not ask again. While the
 // daemon connects to Redis, the pages answer 503 and say "connecting to
 // redis", with the jobs of the config; they fill in once Redis answers.
 // Narrow screens get one card per job, and dark mode follows
@@ -157,10 +178,11 @@
 //     again.
 //   - reports the settings other than the jobs that changed
 //     (config.Config.RestartNeeded: replica_id, shutdown_timeout, watch,
-//     fleet, redis, lock, admin.listen, admin.token, telemetry, log,
-//     history, notify) in a warning ("config settings changed that need a
-//     restart: their running values are kept"). They are wired once at
-//     start, and keep their running values.
+//     fleet, redis, lock, admin.listen, admin.token, admin.tokens,
+//     admin.public_read, telemetry, log, history, notify) in a warning
+//     ("config settings changed that need a restart: their running values
+//     are kept"). They are wired once at start, and keep their running
+//     values.
 //   - ends with "config reloaded" (or, with refused changes, a warning that
 //     says so), with the lists and the new config_digest.
 //

@@ -78,7 +78,7 @@ without a config file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default
 			if cfg, ok := daemonConfig(*cfgPath, o); ok {
 				ctx, cancel := commandContext(cmd)
 				defer cancel()
-				runs, err := historyViaAdmin(ctx, cfg, job, limit, before)
+				runs, err := historyViaAdmin(ctx, cfg, o.Environ, job, limit, before)
 				if err != nil {
 					return err
 				}
@@ -95,7 +95,7 @@ without a config file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default
 					case err != nil:
 						return storeError(cfg, err)
 					}
-				} else if runs, err = historyViaAdmin(ctx, cfg, job, limit, before); err != nil {
+				} else if runs, err = historyViaAdmin(ctx, cfg, o.Environ, job, limit, before); err != nil {
 					return err
 				}
 				return show(runs)
@@ -110,13 +110,12 @@ without a config file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default
 
 // historyViaAdmin reads a job's runs from the running daemon's admin API,
 // for a config without Redis or a command without a config file.
-func historyViaAdmin(ctx context.Context, cfg *config.Config, job string, limit int, before string) ([]scheduler.Run, error) {
+func historyViaAdmin(ctx context.Context, cfg *config.Config, env []string, job string, limit int, before string) ([]scheduler.Run, error) {
 	q := neturl.Values{"limit": {strconv.Itoa(limit)}}
 	if before != "" {
 		q.Set("before", before)
 	}
-	u := "http://" + cfg.Admin.Listen + "/api/jobs/" + neturl.PathEscape(job) + "/runs?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := adminRequest(ctx, cfg, env, config.ScopeRead, http.MethodGet, "/api/jobs/"+neturl.PathEscape(job)+"/runs?"+q.Encode())
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -51,9 +52,9 @@ func parsePages(names ...string) map[string]*template.Template {
 
 // pageRoutes adds the status page's routes to mux.
 func (a *admin) pageRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", a.jobsPage)
-	mux.HandleFunc("GET /jobs/{name}", a.jobPage)
-	mux.HandleFunc("GET /locks", a.locksPage)
+	mux.HandleFunc("GET /{$}", a.pageReader("jobs.html", a.jobsPage))
+	mux.HandleFunc("GET /jobs/{name}", a.pageReader("job.html", a.jobPage))
+	mux.HandleFunc("GET /locks", a.pageReader("locks.html", a.locksPage))
 	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
 		f := r.PathValue("file")
 		if f != "style.css" && f != "page.js" {
@@ -83,8 +84,13 @@ type pageData struct {
 	// Connecting: the daemon waits for Redis; the page shows the jobs of
 	// its config without their ledgers.
 	Connecting bool
-	// NeedToken: admin.token is set; the page asks for it.
+	// NeedToken: admin tokens are configured; the page asks for one.
 	NeedToken bool
+	// Locked says why the page shows no data: the request carried no
+	// token, or a wrong one, and reads need one. The page shows the token
+	// box and the reason; its script sends the token kept for the session
+	// and swaps in the page.
+	Locked string
 	// ActRefused says why this viewer's buttons would be refused (no
 	// token is set and the page is not viewed from loopback); "" if not.
 	ActRefused string
@@ -122,14 +128,16 @@ type runRow struct {
 func (a *admin) page(w http.ResponseWriter, r *http.Request, status int, name string, d *pageData) {
 	d.Now = time.Now()
 	d.Refresh = refreshEvery.Milliseconds()
-	d.Replica = a.locks.ID()
-	d.NeedToken = a.token != ""
-	if a.reload != nil {
-		st := a.reload.current()
-		d.ConfigDigest, d.ConfigLoadedAt = st.Digest, st.LoadedAt
+	d.NeedToken = len(a.access.tokens) > 0
+	if d.Locked == "" { // a locked page shows nothing of the daemon
+		d.Replica = a.locks.ID()
+		if a.reload != nil {
+			st := a.reload.current()
+			d.ConfigDigest, d.ConfigLoadedAt = st.Digest, st.LoadedAt
+		}
 	}
-	if a.token == "" && !loopbackAddr(r.RemoteAddr) {
-		d.ActRefused = "The buttons work only from this machine: admin.token is not set, so the daemon takes trigger, pause and resume only from loopback. Set admin.token (or admin.token_env) to use them from elsewhere."
+	if !d.NeedToken && !loopbackAddr(r.RemoteAddr) {
+		d.ActRefused = "The buttons work only from this machine: no admin token is set, so the daemon takes trigger, pause and resume only from loopback. Add a token to the admin block to use them from elsewhere."
 	}
 	var buf bytes.Buffer
 	if err := pages[name].ExecuteTemplate(&buf, "layout.html", d); err != nil {
@@ -148,6 +156,21 @@ func (a *admin) page(w http.ResponseWriter, r *http.Request, status int, name st
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// pageReader wraps a page: it needs a read token when tokens are
+// configured (unless admin.public_read). Refused, it answers the page
+// (name) locked: the token box and the reason, no data.
+func (a *admin) pageReader(name string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, status, reason := a.access.authorize(r, config.ScopeRead, "the status page")
+		if status != http.StatusOK {
+			a.refused(w, r, config.ScopeRead, status, reason)
+			a.page(w, r, status, name, &pageData{Title: "token needed", Locked: reason})
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+	}
 }
 
 // connecting fills d with the jobs of the config, without their ledgers,

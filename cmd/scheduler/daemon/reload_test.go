@@ -478,7 +478,11 @@ func TestReloadsAreSerialised(t *testing.T) {
 func TestReloadAPI(t *testing.T) {
 	good := testHead + testJob("a", "@every 1m")
 	f := newReloadFixture(t, good, Options{})
-	a := &admin{token: testToken, log: hclog.NewNullLogger(), reload: f.r}
+	const opsToken = "ops-token"
+	a := &admin{access: newAccess(config.Admin{Tokens: []config.Token{
+		{Name: config.LegacyTokenName, Scope: config.ScopeAdmin, Value: config.NewSecret(testToken)},
+		{Name: "ops", Scope: config.ScopeOperate, Value: config.NewSecret(opsToken)},
+	}}), log: hclog.NewNullLogger(), reload: f.r}
 	srv := httptest.NewServer(a.handler())
 	defer srv.Close()
 	post := func(token string) (int, ReloadJSON, string) {
@@ -507,6 +511,10 @@ func TestReloadAPI(t *testing.T) {
 		if st, _, body := post(tok); st != http.StatusUnauthorized || strings.Contains(body, testToken) {
 			t.Errorf("token %q: %d %s, want 401", tok, st, body)
 		}
+	}
+	// An operate token may not reload: 403, naming the scope needed.
+	if st, _, body := post(opsToken); st != http.StatusForbidden || !strings.Contains(body, `token \"ops\" has scope operate: reload needs a token of scope admin`) {
+		t.Errorf("operate token: %d %s, want 403 naming scope admin", st, body)
 	}
 	if calls := f.jobs.takeCalls(); len(calls) != 0 {
 		t.Errorf("a refused request reloaded: %v", calls)

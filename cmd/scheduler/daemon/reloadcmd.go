@@ -25,10 +25,11 @@ func reloadCommand(cfgPath *string, o Options) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "reload",
 		Short: "Make the running daemon read its config file again",
-		Long: `reload asks the daemon that serves admin.listen (with admin.token if set) to
-read its config file again, as SIGHUP does, and prints what it did: the jobs
-added, removed, changed and left alone, the settings that need a restart (they
-keep their running values), and the changes it refused.
+		Long: `reload asks the daemon that serves admin.listen (with $LOCKCRON_TOKEN, else the
+config's admin token, if any) to read its config file again, as SIGHUP does, and
+prints what it did: the jobs added, removed, changed and left alone, the
+settings that need a restart (they keep their running values), and the changes
+it refused.
 
 The file is checked here first: if it is not valid, reload prints every problem
 with its place, does not ask the daemon, and exits 1; the daemon keeps its jobs.
@@ -56,7 +57,7 @@ Each replica reloads on its own: run reload (or send SIGHUP) on every replica.`,
 			}
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
-			res, err := reloadViaAdmin(ctx, cfg)
+			res, err := reloadViaAdmin(ctx, cfg, o.Environ)
 			if err != nil {
 				return err
 			}
@@ -81,22 +82,54 @@ Each replica reloads on its own: run reload (or send SIGHUP) on every replica.`,
 }
 
 // adminRequest is a request to the admin API of the daemon that cfg
-// configures, with its token if it has one.
-func adminRequest(ctx context.Context, cfg *config.Config, method, path string) (*http.Request, error) {
+// configures, for a call that needs scope need, with the token
+// clientToken chooses.
+func adminRequest(ctx context.Context, cfg *config.Config, env []string, need config.Scope, method, path string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+cfg.Admin.Listen+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	if tok := cfg.Admin.Token.Value(); tok != "" {
+	if tok := clientToken(cfg, env, need); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	return req, nil
 }
 
+// envToken is the environment variable whose value the commands send to
+// the admin API as their bearer token, before any token of the config.
+const envToken = "LOCKCRON_TOKEN"
+
+// clientToken is the token a command sends for a call that needs scope
+// need: $LOCKCRON_TOKEN if it is set; else, of the config's tokens whose
+// variable is set here, the one of the smallest scope that suffices (a
+// read token for a read, an operate token for a trigger), or if none
+// suffices the one of the widest, so that the daemon's 403 says what is
+// needed; "" without any.
+func clientToken(cfg *config.Config, env []string, need config.Scope) string {
+	if tok := getenv(env, envToken); tok != "" {
+		return tok
+	}
+	var best *config.Token
+	for i := range cfg.Admin.Tokens {
+		t := &cfg.Admin.Tokens[i]
+		switch {
+		case !t.Value.IsSet():
+		case best == nil,
+			t.Scope >= need && (best.Scope < need || t.Scope < best.Scope),
+			best.Scope < need && t.Scope > best.Scope:
+			best = t
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Value.Value()
+}
+
 // reloadViaAdmin asks the daemon to reload its config: its answer, or an
 // error if it does not answer or refuses the request.
-func reloadViaAdmin(ctx context.Context, cfg *config.Config) (ReloadJSON, error) {
-	req, err := adminRequest(ctx, cfg, http.MethodPost, "/api/reload")
+func reloadViaAdmin(ctx context.Context, cfg *config.Config, env []string) (ReloadJSON, error) {
+	req, err := adminRequest(ctx, cfg, env, actionScope["reload"], http.MethodPost, "/api/reload")
 	if err != nil {
 		return ReloadJSON{}, err
 	}

@@ -1,8 +1,11 @@
 // lockcron status page: the Trigger, Pause and Resume buttons call the
 // admin API (POST /api/jobs/{name}/{action}) with the token kept in
 // sessionStorage, say on the page what came of it, and the page's live
-// part (<main id="live">) is re-fetched and swapped in place every few
-// seconds. No framework, no build.
+// part (<main id="live">) is re-fetched, with the token as a bearer token,
+// and swapped in place every few seconds. When the daemon needs a token to
+// show anything, the page arrives locked (no data, #locked): the token kept
+// for the session, or the one entered in the box, fetches it at once. No
+// framework, no build.
 (function () {
   'use strict';
 
@@ -12,6 +15,7 @@
   var needToken = body.dataset.needToken === 'true';
   var msg = document.getElementById('msg');
   var tokenInput = document.getElementById('token');
+  var tokenForm = document.getElementById('token-form');
 
   function storedToken() {
     try { return sessionStorage.getItem(KEY) || ''; } catch (e) { return ''; }
@@ -21,11 +25,24 @@
       if (v) { sessionStorage.setItem(KEY, v); } else { sessionStorage.removeItem(KEY); }
     } catch (e) { /* storage off: the input still holds it */ }
   }
-  function token() { return tokenInput ? tokenInput.value.trim() : storedToken(); }
+  // token is the token in use: the one kept for the session. What is
+  // typed in the box counts once it is used (Use, Enter, or a button), so
+  // that a refresh never sends half a token.
+  function token() { return storedToken(); }
+  // useTyped keeps the token typed in the box for the session.
+  function useTyped() {
+    if (tokenInput) { storeToken(tokenInput.value.trim()); }
+    return token();
+  }
 
-  if (tokenInput) {
-    tokenInput.value = storedToken();
-    tokenInput.addEventListener('input', function () { storeToken(tokenInput.value.trim()); });
+  if (tokenInput) { tokenInput.value = storedToken(); }
+  function locked() { return !!document.getElementById('locked'); }
+  // authHeaders are the headers of a request to the daemon: the bearer
+  // token, if there is one.
+  function authHeaders(accept, tok) {
+    var h = { 'Accept': accept };
+    if (tok) { h['Authorization'] = 'Bearer ' + tok; }
+    return h;
   }
 
   // say shows a message: kind is 'ok', 'err' or 'info'.
@@ -40,14 +57,13 @@
   async function act(button) {
     var job = button.dataset.job, action = button.dataset.action;
     if (!job || !done[action]) { return; }
-    var tok = token();
+    var tok = useTyped();
     if (needToken && !tok) {
-      say('Nothing sent: this daemon needs its admin token (admin.token) for ' + action + '. Enter it in the box at the top, then click again.', 'err');
+      say('Nothing sent: this daemon needs an admin token of scope operate or admin for ' + action + '. Enter it in the box at the top, then click again.', 'err');
       if (tokenInput) { tokenInput.focus(); }
       return;
     }
-    var headers = { 'Accept': 'application/json' };
-    if (tok) { headers['Authorization'] = 'Bearer ' + tok; }
+    var headers = authHeaders('application/json', tok);
     button.disabled = true;
     button.setAttribute('aria-busy', 'true');
     say(job + ': ' + action + '…', 'info');
@@ -100,13 +116,20 @@
     busy = true;
     clearTimeout(timer);
     try {
-      var r = await fetch(location.href, { headers: { 'Accept': 'text/html' }, cache: 'no-store' });
+      var r = await fetch(location.href, { headers: authHeaders('text/html', token()), cache: 'no-store' });
       var type = r.headers.get('Content-Type') || '';
       if (type.indexOf('text/html') !== 0) { throw new Error('HTTP ' + r.status); }
       var doc = new DOMParser().parseFromString(await r.text(), 'text/html');
       var fresh = doc.getElementById('live');
       if (fresh && fresh.innerHTML !== live.innerHTML) { live.innerHTML = fresh.innerHTML; }
       if (doc.title) { document.title = doc.title; }
+      var rep = doc.getElementById('replica'), here = document.getElementById('replica');
+      if (rep && here && rep.textContent !== here.textContent) { here.textContent = rep.textContent; }
+      if (r.status === 401 && token()) {
+        say('Wrong token: the daemon did not take it. Enter another in the box at the top.', 'err');
+      } else if (r.status !== 401 && msg.textContent.indexOf('Wrong token: the daemon') === 0) {
+        say('', 'info');
+      }
       lastOK = new Date();
     } catch (e) {
       var stale = document.getElementById('stale');
@@ -117,9 +140,24 @@
     }
   }
   function tick() {
-    if (document.hidden) { timer = setTimeout(tick, every); return; }
+    // Hidden, or locked with no token to try: nothing to fetch.
+    if (document.hidden || (locked() && !token())) { timer = setTimeout(tick, every); return; }
     refresh();
   }
   document.addEventListener('visibilitychange', function () { if (!document.hidden) { refresh(); } });
-  timer = setTimeout(tick, every);
+
+  if (tokenForm) {
+    tokenForm.addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      if (!useTyped()) { say('Enter a token first.', 'err'); tokenInput.focus(); return; }
+      say('', 'info');
+      refresh();
+    });
+  }
+  if (locked() && token()) {
+    refresh(); // the token kept for the session: no need to ask again
+  } else {
+    if (locked() && tokenInput) { tokenInput.focus(); }
+    timer = setTimeout(tick, every);
+  }
 })();
