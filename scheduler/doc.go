@@ -207,8 +207,10 @@
 //     skipped_done there). A tick no replica could claim in time is still
 //     claimed, late, by the replica first in rank or a fallback, and so
 //     recorded. One whose claim waits for the lock (overlap queue) is
-//     recorded when the lock comes free, not at its deadline: until then
-//     the ledger has an earlier unfinished tick that must not be overtaken.
+//     recorded when the lock comes free, not at its deadline: the claim
+//     that takes the lock decides, and a record made before could overtake
+//     an earlier tick of the job still unfinished, which the ledger never
+//     lets happen.
 //   - Under OverlapSkip a tick whose lock is held by an earlier run does
 //     not wait for it: it is skipped_busy, as without a deadline.
 //   - Every start of the tick must be within the deadline, the first try's
