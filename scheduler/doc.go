@@ -191,8 +191,7 @@
 // queue, jobs that share a lock, a manual run), the fallback of the
 // replicas not first in rank, a concurrency group that stays full, a
 // retry's backoff, a takeover of a tick whose claimant died or gave it
-// back, a misfire catch-up, a replica that fired late. The choices, where
-// the issue left them open:
+// back, a misfire catch-up, a replica that fired late. How it is decided:
 //
 //   - The deadline is measured on the store's clock: a claim that takes the
 //     lock answers with Redis TIME (fleet.Claim.At), and the tick (the same
@@ -217,8 +216,8 @@
 //     and the others': a retry whose backoff would end after it is not
 //     made (the tick ends deadline_missed, with the failed try's error in
 //     its history entry), and a tick given back or whose claimant died is
-//     not taken over after it (Kubernetes and Temporal bound the first
-//     start only; a job with a deadline should not start late in any way).
+//     not taken over after it (Kubernetes' and Temporal's deadlines bound
+//     the first start only; here a job with a deadline never starts late).
 //     A run that started in time is never cut short by the deadline: that
 //     is Timeout's work.
 //   - The concurrency permit is waited for until the deadline, no longer.
