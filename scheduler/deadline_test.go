@@ -340,3 +340,56 @@ func TestStartDeadlineValidate(t *testing.T) {
 		t.Errorf("Validate with no deadline = %v", err)
 	}
 }
+
+// A run that started in time, handed off by its replica's stop after the
+// deadline: the replica that takes the tick over does not start it again;
+// it records it deadline_missed, and the job ran once (attempt 1).
+func TestStartDeadlineHandoffAfterDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const job, deadline = "handed", time.Second
+	j := newJournal()
+	fleet, _ := fleetOf(t, srv, 2, nil, scheduler.Job{
+		Name: job, Schedule: "@every 3s", StartDeadline: deadline, Run: j.fn(heldUntil(nil)), // runs until stopped
+	})
+	x := j.awaitStart(t, 10*time.Second)
+	tick := x.info.Tick
+	var holder, other *replica
+	for _, r := range fleet {
+		if r.id == x.info.Replica {
+			holder = r
+		} else {
+			other = r
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "the start deadline passed", func() bool {
+		return time.Now().After(tick.Add(deadline + 250*time.Millisecond))
+	})
+	holder.stop(t) // the run is handed off
+	testkit.Eventually(t, 10*time.Second, "the tick taken over and recorded", func() bool {
+		for _, r := range historyOf(t, other.s, job, tick) {
+			if r.Outcome == scheduler.OutcomeDeadlineMissed {
+				return true
+			}
+		}
+		return false
+	})
+	other.stop(t)
+	h := historyOf(t, other.s, job, tick)
+	outcomes := map[scheduler.Outcome]string{}
+	for _, r := range h {
+		outcomes[r.Outcome] = r.Replica
+	}
+	if len(h) != 2 || outcomes[scheduler.OutcomeHandedOff] != holder.id || outcomes[scheduler.OutcomeDeadlineMissed] != other.id {
+		t.Errorf("history of tick %s: %+v; want handed_off by %s, then deadline_missed by %s", fmtT(tick), h, holder.id, other.id)
+	}
+	var tries []int
+	for _, y := range j.all() {
+		if y.info.Tick.Equal(tick) {
+			tries = append(tries, y.info.Attempt)
+		}
+	}
+	if len(tries) != 1 || tries[0] != 1 {
+		t.Errorf("tries of tick %s: attempts %v; want one, attempt 1: the takeover came after the deadline", fmtT(tick), tries)
+	}
+}
