@@ -138,7 +138,7 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 	}
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(todo))
-	pipe, done := b.conns.pipeline(ctx, b.rdb) // on a Cluster, go-redis's pipeline, split by node
+	pipe, done := b.conns.pipeline(b.rdb) // on a Cluster, go-redis's pipeline, split by node
 	for i, r := range todo {
 		cmds[i] = r.script.EvalSha(ctx, pipe, r.keys, r.args...)
 	}
@@ -152,7 +152,7 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 		}
 	}
 	if len(again) > 0 {
-		pipe, done := b.conns.pipeline(ctx, b.rdb)
+		pipe, done := b.conns.pipeline(b.rdb)
 		for _, i := range again {
 			resent(todo[i].ctx) // its goroutine waits for done: no race
 			cmds[i] = todo[i].script.Eval(ctx, pipe, todo[i].keys, todo[i].args...)
@@ -231,9 +231,15 @@ func (b *redisBackend) renewAll(ctx context.Context, rs []renewing) {
 		c := calls[0]
 		c.r.ok, c.r.err = renewed(b.runAcked(withSent(ctx, &c.r.sent), c.script, c.keys, c.args...))
 	case len(calls) > 1:
-		if cc, ok := b.rdb.(*redis.ClusterClient); ok {
-			b.renewNodes(ctx, cc, calls)
-		} else {
+		switch rdb := b.rdb.(type) {
+		case *redis.ClusterClient:
+			b.renewNodes(ctx, rdb, calls)
+		case *redis.Client:
+			// The leases were taken through rdb, before they joined the
+			// renewer: its connections' handshakes are over.
+			b.conns.markReady(rdb)
+			b.renewPipeline(ctx, rdb, calls)
+		default:
 			b.renewPipeline(ctx, b.rdb, calls)
 		}
 	}
@@ -280,7 +286,7 @@ func (b *redisBackend) renewPipeline(ctx context.Context, node redis.Cmdable, ca
 // whose WAIT failed, fails.
 func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls []renewCall, eval bool) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe, done := b.conns.pipeline(ctx, node)
+	pipe, done := b.conns.pipeline(node)
 	var whole [3]*redis.Script // the scripts sent whole so far: renewals have three
 	for i, c := range calls {
 		if eval || !slices.Contains(whole[:], c.script) {
@@ -344,11 +350,14 @@ func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls 
 // them, under a lock of the Conn's own, while the client's maintenance
 // notifications are still in "auto" (go-redis turns them off when Redis 7
 // refuses the command): Conns of one client that each dialled at once
-// raced under -race (TestRenewalBatchesOfClientsAtOnce). So before the
-// first Conn of a node, keptConns has the node's client finish a request
-// of its own (a PING: its handshake, if it dials, settles the mode under
-// the client's lock), and makes Conns only after it; if that PING fails,
-// the batch goes out as the client's own pipeline. A batch whose pipeline
+// raced under -race (TestRenewalBatchesOfClientsAtOnce). So keptConns
+// makes Conns of a node only once a request of the node's client is known
+// to have succeeded before (ready): its handshake settled the mode under
+// the client's lock. Until then a batch goes out as the client's own
+// pipeline, and marks the node ready if it succeeds; renewals mark the
+// client of one server ready at once, as their leases were taken through
+// it. (A PING sent first instead cost the first renewal batch a round
+// trip, and, on a slow network, its leases.) A batch whose pipeline
 // failed closes its Conn (a Conn keeps a broken connection's error for
 // every later request), so the next batch takes a connection from the
 // pool anew. A batch takes a kept Conn or, with none left, makes one;
@@ -358,10 +367,8 @@ func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls 
 type keptConns struct {
 	mu     sync.Mutex
 	kept   map[*redis.Client][]*redis.Conn // by node; out while a batch uses it
-	ready  map[*redis.Client]bool          // the nodes whose client finished a PING (primed)
+	ready  map[*redis.Client]bool          // the nodes Conns may be made of (see above)
 	closed bool
-
-	priming sync.Mutex // held while a node's PING is on its way
 }
 
 // maxKept is how many connections keptConns keeps per node: one for the
@@ -370,51 +377,44 @@ type keptConns struct {
 const maxKept = 4
 
 // pipeline returns a pipeline on node, and done, to call with the error
-// of its Exec. On a client of one server (or a Cluster's node) the
-// pipeline runs on a kept connection.
-func (p *keptConns) pipeline(ctx context.Context, node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
+// of its Exec. On a client of one server (or a Cluster's node) that is
+// ready, the pipeline runs on a kept connection.
+func (p *keptConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
 	c, ok := node.(*redis.Client)
 	if !ok {
 		return node.Pipeline(), func(error) {}
 	}
 	var cn *redis.Conn
 	p.mu.Lock()
+	ready := p.ready[c]
 	if ks := p.kept[c]; len(ks) > 0 {
 		cn = ks[len(ks)-1]
 		p.kept[c] = ks[:len(ks)-1]
 	}
 	p.mu.Unlock()
-	if cn == nil {
-		if !p.primed(ctx, c) {
-			return c.Pipeline(), func(error) {}
-		}
+	switch {
+	case cn != nil:
+	case ready:
 		cn = c.Conn()
+	default:
+		return c.Pipeline(), func(err error) {
+			if err == nil {
+				p.markReady(c)
+			}
+		}
 	}
 	return cn.Pipeline(), func(err error) { p.put(c, cn, err) }
 }
 
-// primed reports whether node's client has finished a PING, sending one
-// if none has: after it, a Conn of the client does not write to its
-// options (see keptConns).
-func (p *keptConns) primed(ctx context.Context, node *redis.Client) bool {
-	p.priming.Lock()
-	defer p.priming.Unlock()
+// markReady lets Conns be made of node: a request of node's client has
+// succeeded, and its success happened before this call.
+func (p *keptConns) markReady(node *redis.Client) {
 	p.mu.Lock()
-	ready := p.ready[node]
-	p.mu.Unlock()
-	if ready {
-		return true
-	}
-	if node.Ping(ctx).Err() != nil {
-		return false
-	}
-	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.ready == nil {
 		p.ready = make(map[*redis.Client]bool)
 	}
 	p.ready[node] = true
-	p.mu.Unlock()
-	return true
 }
 
 // put keeps cn as one of node's connections after a batch that ran

@@ -22,13 +22,20 @@ func heldLeases(t *testing.T, srv *redistest.Server, n int) []renewing {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
+	return leasesOn(t, c, "", n)
+}
+
+// leasesOn takes n leases of every kind on c, their names prefixed, and
+// returns their renewals as renewAll takes them.
+func leasesOn(t *testing.T, c *Client, prefix string, n int) []renewing {
+	t.Helper()
 	ctx := context.Background()
 	var rs []renewing
 	for i := range n {
 		for _, lk := range []Locker{
-			c.Mutex(fmt.Sprintf("m%d", i)),
-			c.RWMutex(fmt.Sprintf("rw%d", i)).RLocker(),
-			c.Semaphore(fmt.Sprintf("s%d", i), 2),
+			c.Mutex(fmt.Sprintf("%sm%d", prefix, i)),
+			c.RWMutex(fmt.Sprintf("%srw%d", prefix, i)).RLocker(),
+			c.Semaphore(fmt.Sprintf("%ss%d", prefix, i), 2),
 		} {
 			l, err := lk.Lock(ctx)
 			if err != nil {
@@ -58,33 +65,37 @@ func renewAllOK(c *Client, rs []renewing) error {
 	return nil
 }
 
-// The renewal batches of several Clients of one go-redis client, sent at
-// once as that client's first requests, each on a connection that go-redis
-// has to dial and greet, meet no data race inside go-redis (run with
-// -race): a connection of the main pool taken for a batch by Client.Conn
-// ran go-redis's handshake on options shared with every other such Conn,
-// and the handshake rewrites them on Redis 7 (maintenance notifications
-// refused).
+// The first renewal batches of several Clients of one go-redis client,
+// sent at once, each on a connection that go-redis has to dial and greet,
+// meet no data race inside go-redis (run with -race). A Conn shares its
+// client's options, and go-redis's handshake rewrites them on Redis 7
+// (maintenance notifications refused): the Conns of WithTimeout clones
+// avoided that, and lost the client's hooks; Conns of the client itself
+// are made only once a request of the client has succeeded, as the
+// Clients' own acquisitions have here (a fresh client's first requests
+// in batches at once: TestBatchesRunOnKeptConns).
 func TestRenewalBatchesOfClientsAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	rs := heldLeases(t, srv, 2)
-	for range 10 {
+	for round := range 10 {
 		rdb := redis.NewClient(srv.Options()) // no request yet: no connection
 		var cs []*Client
-		for range 4 {
-			c, err := New(rdb)
+		var rs [][]renewing
+		for i := range 4 {
+			c, err := New(rdb, WithLeaseTime(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs = append(cs, c)
+			// Each Client's own leases, taken through rdb as a renewer's
+			// always are: more than one, so that they go in a pipeline.
+			cs, rs = append(cs, c), append(rs, leasesOn(t, c, fmt.Sprintf("r%dc%d", round, i), 1))
 		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		for _, c := range cs {
+		for i, c := range cs {
 			wg.Go(func() {
 				<-start
 				for range 2 {
-					if err := renewAllOK(c, rs); err != nil {
+					if err := renewAllOK(c, rs[i]); err != nil {
 						t.Error(err)
 					}
 				}
@@ -218,15 +229,21 @@ func TestBatchesRunOnKeptConns(t *testing.T) {
 		return n
 	}
 
+	// A fresh client's first requests, in batches at once: they go out as
+	// the client's own pipelines, which settle its handshake; the next
+	// batches at once make Conns (without a race under -race) and keep
+	// them.
 	var wg sync.WaitGroup
-	for range 2 * maxKept {
-		wg.Go(func() {
-			if err := send(); err != nil {
-				t.Error(err)
-			}
-		})
+	for range 2 {
+		for range 2 * maxKept {
+			wg.Go(func() {
+				if err := send(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if n := kept(); n < 1 || n > maxKept {
 		t.Fatalf("%d connections kept after batches at once, want 1 to %d", n, maxKept)
 	}
@@ -239,11 +256,11 @@ func TestBatchesRunOnKeptConns(t *testing.T) {
 	if d := received() - before; d != 0 {
 		t.Errorf("20 batches after the first dialled %d connections, want 0", d)
 	}
-	if n, want := seen.count(), (2*maxKept+20)*5; n != want {
+	if n, want := seen.count(), (2*2*maxKept+20)*5; n != want {
 		t.Errorf("the client's hook saw %d scripts run, want %d", n, want)
 	}
 
-	_, done := b.conns.pipeline(context.Background(), b.rdb) // a batch in flight at Close
+	_, done := b.conns.pipeline(b.rdb) // a batch in flight at Close
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
