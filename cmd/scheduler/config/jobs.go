@@ -87,6 +87,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 	j.Timeout = d.dur(0, b.Timeout, 0, "", jp("timeout")...)
 	j.MisfireGrace = d.dur(0, b.MisfireGrace, 0, "", jp("misfire_grace")...)
 	j.StartDeadline = d.dur(0, b.StartDeadline, 0, "", jp("start_deadline")...)
+	j.AlertAfter = d.dur(0, b.AlertAfter, 0, "", jp("alert_after")...)
 	j.Backoff = d.dur(0, b.Backoff, 0, "", jp("backoff")...)
 	j.HistoryKeep, j.HistoryMaxAge = d.retention(b.HistoryKeep, b.HistoryMaxAge, jp("history_keep"), jp("history_max_age"))
 	run := d.decodeKind(b, &j, jp, cfg)
