@@ -116,6 +116,9 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		d.warnf(jp("misfire_grace"), "%v is longer than start_deadline (%v): a missed tick older than start_deadline is not run but recorded deadline_missed",
 			j.MisfireGrace, j.StartDeadline)
 	}
+	if j.AlertAfter > 0 && j.Timeout > 0 && j.Retries == 0 && j.AlertAfter >= j.Timeout {
+		d.warnf(jp("alert_after"), "%v is not shorter than timeout (%v): the run is stopped before it could be announced", j.AlertAfter, j.Timeout)
+	}
 	if j.Timeout > 0 {
 		if gap := shortestGap(j.Name, j.Schedule, j.Jitter, j.Location); gap > 0 && j.Timeout > gap {
 			effect := "skipped"
