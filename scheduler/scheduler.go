@@ -123,7 +123,7 @@ type run struct {
 	startBy time.Time
 
 	mu      sync.Mutex
-	long    time.Time // when the run was announced running long (Job.AlertAfter); zero if not
+	long    time.Time // when the run went past its job's AlertAfter, once it is announced; zero before
 	tries   int       // tries of the tick so far, counting earlier claims
 	state   runState  // moved by to
 	outcome Outcome   // the outcome finish recorded, once state is finished

@@ -121,7 +121,8 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 
 // observe registers the gauges of s's jobs: the fleet's last success
 // (from each job's ledger, on the store's clock), this replica's next tick,
-// whether the job is paused, and how long its run under way here has gone. The registration it returns ends them.
+// whether the job is paused, and how long its run under way here has gone.
+// The registration it returns ends them.
 func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 	last, err1 := t.meter.Float64ObservableGauge(metricLastSuccess, metric.WithUnit("s"),
 		metric.WithDescription("When a scheduled run of the job last succeeded anywhere in the fleet, in seconds since the epoch, as the job's ledger says; absent until one has."))
