@@ -13,6 +13,8 @@ import (
 
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/internal/testkit/testclock"
+	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -172,4 +174,41 @@ func TestAlertAfterValidate(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Job != "x" || fe.Field != "alert_after" || !errors.Is(err, scheduler.ErrInvalid) {
 		t.Fatalf("Validate = %v; want a FieldError of x's alert_after, ErrInvalid", err)
 	}
+}
+
+// A manual run (Trigger) has alert_after too: it holds the job's lock as a
+// scheduled run does. Its announcement carries its number; on the
+// in-memory backend as on Redis.
+func TestAlertAfterManualRun(t *testing.T) {
+	t.Parallel()
+	c, err := lock.NewMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const job = "rebuild"
+	j, release := newJournal(), make(chan struct{})
+	var long longLog
+	r := newReplica(t, c, "r1", long.option(), scheduler.WithClock(testclock.NewFake(fakeStart)))
+	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1h", AlertAfter: 500 * time.Millisecond, Run: j.fn(func(ctx context.Context) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})})
+	r.start()
+	testkit.Eventually(t, 10*time.Second, "the replica runs", r.s.Running)
+	n, err := r.s.Trigger(testkit.Context(t), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the manual run announced", func() bool { return len(long.all()) > 0 })
+	if got := long.all()[0]; got.Trigger != n || got.Job != job || got.Outcome != scheduler.OutcomeRunningLong {
+		t.Errorf("announced %+v; want manual run #%d of %s, running_long", got, n, job)
+	}
+	if v := viewOf(t, r.s, job); v.RunningLong.IsZero() {
+		t.Errorf("JobView.RunningLong zero while the manual run is past alert_after")
+	}
+	close(release)
+	testkit.Eventually(t, 10*time.Second, "the mark gone", func() bool { return viewOf(t, r.s, job).RunningLong.IsZero() })
 }
