@@ -210,7 +210,7 @@ history {
 # notify "ops" {
 #   url_env = "OPS_WEBHOOK_URL"
 #   format  = "slack"                          # or "json" (default)
-#   on      = ["failed", "lost_lock", "missed", "deadline_missed"] # the default
+#   on      = ["failed", "lost_lock", "missed", "deadline_missed", "running_long"] # the default
 #   jobs    = ["hello"]                        # default every job
 #   timeout = "5s"
 #   retries = 3
@@ -268,6 +268,13 @@ job "hello" {
   # history, the metrics and the notify blocks. Measured on Redis's clock.
   # Default: none (a tick starts however late).
   # start_deadline = "30s"
+
+  # How long a run may go before it is announced as running long: once per
+  # run, by the replica that runs it, with a WARN log line, the notify
+  # event "running_long" and a badge on the status page; the gauge
+  # lockcron_job_running_seconds says how long the run has gone. The run
+  # goes on (timeout stops it). Default: none (no announcement).
+  # alert_after = "5m"
 
   # A failed try is tried again up to retries times within the same tick,
   # waiting backoff (default 1s) before the first retry, doubling each time

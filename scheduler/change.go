@@ -175,6 +175,9 @@ func (j *Job) digest() string {
 		// for a change of definition.
 		fields = append(fields, "start_deadline="+j.StartDeadline.String())
 	}
+	if j.AlertAfter > 0 {
+		fields = append(fields, "alert_after="+j.AlertAfter.String()) // likewise
+	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)
 	}

@@ -325,6 +325,12 @@ type JobView struct {
 	Ledger fleet.LedgerState
 	// LedgerErr is why the ledger could not be read, if it could not.
 	LedgerErr error
+	// RunningLong is when the job's run under way went past the job's
+	// AlertAfter, if it has; else zero. A run on this replica says so
+	// itself, when it is announced (WithOnRunningLong); a run on another
+	// replica is known from the ledger: its claim's time, on the store's
+	// clock, plus AlertAfter, once this replica's clock is past that.
+	RunningLong time.Time
 }
 
 // Jobs returns a view of every job, in the order they were added, reading
@@ -335,6 +341,7 @@ func (s *Scheduler) Jobs(ctx context.Context) []JobView {
 	status := s.Status()
 	out := make([]JobView, len(order))
 	now := s.opt.clock.Now()
+	runs := s.localRuns()
 	for i, e := range order {
 		v := JobView{Status: status[i]}
 		for t := now; len(v.NextTicks) < 3; {
@@ -345,10 +352,19 @@ func (s *Scheduler) Jobs(ctx context.Context) []JobView {
 			v.NextTicks = append(v.NextTicks, t)
 		}
 		v.Ledger, v.LedgerErr = e.ledger.State(ctx)
+		since := v.Ledger.Since // of the run holding the lock
 		if v.LedgerErr == nil && v.Ledger.Held && v.Ledger.Running == 0 {
 			// Perhaps a manual run holds the lock: name its owner.
+			since = time.Time{}
 			if m, err := e.manual.State(ctx); err == nil && m.Running != 0 {
-				v.Ledger.Owner = m.Owner
+				v.Ledger.Owner, since = m.Owner, m.Since
+			}
+		}
+		if d := e.job.AlertAfter; d > 0 {
+			if r, ok := runs[e.job.Name]; ok {
+				v.RunningLong = r.long
+			} else if v.LedgerErr == nil && v.Ledger.Held && !since.IsZero() && !time.Now().Before(since.Add(d)) {
+				v.RunningLong = since.Add(d)
 			}
 		}
 		out[i] = v

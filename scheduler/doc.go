@@ -231,6 +231,44 @@
 // lockcron.job.runs (counted by the recording replica alone), WithOnRun and
 // so the daemon's notify blocks (in their default outcomes).
 //
+// # Alert after
+//
+// Job.AlertAfter (the config's alert_after) is how long a run may go before
+// it is announced as running long, as an Airflow task's sla (an SLA miss)
+// or a Prefect automation on a flow run that stays Running. The run is
+// announced once, and goes on: stopping it is Timeout's work. The choices
+// where they differ:
+//
+//   - It is measured from the run's start: when its claim took the lock,
+//     on the clock of the replica that runs it (Run.Start), so time spent
+//     waiting for the concurrency permit and between retries counts, and
+//     the time before the claim (lateness; StartDeadline's concern) does
+//     not. Airflow measures its SLA from the run's scheduled time; here a
+//     late start is StartDeadline's and lockcron.job.lateness's, and
+//     alert_after says the run itself is slow, as Prefect's "stuck in
+//     Running" does.
+//   - Once per run across the fleet: only the replica that runs it knows
+//     it goes on, so that replica alone announces it, once however long
+//     it goes on, with a WARN line ("run going past its alert_after") and
+//     a call of WithOnRunningLong (the daemon's notify event running_long),
+//     from a goroutine of the run that ends, and is waited for, before the
+//     run is finished: nothing is announced after the run's end. A tick
+//     taken over by another replica (its claimant died or gave it back) is
+//     a new run there, measured from its own start and announced again if
+//     it too goes on past alert_after. A run that ends before it
+//     announces nothing, and a run announced is recorded with the outcome
+//     it ends with; running_long is not an outcome of the history.
+//   - Manual runs (Trigger) have it too: a manual run that hangs holds the
+//     job's lock as a scheduled one does.
+//   - The gauge lockcron.job.running is how long the job's run under way
+//     on this replica has gone (every job, with alert_after or not; 0 when
+//     none runs here): read on this replica's monotonic clock, without a
+//     store round trip. JobView.RunningLong marks a run past alert_after
+//     on every replica: a run here by its announcement, a run elsewhere
+//     from the ledger (the claim holding the lock, its time on the store's
+//     clock plus AlertAfter), so another replica may mark it early or late
+//     by the clocks' skew.
+//
 // # Retries and timeouts
 //
 // A failed try is tried again Retries times within the same tick and lease,

@@ -67,6 +67,16 @@ type Job struct {
 	// (Trigger) have none. Default 0: no deadline, as Kubernetes'
 	// startingDeadlineSeconds left out.
 	StartDeadline time.Duration
+	// AlertAfter, if above 0, is how long a run of the job may go before
+	// it is announced as running long: once per run, by the replica that
+	// runs it, with a warning in the log, a call of WithOnRunningLong (the
+	// daemon's notify event running_long) and a mark in JobView; the
+	// gauge lockcron.job.running says how long the run has gone. It is
+	// measured from the run's start (its claim taking the lock), retries
+	// included, on the running replica's clock; manual runs have it too.
+	// The run is not stopped (Timeout does that). Default 0: no
+	// announcement, as an Airflow task without an sla.
+	AlertAfter time.Duration
 	// Retries is how many times a failed try is tried again within the
 	// same tick, under the same lease. Default 0.
 	Retries int
@@ -322,6 +332,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		{j.Backoff < 0, "backoff", fmt.Sprintf("%v is negative", j.Backoff)},
 		{j.MisfireGrace < 0, "misfire_grace", fmt.Sprintf("%v is negative", j.MisfireGrace)},
 		{j.StartDeadline < 0, "start_deadline", fmt.Sprintf("%v is negative", j.StartDeadline)},
+		{j.AlertAfter < 0, "alert_after", fmt.Sprintf("%v is negative", j.AlertAfter)},
 		{j.MaxConcurrency < 0, "max_concurrency", fmt.Sprintf("%d is negative", j.MaxConcurrency)},
 		{j.HistoryKeep < 0, "history.keep", fmt.Sprintf("%d is negative", j.HistoryKeep)},
 		{j.HistoryMaxAge < 0, "history.max_age", fmt.Sprintf("%v is negative", j.HistoryMaxAge)},

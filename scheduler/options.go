@@ -36,6 +36,7 @@ type options struct {
 	historyMaxAge   time.Duration
 	redact          func(string) string
 	onRun           func(Run)
+	onRunningLong   func(Run)
 	fallback        time.Duration
 	memberTTL       time.Duration
 }
@@ -114,6 +115,15 @@ func WithRedact(f func(string) string) Option { return func(o *options) { o.reda
 // released, and must not block: hand slow work (a webhook) to a goroutine
 // or a queue of its own.
 func WithOnRun(f func(Run)) Option { return func(o *options) { o.onRun = f } }
+
+// WithOnRunningLong sets a function called once for each run of this
+// replica that goes on past its job's AlertAfter: once per run across the
+// fleet, as only the replica that runs it knows it. The Run is the run so
+// far (no End; Duration is how long it has gone; Outcome
+// OutcomeRunningLong). It is called on a goroutine of the run while the
+// job still runs, and must not block: hand slow work to a goroutine or a
+// queue of its own.
+func WithOnRunningLong(f func(Run)) Option { return func(o *options) { o.onRunningLong = f } }
 
 // WithClaimFallback sets how long a replica that is not first in rank for
 // a tick waits for the tick to be done before it claims it itself: the

@@ -37,6 +37,11 @@ const (
 	// and was not run; recorded once across the fleet, by the replica
 	// whose claim found it late.
 	OutcomeDeadlineMissed Outcome = "deadline_missed"
+
+	// OutcomeRunningLong is not what became of a tick but an event: the
+	// run goes on past its job's AlertAfter. It is the Outcome of the Run
+	// that WithOnRunningLong hears, and never of a history entry.
+	OutcomeRunningLong Outcome = "running_long"
 )
 
 // outcomeStopped ends the span of a claim cut short by the stop while it
@@ -250,7 +255,12 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	// cancels the job's runs (cause ErrRemoved, from e.ctx).
 	runCtx := cl.Context()
 	var err error
+	stopWatch := func() {}
+	if d := e.job.AlertAfter; d > 0 {
+		stopWatch = s.watchLong(r, d, log)
+	}
 	defer func() {
+		stopWatch() // the job has returned: nothing to announce any more
 		outcome := s.complete(r, err, log)
 		s.tel.held(e.job.Name, outcome, time.Since(start))
 		endSpan(span, outcome, err)
@@ -330,6 +340,56 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		}
 		backoff = min(2*backoff, MaxBackoff)
 	}
+}
+
+// watchLong starts the watch of r for its job's AlertAfter d: a goroutine
+// that announces r once if it goes on past d from its start. The func it
+// returns ends the watch and waits for the goroutine.
+func (s *Scheduler) watchLong(r *run, d time.Duration, log hclog.Logger) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(time.Until(r.start.Add(d)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			s.announceLong(r, d, log)
+		case <-quit:
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
+// announceLong announces r, which has gone on past its job's AlertAfter
+// d: a warning, WithOnRunningLong, and JobView.RunningLong from now on.
+// A run already finished (a forced stop) is not announced.
+func (s *Scheduler) announceLong(r *run, d time.Duration, log hclog.Logger) {
+	now := time.Now()
+	r.mu.Lock()
+	if r.state == finished {
+		r.mu.Unlock()
+		return
+	}
+	r.long = r.start.Add(d)
+	tries := r.tries
+	r.mu.Unlock()
+	running := now.Sub(r.start)
+	log.Warn("run going past its alert_after", "replica", s.opt.replica, "attempt", tries, "alert_after", d, "running", running)
+	if s.opt.onRunningLong == nil {
+		return
+	}
+	rr := Run{
+		Job: r.e.job.Name, Tick: r.tick, Replica: s.opt.replica, Attempt: tries,
+		Start: r.start, Duration: running, Outcome: OutcomeRunningLong,
+		Token: r.cl.Token(), TraceID: r.trace,
+	}
+	if r.manual {
+		rr.Trigger = r.cl.Tick
+	}
+	s.opt.onRunningLong(rr)
 }
 
 // complete decides the outcome of r's run, which ended with err, and

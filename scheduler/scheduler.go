@@ -123,9 +123,10 @@ type run struct {
 	startBy time.Time
 
 	mu      sync.Mutex
-	tries   int      // tries of the tick so far, counting earlier claims
-	state   runState // moved by to
-	outcome Outcome  // the outcome finish recorded, once state is finished
+	long    time.Time // when the run went past its job's AlertAfter, once it is announced; zero before
+	tries   int       // tries of the tick so far, counting earlier claims
+	state   runState  // moved by to
+	outcome Outcome   // the outcome finish recorded, once state is finished
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -604,17 +605,23 @@ type gauge struct {
 	ok          bool          // the ledger was read
 	lastSuccess time.Time
 	paused      bool
-	mismatch    bool // a claim here found another definition lately
+	mismatch    bool          // a claim here found another definition lately
+	running     time.Duration // how long the run of the job under way here has gone; 0 if none
 }
 
 // gauges reads every job's ledger for the gauges (one round trip each).
 func (s *Scheduler) gauges(ctx context.Context) []gauge {
 	order := s.ordered()
 	out := make([]gauge, 0, len(order))
+	runs := s.localRuns()
+	now := time.Now()
 	for _, e := range order {
 		e.mu.Lock()
 		g := gauge{job: e.job.Name, next: e.next, mismatch: e.otherDigest != ""}
 		e.mu.Unlock()
+		if r, ok := runs[e.job.Name]; ok {
+			g.running = now.Sub(r.start)
+		}
 		if !g.next.IsZero() {
 			g.period = e.sched.Next(g.next).Sub(g.next)
 		}
@@ -624,6 +631,34 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 			}
 		}
 		out = append(out, g)
+	}
+	return out
+}
+
+// localRun is what this replica knows of a run of a job under way here.
+type localRun struct {
+	start time.Time // on this replica's clock
+	long  time.Time // when it went past its job's AlertAfter, if it was announced
+}
+
+// localRuns returns the runs under way on this replica by job name: the
+// oldest of each job's (one holds the job's lock at a time, but a run
+// whose finish is under way may still be listed).
+func (s *Scheduler) localRuns() map[string]localRun {
+	s.mu.Lock()
+	active := make([]*run, 0, len(s.active))
+	for r := range s.active {
+		active = append(active, r)
+	}
+	s.mu.Unlock()
+	out := make(map[string]localRun, len(active))
+	for _, r := range active {
+		r.mu.Lock()
+		lr := localRun{start: r.start, long: r.long}
+		r.mu.Unlock()
+		if o, ok := out[r.e.job.Name]; !ok || lr.start.Before(o.start) {
+			out[r.e.job.Name] = lr
+		}
 	}
 	return out
 }

@@ -33,6 +33,7 @@ const (
 	metricPaused      = "lockcron.job.paused"                 // lockcron_job_paused
 	metricPeriod      = "lockcron.job.period"                 // lockcron_job_period_seconds
 	metricMismatch    = "lockcron.job.definition_mismatch"    // lockcron_job_definition_mismatch
+	metricRunning     = "lockcron.job.running"                // lockcron_job_running_seconds
 )
 
 // gaugeTimeout bounds the ledger reads of one collection of the gauges.
@@ -120,7 +121,8 @@ func newTelemetry(o options, log hclog.Logger) *telemetry {
 
 // observe registers the gauges of s's jobs: the fleet's last success
 // (from each job's ledger, on the store's clock), this replica's next tick,
-// and whether the job is paused. The registration it returns ends them.
+// whether the job is paused, and how long its run under way here has gone.
+// The registration it returns ends them.
 func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 	last, err1 := t.meter.Float64ObservableGauge(metricLastSuccess, metric.WithUnit("s"),
 		metric.WithDescription("When a scheduled run of the job last succeeded anywhere in the fleet, in seconds since the epoch, as the job's ledger says; absent until one has."))
@@ -132,7 +134,9 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 		metric.WithDescription("The time between the job's next two ticks, in seconds: with the last success, says how many periods a job has gone without one."))
 	mismatch, err5 := t.meter.Int64ObservableGauge(metricMismatch,
 		metric.WithDescription("1 while a claim of the job by this replica found another definition of it in the ledger in the last ten minutes (another replica runs another version: a change half rolled out), else 0."))
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	running, err6 := t.meter.Float64ObservableGauge(metricRunning, metric.WithUnit("s"),
+		metric.WithDescription("How long the run of the job under way on this replica has gone, in seconds; 0 when none runs here (take the max over the replicas for the fleet's)."))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return nil, err
 	}
 	return t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -151,6 +155,7 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 				mm = 1
 			}
 			o.ObserveInt64(mismatch, mm, job)
+			o.ObserveFloat64(running, g.running.Seconds(), job)
 			if !g.ok {
 				continue // the ledger could not be read: no figure rather than a wrong one
 			}
@@ -164,7 +169,7 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 			o.ObserveInt64(paused, p, job)
 		}
 		return nil
-	}, last, next, paused, period, mismatch)
+	}, last, next, paused, period, mismatch, running)
 }
 
 func (t *telemetry) startTick(ctx context.Context, job, lock string, tick time.Time) (context.Context, trace.Span) {

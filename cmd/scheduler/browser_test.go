@@ -385,6 +385,47 @@ func TestBrowserPauseShowsOnBothReplicas(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------
+// (c2) A run past alert_after: a badge on every replica's page
+// ---------------------------------------------------------------------
+
+// Two replicas, a job with alert_after = "2s" whose first run goes on
+// until the test lets it end: both replicas' pages (which refresh
+// themselves) show the job's row with a "running long" badge, whichever
+// replica runs it; when the run ends, the badge goes.
+func TestBrowserRunningLongBadge(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("slow", "@every 3s", "1s", `if [ ! -e started ]; then touch started; while [ ! -e release ]; do sleep 0.1; done; fi`,
+			`alert_after = "2s"`)+
+		execJob("quick", "@every 1s", "1s", `true`))
+	ps := startFleet(t, dir, cfg, 2)
+	tab1 := newBrowser(t)
+	tab2 := newTab(t, tab1)
+	open(t, tab1, "http://"+ps[0].admin+"/")
+	open(t, tab2, "http://"+ps[1].admin+"/")
+	badge := func(job string) string {
+		return row(job) + ` && ` + row(job) + `.querySelector('td.state .badge.long')`
+	}
+	long := badge("slow") + ` && ` + badge("slow") + `.innerText === 'running long' && ` + badge("slow") + `.dataset.runningLong !== ''`
+	waitJS(t, tab1, "r1's page: slow running long", long)
+	waitJS(t, tab2, "r2's page: slow running long", long)
+	for i, tab := range []context.Context{tab1, tab2} {
+		if eval[bool](t, tab, "!!("+badge("quick")+")") {
+			t.Errorf("r%d's page: quick, whose runs end at once, has the badge:\n%s", i+1, mainText(tab))
+		}
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gone := row("slow") + ` && !` + row("slow") + `.querySelector('td.state .badge.long')`
+	waitJS(t, tab1, "r1's page: the badge gone", gone)
+	waitJS(t, tab2, "r2's page: the badge gone", gone)
+}
+
+// ---------------------------------------------------------------------
 // (d) With admin.token: the page asks for it; a wrong one is refused
 // ---------------------------------------------------------------------
 

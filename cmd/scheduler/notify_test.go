@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -207,4 +210,116 @@ notify "ops" {
 		t.Errorf("webhooks for runs %v, want one for each deadline_missed run in the history %v (2 or more)", got, missed)
 	}
 	t.Logf("%d history entries, %d deadline_missed", len(runs), len(missed))
+}
+
+// Two replicas, a job with alert_after = "2s" whose first run goes on
+// until the test lets it end, and whose later runs end at once: the long
+// run is posted once across the fleet, as running_long, by a notify block
+// with the default outcomes, with a warning in the log of the replica that
+// runs it. While it goes on, that replica's gauge
+// lockcron_job_running_seconds is past alert_after (the other's 0) and the
+// job view of every replica, and of `scheduler jobs`, has running_long;
+// after, the gauge is 0 and the mark gone. The later runs post nothing.
+func TestNotifyRunningLongOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ops := newHookSink(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("slow", "@every 3s", "1s", `if [ ! -e started ]; then touch started; while [ ! -e release ]; do sleep 0.1; done; fi`,
+			`alert_after = "2s"`)+`
+notify "ops" {
+  url = "`+ops.srv.URL+`/ops"
+}
+`)
+	ps := startFleet(t, dir, cfg, 2)
+	testkit.Eventually(t, 45*time.Second, "a webhook", func() bool { return len(ops.all()) >= 1 })
+	var n daemon.NotificationJSON
+	if err := json.Unmarshal(ops.all()[0], &n); err != nil {
+		t.Fatalf("webhook body %s: %v", ops.all()[0], err)
+	}
+	runner := byName(ps, n.Replica)
+	if runner == nil || n.Notify != "ops" || n.Job != "slow" || n.Outcome != scheduler.OutcomeRunningLong || n.Duration < 2*time.Second ||
+		!strings.Contains(n.Summary, "lockcron: job slow is still running, past its alert_after, on "+n.Replica) {
+		t.Fatalf("webhook: %s", ops.all()[0])
+	}
+	other := ps[0]
+	if other == runner {
+		other = ps[1]
+	}
+	if l, ok := runner.logs.find("run going past its alert_after"); !ok || l.str("@level") != "warn" || l.str("job") != "slow" || l["alert_after"] != float64(2*time.Second) {
+		t.Errorf("%s: warning %v (%v), want one at warn of job slow, alert_after 2s", runner.name, l, ok)
+	}
+	if _, ok := other.logs.find("run going past its alert_after"); ok {
+		t.Errorf("%s warned of a run it does not run", other.name)
+	}
+
+	gauge := func(p *proc) float64 {
+		t.Helper()
+		_, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")
+		v, ok := testkit.Metric(string(b), "lockcron_job_running_seconds", `lockcron_job="slow"`)
+		if !ok {
+			t.Fatalf("%s: /metrics has no lockcron_job_running_seconds of slow", p.name)
+		}
+		return v
+	}
+	if v := gauge(runner); v < 2 {
+		t.Errorf("%s: lockcron_job_running_seconds = %v while the run is past alert_after, want at least 2", runner.name, v)
+	}
+	if v := gauge(other); v != 0 {
+		t.Errorf("%s: lockcron_job_running_seconds = %v, want 0: the run is not there", other.name, v)
+	}
+	for _, p := range ps {
+		st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/api/jobs", "")
+		var js []daemon.JobJSON
+		if err := json.Unmarshal(b, &js); st != 200 || err != nil || len(js) != 1 || js[0].RunningLong == nil ||
+			js[0].RunningLong.Before(n.Start.Add(2*time.Second-time.Second)) || js[0].RunningLong.After(n.Start.Add(3*time.Second)) {
+			t.Errorf("%s: /api/jobs: %d %v %s; want slow with running_long about 2s after %v", p.name, st, err, b, n.Start)
+		}
+	}
+	if js := jobsJSON(t, dir, cfg); len(js) != 1 || js[0].RunningLong == nil {
+		t.Errorf("scheduler jobs -json: %+v; want slow with running_long (from the ledger)", js)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 20*time.Second, runner.name+": the gauge back to 0", func() bool { return gauge(runner) == 0 })
+	testkit.Eventually(t, 20*time.Second, "the mark gone", func() bool {
+		st, b, _ := httpDo(t, "GET", "http://"+other.admin+"/api/jobs", "")
+		var js []daemon.JobJSON
+		return st == 200 && json.Unmarshal(b, &js) == nil && len(js) == 1 && js[0].RunningLong == nil
+	})
+	// Two quick runs after it, and their alert_after passed.
+	var last time.Time
+	testkit.Eventually(t, 30*time.Second, "two runs after the long one", func() bool {
+		r := mustCLI(t, 0, dir, "history", "slow", "-json", "-config", cfg)
+		var runs []scheduler.Run
+		if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, run := range runs {
+			if run.Outcome == scheduler.OutcomeRan && run.Tick.After(n.Tick) {
+				k++
+				if run.Start.After(last) {
+					last = run.Start
+				}
+			}
+		}
+		return k >= 2
+	})
+	quiet := last.Add(3 * time.Second)
+	testkit.Eventually(t, 10*time.Second, "the later runs past their alert_after", func() bool { return time.Now().After(quiet) })
+	for _, p := range ps {
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		if code := p.awaitExit(t, 30*time.Second); code != 0 {
+			t.Errorf("%s exited %d", p.name, code)
+		}
+	}
+	if bodies := ops.all(); len(bodies) != 1 {
+		t.Errorf("%d webhooks, want 1: the long run once, the quick ones not at all:\n%s", len(bodies), bytes.Join(bodies, []byte("\n")))
+	}
 }

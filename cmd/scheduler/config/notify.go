@@ -28,16 +28,16 @@ const (
 )
 
 // DefaultNotifyOn are the outcomes a notify block reports when it names
-// none: the runs an operator must look at.
+// none: the runs an operator must look at, and the event running_long.
 var DefaultNotifyOn = []string{string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
-	string(scheduler.OutcomeDeadlineMissed)}
+	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong)}
 
-// notifyOutcomes are the outcomes a run in the history can have, so those
-// a notify block may name.
+// notifyOutcomes are the outcomes a run in the history can have, and the
+// event running_long: those a notify block may name.
 var notifyOutcomes = []string{
 	string(scheduler.OutcomeRan), string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
 	string(scheduler.OutcomeInterrupted), string(scheduler.OutcomeHandedOff), string(scheduler.OutcomeError),
-	string(scheduler.OutcomeDeadlineMissed),
+	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong),
 }
 
 // Notify is a notify "name" { ... } block: a webhook that the daemon calls

@@ -140,8 +140,11 @@ type JobJSON struct {
 	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
 	LastOutcome scheduler.Outcome `json:"last_outcome,omitempty"` // its outcome here
 	RunningHere bool              `json:"running_here"`
-	Fleet       FleetJSON         `json:"fleet"`
-	Error       string            `json:"error,omitempty"` // the ledger could not be read
+	// RunningLong is when the job's run under way, here or on another
+	// replica, went past the job's alert_after; absent if none has.
+	RunningLong *time.Time `json:"running_long,omitempty"`
+	Fleet       FleetJSON  `json:"fleet"`
+	Error       string     `json:"error,omitempty"` // the ledger could not be read
 	// Digest is the digest of the job's definition on this replica, which
 	// its claims record in the ledger; OtherDigest is another definition's,
 	// found lately by a claim of this replica: another replica runs another
@@ -201,6 +204,10 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 		if !v.Ledger.Since.IsZero() {
 			t := v.Ledger.Since.UTC()
 			j.Fleet.Since = &t
+		}
+		if !v.RunningLong.IsZero() {
+			t := v.RunningLong.UTC()
+			j.RunningLong = &t
 		}
 		if v.LedgerErr != nil {
 			j.Error = v.LedgerErr.Error()

@@ -199,10 +199,11 @@ func Run(ctx context.Context, path string, o Options) error {
 	// Built before the wait for Redis, so that a job the scheduler refuses
 	// is reported at once; it does no I/O until it runs.
 	sopts := append([]scheduler.Option{scheduler.WithTracerProvider(tel.tracer), scheduler.WithMeterProvider(tel.meter)}, o.SchedulerOptions...)
-	// The webhooks hear each run the scheduler records; they are sent
-	// until the scheduler has stopped, then drained (within closeTimeout).
+	// The webhooks hear each run the scheduler records, and each run of
+	// this replica going on past its alert_after; they are sent until the
+	// scheduler has stopped, then drained (within closeTimeout).
 	if n := newNotifier(cfg, log.Named("notify")); n != nil {
-		sopts = append(sopts, scheduler.WithOnRun(n.onRun))
+		sopts = append(sopts, scheduler.WithOnRun(n.onRun), scheduler.WithOnRunningLong(n.onRun))
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 			defer cancel()

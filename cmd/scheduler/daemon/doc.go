@@ -197,7 +197,9 @@
 //
 // The config's notify blocks are webhooks: the daemon hands each run the
 // scheduler records to them (scheduler.WithOnRun, once per run across the
-// fleet), keeps those whose outcome and job a block wants on a queue of
+// fleet), and each of this replica's runs going on past its alert_after as
+// the event running_long (scheduler.WithOnRunningLong, likewise once),
+// keeps those whose outcome and job a block wants on a queue of
 // 256 (more are dropped, with a WARN at most once a minute), and sends
 // them from one goroutine: POST, JSON (NotificationJSON) or Slack's
 // {"text"}, each try bounded by the block's timeout, and tried again after

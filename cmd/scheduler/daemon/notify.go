@@ -35,7 +35,8 @@ const (
 )
 
 // notifier sends the notify blocks' webhooks. The scheduler hands it each
-// run it records (scheduler.WithOnRun: once per run across the fleet);
+// run it records (scheduler.WithOnRun: once per run across the fleet), and
+// each of its runs going on past alert_after (WithOnRunningLong: likewise);
 // onRun queues the run for the blocks that want it without blocking, and
 // one goroutine, owned by the notifier, sends them in order, each with its
 // block's timeout and retries. close stops taking runs, sends what is
@@ -280,6 +281,7 @@ func summary(r scheduler.Run, slack bool) string {
 		scheduler.OutcomeHandedOff:      "was handed off by its stopping replica",
 		scheduler.OutcomeError:          "could not run (the lock store did not answer)",
 		scheduler.OutcomeDeadlineMissed: "missed its start_deadline and was not run",
+		scheduler.OutcomeRunningLong:    "is still running, past its alert_after,",
 	}[r.Outcome]
 	tick := r.Tick.UTC().Format(time.RFC3339)
 	if r.Trigger > 0 {
