@@ -354,3 +354,73 @@ telemetry {
 		}
 	})
 }
+
+// A misspelt flag is refused with a suggestion, whether written with one
+// dash or two: -confg is not read as -c onfg.
+func TestMisspeltFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"jobs", "-confg", "x.hcl"}, "unknown flag: --confg (did you mean -config?)"},
+		{[]string{"jobs", "--confg", "x.hcl"}, "unknown flag: --confg (did you mean -config?)"},
+		{[]string{"jobs", "-jsn"}, "unknown flag: --jsn (did you mean -json?)"},
+		{[]string{"history", "x", "--limt", "3"}, "unknown flag: --limt (did you mean -limit?)"},
+		{[]string{"validate", "-xyzzy"}, "unknown flag: --xyzzy\n"},
+	} {
+		r := mustCLI(t, 2, dir, c.args...)
+		if !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "onfg") && !strings.Contains(r.stderr, "confg") {
+			t.Errorf("scheduler %q: %q, want %q", c.args, r.stderr, c.want)
+		}
+	}
+	// Both forms of the right flags, and shorthands with their value after
+	// a space or "=".
+	cfg := writeConfig(t, dir, execJob("backup", "@yearly", "1s", `true`))
+	for _, args := range [][]string{
+		{"validate", "-config", cfg}, {"validate", "--config", cfg}, {"validate", "-config=" + cfg},
+		{"validate", "--config=" + cfg}, {"validate", "-c", cfg}, {"validate", "-c=" + cfg},
+	} {
+		if r := mustCLI(t, 0, t.TempDir(), args...); !strings.Contains(r.stdout, "valid;") {
+			t.Errorf("scheduler %q: %q", args, r.stdout)
+		}
+	}
+}
+
+// Help shows bool flags as --json, without pflag's [=true|false].
+func TestHelpWithoutBoolNoise(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--help"}, {"jobs", "--help"}, {"locks", "-h"}, {"history", "--help"}, {"help", "jobs"}} {
+		r := mustCLI(t, 0, dir, args...)
+		if strings.Contains(r.stdout, "[=") {
+			t.Errorf("scheduler %q shows [=...]:\n%s", args, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "--help ") {
+			t.Errorf("scheduler %q does not list --help:\n%s", args, r.stdout)
+		}
+	}
+}
+
+// A misspelt job name gets a suggestion, from the command and from the
+// daemon's admin API.
+func TestMisspeltJobName(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("backup", "@yearly", "1s", `true`)+execJob("report", "@yearly", "1s", `true`))
+	for _, args := range [][]string{{"trigger", "bakup"}, {"pause", "backpu"}, {"history", "Backup"}} {
+		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
+		if !strings.Contains(r.stderr, `(did you mean "backup"?)`) || !strings.Contains(r.stderr, "backup, report") {
+			t.Errorf("scheduler %q: %q, want a suggestion of backup", args, r.stderr)
+		}
+	}
+	if r := mustCLI(t, 1, dir, "trigger", "zzzzzz", "-config", cfg); strings.Contains(r.stderr, "did you mean") {
+		t.Errorf("trigger of a name near none: %q", r.stderr)
+	}
+	p := startReplica(t, dir, cfg, "r1")
+	if st, b, _ := httpDo(t, "POST", "http://"+p.admin+"/api/jobs/reprot/pause", ""); st != 404 || !strings.Contains(string(b), `did you mean \"report\"?`) {
+		t.Errorf("POST pause of reprot: %d %s", st, b)
+	}
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/lock"
@@ -61,7 +60,10 @@ type usageError struct{ error }
 func Main(args []string, o Options) int {
 	o.defaults()
 	root := Command(o)
-	root.SetArgs(longFlags(root, args))
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	plainBools(root)
+	root.SetArgs(longFlags(args))
 	root.SetOut(o.Stdout)
 	root.SetErr(o.Stderr)
 	err := root.Execute()
@@ -116,7 +118,7 @@ config file.`,
 	}
 	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "",
 		"the HCL config file (default $LOCKCRON_CONFIG, else lockcron.hcl)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 
 	var asJSON bool
 	jsonFlag := func(c *cobra.Command) {
@@ -361,37 +363,6 @@ func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, commandTimeout)
 }
 
-// longFlags lets long flags be written with one dash, as Go's flag
-// package allows (-config FILE): pflag would read -config as -c onfig.
-func longFlags(root *cobra.Command, args []string) []string {
-	names := map[string]bool{"help": true}
-	var visit func(c *cobra.Command)
-	visit = func(c *cobra.Command) {
-		add := func(f *pflag.Flag) { names[f.Name] = true }
-		c.Flags().VisitAll(add)
-		c.PersistentFlags().VisitAll(add)
-		for _, sub := range c.Commands() {
-			visit(sub)
-		}
-	}
-	visit(root)
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = a
-		if a == "--" {
-			copy(out[i:], args[i:])
-			break
-		}
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 {
-			name, _, _ := strings.Cut(a[1:], "=")
-			if names[name] {
-				out[i] = "-" + a
-			}
-		}
-	}
-	return out
-}
-
 // signals returns a ctx that ends at the first SIGTERM or SIGINT, a
 // channel closed at the second, a channel that receives after each SIGHUP
 // (SIGHUPs that come while one waits to be taken count once), and a func
@@ -589,7 +560,7 @@ passes it on to the fleet.`,
 }
 
 // unknownJob is the error for a job name the config does not have: it
-// lists the ones it has.
+// suggests the closest one, if one is near, and lists the ones it has.
 func unknownJob(cfg *config.Config, job string) error {
 	names := make([]string, len(cfg.Jobs))
 	for i, j := range cfg.Jobs {
@@ -598,7 +569,7 @@ func unknownJob(cfg *config.Config, job string) error {
 	if len(names) == 0 {
 		return fmt.Errorf("unknown job %q: %s has no jobs", job, cfg.Path)
 	}
-	return fmt.Errorf("unknown job %q: the jobs of %s are %s", job, cfg.Path, strings.Join(names, ", "))
+	return fmt.Errorf("unknown job %q%s: the jobs of %s are %s", job, didYouMean(job, names), cfg.Path, strings.Join(names, ", "))
 }
 
 // viaAdmin sends a control request to the daemon's admin API.
