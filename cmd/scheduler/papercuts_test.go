@@ -424,3 +424,19 @@ func TestMisspeltJobName(t *testing.T) {
 		t.Errorf("POST pause of reprot: %d %s", st, b)
 	}
 }
+
+// validate refuses what run refuses: a lease too short for redis.timeout
+// is an error of both, at the same place.
+func TestValidateAppliesRunsChecks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(deadAddr(t), "5s")+"lock {\n  lease = \"6s\"\n}\n"+execJob("backup", "@yearly", "1s", `true`))
+	const want = `lockcron.hcl:12:3: lock.lease: redis.timeout (3s) must be shorter than half the lease of 6s`
+	v := mustCLI(t, 1, dir, "validate", "-config", cfg)
+	r := mustCLI(t, 1, dir, "run", "-config", cfg)
+	for name, out := range map[string]string{"validate": v.stderr, "run": r.stderr} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: %q, want %q", name, out, want)
+		}
+	}
+}

@@ -159,6 +159,9 @@ does not answer in time it exits 1.`,
 				if err != nil {
 					return err
 				}
+				if err := build(cfg, o); err != nil {
+					return err
+				}
 				return printSummary(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
 			},
 		},
@@ -449,6 +452,24 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 	ctx, cancel := context.WithTimeout(parent, commandTimeout)
 	defer cancel()
 	return f(ctx, s, locks, cfg)
+}
+
+// build makes the lock client and the scheduler of cfg as run does,
+// without connecting to Redis or running anything, so that validate
+// refuses what run would refuse.
+func build(cfg *config.Config, o Options) error {
+	log := hclog.NewNullLogger()
+	locks, closeRedis, err := newLocks(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	defer locks.Close()
+	s, err := newScheduler(cfg, locks, o.Registry, log)
+	if err != nil {
+		return err
+	}
+	return s.Close()
 }
 
 // pingRedis checks that Redis answers a PING within redis.timeout, so that
