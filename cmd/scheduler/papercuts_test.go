@@ -440,3 +440,75 @@ func TestValidateAppliesRunsChecks(t *testing.T) {
 		}
 	}
 }
+
+// Redis refusing us at start-up (a wrong password, an ACL that denies
+// PING) is not retried like an unreachable server: run fails at once and
+// says so, without the password.
+func TestRunFailsAtOnceWhenRedisRefusesUs(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	srv.Do("ACL", "SETUSER", "limited", "on", ">limited-pw", "-@all")
+	for _, c := range []struct{ name, userinfo, want string }{
+		{"wrong password", "app:hunter2-secret@", "WRONGPASS"},
+		{"ACL", "limited:limited-pw@", "NOPERM"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			text := strings.Replace(header(srv.Addr(), "5s"), "redis://", "redis://"+c.userinfo, 1)
+			cfg := writeConfig(t, dir, withRedis(text, `connect_timeout = "5m"`)+execJob("tick", "@every 1s", "1s", `true`))
+			p := startReplicaNoWait(t, dir, cfg, "r1")
+			if code := p.awaitExit(t, 20*time.Second); code != 1 {
+				t.Fatalf("exit %d, want 1", code)
+			}
+			logs := p.logs.String()
+			if !strings.Contains(logs, "scheduler: redis at redis://") || !strings.Contains(logs, "refused us") || !strings.Contains(logs, c.want) {
+				t.Errorf("stderr does not say that redis refused us with %s:\n%s", c.want, logs)
+			}
+			if strings.Contains(logs, "hunter2-secret") || strings.Contains(logs, "limited-pw") {
+				t.Errorf("the password is in the log:\n%s", logs)
+			}
+			if _, ok := p.logs.find("redis unreachable: retrying"); ok {
+				t.Errorf("a refusal was retried")
+			}
+		})
+	}
+}
+
+// With Redis unreachable, run's first failed attempt says the cause
+// (connection refused), not "context deadline exceeded".
+func TestRunSaysTheCauseOnTheFirstFailure(t *testing.T) {
+	t.Parallel()
+	_, addr := deadRedis(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, withRedis(header(addr, "5s"), `connect_timeout = "5m"`)+execJob("tick", "@every 1s", "1s", "true"))
+	p := startReplicaNoWait(t, dir, cfg, "r1")
+	var first logLine
+	p.waitLog(t, 20*time.Second, "redis unreachable: retrying", func(l logLine) bool { first = l; return true })
+	if e := first.str("error"); first["attempt"] != float64(1) || !strings.Contains(e, "connection refused") || strings.Contains(e, "deadline") {
+		t.Errorf("the first failure: %v, want attempt 1 with connection refused", first)
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.awaitExit(t, 20*time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM while connecting", code)
+	}
+}
+
+// The read-only commands fail within about a second on a refused
+// connection (redis.timeout is 3s by default), and say why.
+func TestReadOnlyCommandsFailFastOnRefusedConnection(t *testing.T) {
+	t.Parallel()
+	_, addr := deadRedis(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(addr, "5s")+execJob("tick", "@every 1s", "1s", "true"))
+	for _, args := range [][]string{{"jobs"}, {"locks"}, {"history", "tick"}} {
+		start := time.Now()
+		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Errorf("scheduler %q took %v, want about a second at most", args, took)
+		}
+		if want := "redis at redis://" + addr + " is unreachable: "; !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "connection refused") {
+			t.Errorf("scheduler %q: %q, want %q and connection refused", args, r.stderr, want)
+		}
+	}
+}

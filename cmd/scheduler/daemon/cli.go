@@ -430,7 +430,7 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 		log.SetLevel(hclog.Warn)
 	}
 	logRedisTo(log, cfg.Redact)
-	locks, closeRedis, err := newLocks(cfg, log)
+	locks, dials, closeRedis, err := newLocks(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -445,7 +445,7 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 		parent = context.Background()
 	}
 	if cfg.UsesRedis() {
-		if err := pingRedis(parent, locks, cfg.Redis); err != nil {
+		if err := pingRedis(parent, locks, dials, cfg.Redis); err != nil {
 			return err
 		}
 	}
@@ -459,7 +459,7 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 // refuses what run would refuse.
 func build(cfg *config.Config, o Options) error {
 	log := hclog.NewNullLogger()
-	locks, closeRedis, err := newLocks(cfg, log)
+	locks, _, closeRedis, err := newLocks(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -474,16 +474,18 @@ func build(cfg *config.Config, o Options) error {
 
 // pingRedis checks that Redis answers a PING within redis.timeout, so that
 // a command against an unreachable Redis fails at once (the daemon waits
-// for it instead, see connect). Its error names Redis.
-func pingRedis(ctx context.Context, locks *lock.Client, r *config.Redis) error {
-	pctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	defer cancel()
-	if err := locks.Ping(pctx); err != nil {
+// for it instead, see connect): a refused connection ends it at the first
+// dial, with the dial's error. Its error names Redis.
+func pingRedis(ctx context.Context, locks *lock.Client, dials *dialLog, r *config.Redis) error {
+	if err := dials.ping(ctx, locks, r.Timeout); err != nil {
 		var refused redis.Error // an error reply: Redis answered, and said no (a wrong password, say)
 		if errors.As(err, &refused) {
 			return fmt.Errorf("redis at %s refused us: %w", r.Describe(), err)
 		}
-		return fmt.Errorf("redis at %s does not answer (redis.timeout %v): %w", r.Describe(), r.Timeout, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("redis at %s does not answer (redis.timeout %v): %w", r.Describe(), r.Timeout, err)
+		}
+		return fmt.Errorf("redis at %s is unreachable: %w", r.Describe(), err)
 	}
 	return nil
 }
