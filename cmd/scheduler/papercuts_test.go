@@ -512,3 +512,37 @@ func TestReadOnlyCommandsFailFastOnRefusedConnection(t *testing.T) {
 		}
 	}
 }
+
+// The counters an alert takes increase() of exist at 0 from the start,
+// before their first event: locks lost, renewals and runs by outcome.
+func TestCountersExistAtZero(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+"telemetry {\n  metrics = \"prometheus\"\n}\n"+execJob("backup", "@yearly", "1s", `true`))
+	p := startReplica(t, dir, cfg, "r1")
+	st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")
+	if st != 200 {
+		t.Fatalf("/metrics: %d", st)
+	}
+	body := string(b)
+	for _, want := range []string{
+		`lockcron_lock_lost_total{lockcron_lock="backup",`,
+		`lockcron_job_locks_lost_total{lockcron_job="backup",`,
+		`lockcron_lock_renewals_total{lockcron_lock="backup",lockcron_outcome="ok",`,
+		`lockcron_lock_renewals_total{lockcron_lock="backup",lockcron_outcome="lost",`,
+		`lockcron_job_runs_total{lockcron_job="backup",lockcron_outcome="ran",`,
+		`lockcron_job_runs_total{lockcron_job="backup",lockcron_outcome="failed",`,
+		`lockcron_job_runs_total{lockcron_job="backup",lockcron_outcome="lost_lock",`,
+	} {
+		found := false
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, want) && strings.HasSuffix(l, "} 0") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("/metrics has no %s...} 0", want)
+		}
+	}
+}
