@@ -546,3 +546,23 @@ func TestCountersExistAtZero(t *testing.T) {
 		}
 	}
 }
+
+// The history's error column keeps the start of the message, which says
+// what failed, and cuts the rest.
+func TestHistoryErrorColumnKeepsTheStart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("fail", "@every 1s", "1s", `echo "the disk is full and the backup cannot be written to /var/backups/db, giving up now" >&2; exit 3`))
+	p := startReplica(t, dir, cfg, "r1")
+	p.waitLog(t, 20*time.Second, "run finished: job failed", nil)
+	r := mustCLI(t, 0, dir, "history", "fail", "-config", cfg)
+	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(rows) < 2 {
+		t.Fatalf("history:\n%s", r.stdout)
+	}
+	if row := rows[1]; !strings.Contains(row, ` failed `) || !strings.Contains(row, `jobs: exec "sh": exit status 3; stderr: "the disk`) || !strings.HasSuffix(row, "…") {
+		t.Errorf("the error column does not keep the start of the message:\n%s", r.stdout)
+	}
+}
