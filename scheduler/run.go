@@ -364,7 +364,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	s.mu.Unlock()
 	s.record(r.e, r.tick, outcome)
 
-	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", string(outcome)}
+	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", string(outcome), "token", r.cl.Token()}
 	switch {
 	case outcome == OutcomeLostLock:
 		log.Error("run finished: lock lost while the job ran", append(line, "error", runErr, "cause", context.Cause(r.cl.Context()))...)
@@ -381,7 +381,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	case outcome == OutcomeError:
 		log.Error("run finished: not run", append(line, "error", runErr)...)
 	default:
-		log.Info("run finished", append(line, "token", r.cl.Token())...)
+		log.Info("run finished", line...)
 	}
 	if recorded && s.opt.onRun != nil {
 		s.opt.onRun(rr)

@@ -566,3 +566,31 @@ func TestHistoryErrorColumnKeepsTheStart(t *testing.T) {
 		t.Errorf("the error column does not keep the start of the message:\n%s", r.stdout)
 	}
 }
+
+// A failed run's log line carries the run's fencing token, as a
+// successful one's does, and JSON logs give durations as Go duration
+// strings, not integers of nanoseconds.
+func TestFailedRunLogLine(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("fail", "@every 1s", "1s", `exit 3`)+execJob("ok", "@every 1s", "1s", `true`))
+	p := startReplica(t, dir, cfg, "r1")
+	for _, msg := range []string{"run finished: job failed", "run finished"} {
+		var l logLine
+		p.waitLog(t, 20*time.Second, msg, func(x logLine) bool { l = x; return true })
+		if tok, ok := l["token"].(float64); !ok || tok <= 0 {
+			t.Errorf("%q without a token: %v", msg, l)
+		}
+		if d, err := time.ParseDuration(l.str("duration")); err != nil || d <= 0 {
+			t.Errorf("%q: duration %v is not a Go duration string: %v", msg, l["duration"], l)
+		}
+	}
+	for _, l := range p.logs.jsonLines() {
+		for _, k := range []string{"duration", "retry_in", "timeout", "waited", "grace"} {
+			if _, isNumber := l[k].(float64); isNumber {
+				t.Errorf("%s is a number: %v", k, l)
+			}
+		}
+	}
+}

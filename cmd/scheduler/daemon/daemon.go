@@ -90,16 +90,6 @@ func pageURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-// newLogger is the root logger the config asks for.
-func newLogger(cfg *config.Config, w io.Writer) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       "lockcron",
-		Level:      cfg.Log.HCLogLevel(),
-		JSONFormat: cfg.Log.JSON,
-		Output:     w,
-	})
-}
-
 // newLocks opens the lock client the config asks for: Redis, or the
 // in-memory backend when there is no Redis. The dialLog (nil without
 // Redis) records the Redis client's failed dials.
