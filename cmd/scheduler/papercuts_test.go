@@ -117,7 +117,7 @@ log {
 		args []string
 		out  string
 	}{
-		{[]string{"trigger", "hello"}, "hello: triggered\n"},
+		{[]string{"trigger", "hello"}, "hello: triggered; 1 replica heard it, one runs it\n"},
 		{[]string{"pause", "hello"}, "hello: paused\n"},
 		{[]string{"resume", "hello"}, "hello: resumed\n"},
 		{[]string{"reload"}, cfg + ": reloaded"},

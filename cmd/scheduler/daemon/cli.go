@@ -233,8 +233,8 @@ does not answer in time it exits 1.`,
 		controlCommand("trigger", "Run a job once now, on one replica of the fleet", `trigger asks the fleet to run JOB once now, outside its schedule. Every
 running replica hears the request; the run is still lock-guarded, so one
 replica runs it, with a tick of its own (LOCKCRON_TICK differs from any
-scheduled run's). It fails when no replica heard it. A trigger of a paused
-job runs it.`, &cfgPath, o),
+scheduled run's). It says how many replicas heard it, and fails when none
+did. A trigger of a paused job runs it.`, &cfgPath, o),
 		controlCommand("pause", "Pause a job on every replica", `pause stops JOB's scheduled ticks on every replica, until resume: each
 replica hears it at once, and the pause is kept in Redis, so replicas that
 start later see it too. A run under way goes on to its end. A paused job can
@@ -537,13 +537,20 @@ passes it on to the fleet.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := args[0]
+			// heard: how many replicas heard a trigger.
+			var heard int64
 			done := func() {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"trigger": "triggered", "pause": "paused", "resume": "resumed"}[action])
+				if action == "trigger" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: triggered; %s heard it, one runs it\n", job, replicas(heard))
+					return
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"pause": "paused", "resume": "resumed"}[action])
 			}
 			if cfg, ok := daemonConfig(*cfgPath, o); ok {
 				ctx, cancel := commandContext(cmd)
 				defer cancel()
-				if err := viaAdmin(ctx, cfg, o.Environ, job, action); err != nil {
+				var err error
+				if heard, err = viaAdmin(ctx, cfg, o.Environ, job, action); err != nil {
 					return err
 				}
 				done()
@@ -552,11 +559,10 @@ passes it on to the fleet.`,
 			return withScheduler(cmd.Context(), *cfgPath, o, false, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
-					err = viaAdmin(ctx, cfg, o.Environ, job, action)
+					heard, err = viaAdmin(ctx, cfg, o.Environ, job, action)
 				} else {
 					switch action {
 					case "trigger":
-						var heard int64
 						if heard, err = s.Trigger(ctx, job); err == nil && heard == 0 {
 							err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)", job)
 						}
@@ -595,23 +601,38 @@ func unknownJob(cfg *config.Config, job string) error {
 	return fmt.Errorf("unknown job %q%s: the jobs of %s are %s", job, didYouMean(job, names), cfg.Path, strings.Join(names, ", "))
 }
 
-// viaAdmin sends a control request to the daemon's admin API.
-func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action string) error {
+// viaAdmin sends a control request to the daemon's admin API. For a
+// trigger, it returns how many replicas heard it (the answer's heard_by).
+func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action string) (int64, error) {
 	req, err := adminRequest(ctx, cfg, env, actionScope[action], http.MethodPost, "/api/jobs/"+neturl.PathEscape(job)+"/"+action)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return daemonUnreachable(cfg, err)
+		return 0, daemonUnreachable(cfg, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var body struct{ Error string }
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
-		return fmt.Errorf("admin API: %s: %s", resp.Status, body.Error)
+	var body struct {
+		Error   string
+		HeardBy int64 `json:"heard_by"`
 	}
-	return nil
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("admin API: %s: %s", resp.Status, body.Error)
+	}
+	if action == "trigger" && body.HeardBy == 0 {
+		return 0, fmt.Errorf("trigger of %q: no replica heard it", job)
+	}
+	return body.HeardBy, nil
+}
+
+// replicas is "1 replica" or "N replicas".
+func replicas(n int64) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
 }
 
 func printJSON(w io.Writer, v any) error {
