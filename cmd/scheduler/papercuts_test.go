@@ -594,3 +594,40 @@ func TestFailedRunLogLine(t *testing.T) {
 		}
 	}
 }
+
+// jobs and locks against a daemon on the in-memory backend answer through
+// its admin API, as history does: the daemon's own ledgers and locks.
+func TestJobsAndLocksWithoutRedis(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `admin {
+  listen = "127.0.0.1:0"
+}
+log {
+  json = true
+}
+`+execJob("hello", "@every 1s", "1s", `sleep 2`))
+	p := startReplica(t, dir, cfg, "solo")
+	env := []string{"LOCKCRON_ADMIN__LISTEN=" + p.admin}
+	// The config names port 0: LOCKCRON_ADMIN__LISTEN tells the commands
+	// where the daemon listens.
+	var r cliResult
+	testkit.Eventually(t, 20*time.Second, "jobs shows hello's last run, and locks its holder", func() bool {
+		r = cliEnv(t, dir, env, "jobs", "-config", cfg)
+		if r.code != 0 || !strings.Contains(r.stdout, " ran ") {
+			return false
+		}
+		r = cliEnv(t, dir, env, "locks", "-config", cfg)
+		return r.code == 0 && strings.Contains(r.stdout, "\nhello ") && strings.Contains(r.stdout, "solo")
+	})
+	if strings.Contains(r.stderr, "see its admin API") {
+		t.Errorf("locks still points at the admin API: %q", r.stderr)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.awaitExit(t, 20*time.Second)
+	for _, args := range [][]string{{"jobs"}, {"locks"}} {
+		if r := cliEnv(t, dir, env, append(args, "-config", cfg)...); r.code != 1 || !strings.Contains(r.stderr, "no redis configured, and the daemon's admin API at "+p.admin+" does not answer") {
+			t.Errorf("scheduler %q without a daemon: exit %d, %q", args, r.code, r.stderr)
+		}
+	}
+}

@@ -191,7 +191,13 @@ does not answer in time it exits 1.`,
 				}
 				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
-						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
+						// The in-memory backend keeps the ledgers inside
+						// the daemon: ask it.
+						var views []JobJSON
+						if err := getViaAdmin(ctx, cfg, o.Environ, "/api/jobs", &views); err != nil {
+							return err
+						}
+						return show(views, cfg)
 					}
 					return show(JobsJSON(s.Jobs(ctx)), cfg)
 				})
@@ -219,7 +225,13 @@ does not answer in time it exits 1.`,
 				}
 				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
-						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps locks inside the daemon; see its admin API, GET /api/locks")
+						// The in-memory backend keeps the locks inside the
+						// daemon: ask it.
+						var ls []LockJSON
+						if err := getViaAdmin(ctx, cfg, o.Environ, "/api/locks", &ls); err != nil {
+							return err
+						}
+						return show(ls)
 					}
 					ls, err := locks.Locks(ctx)
 					if err != nil {
