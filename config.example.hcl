@@ -213,7 +213,7 @@ history {
 # notify "ops" {
 #   url_env = "OPS_WEBHOOK_URL"
 #   format  = "slack"                          # or "json" (default)
-#   on      = ["failed", "lost_lock", "missed"] # the default
+#   on      = ["failed", "lost_lock", "missed", "deadline_missed"] # the default
 #   jobs    = ["hello"]                        # default every job
 #   timeout = "5s"
 #   retries = 3
@@ -264,6 +264,14 @@ job "hello" {
   misfire = "skip"
   # misfire_grace = "1h"
 
+  # How late after its tick a run may start. A tick whose run cannot start
+  # by then (the lock held by another run, overlap queue, the concurrency
+  # group full, a retry's backoff, a takeover, a misfire catch-up) is not
+  # run: it is recorded once across the fleet as "deadline_missed" in the
+  # history, the metrics and the notify blocks. Measured on Redis's clock.
+  # Default: none (a tick starts however late).
+  # start_deadline = "30s"
+
   # A failed try is tried again up to retries times within the same tick,
   # waiting backoff (default 1s) before the first retry, doubling each time
   # up to 1m.
@@ -307,6 +315,9 @@ job "hello" {
 #   schedule = "CRON_TZ=Europe/Berlin 0 2 * * *"
 #   timeout  = "10m"
 #   misfire  = "run_once"
+#   # Not started by 04:00 (a long outage, a full concurrency group): not
+#   # at all that night; the fleet records it as deadline_missed.
+#   start_deadline = "2h"
 #   func     = "nightly-report"
 # }
 

@@ -140,6 +140,11 @@ type Claim struct {
 	// out). A repeat of a claim after a lost reply answers with its own.
 	Definition   string
 	DefinitionBy string
+	// At is when the claim took the lock, on the store's clock (Redis
+	// TIME; the process's on the memory backend): one clock for every
+	// claimant, whatever their own clocks say. The scheduler measures a
+	// job's start deadline on it.
+	At time.Time
 
 	cl *core.Claim
 }
@@ -173,7 +178,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...lock
 	if err != nil {
 		return nil, err
 	}
-	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, cl: cl}, nil
+	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, At: cl.At, cl: cl}, nil
 }
 
 // Owner is the owner id under which the claim holds the lock: the

@@ -57,8 +57,9 @@ func (s *ledgerScripts) claim(t *testing.T, ctx context.Context, k scriptKeys, o
 	if err != nil {
 		t.Fatalf("claim.lua by %s of tick %d: %v", owner, tick, err)
 	}
-	// The numbers of the reply; an acquired claim's last value is the
-	// owner it took the tick from.
+	// The numbers of the reply (an acquired claim's strings, the owner it
+	// took the tick from and the definition, are left out; its last number
+	// is the server's time of the claim).
 	var n []int64
 	for _, x := range v {
 		if i, ok := x.(int64); ok {
@@ -179,14 +180,14 @@ func TestClaimScriptRetryAfterLostReply(t *testing.T) {
 			}
 			owner := "me:" + tc.name
 			first := s.claim(t, ctx, k, owner, tick)
-			if len(first) != 4 || first[0] != 1 || first[1] <= 0 || first[2] != tc.wantTry || first[3] != tc.claimed {
-				t.Fatalf("claim = %v, want [1 token>0 %d %d]", first, tc.wantTry, tc.claimed)
+			if len(first) != 5 || first[0] != 1 || first[1] <= 0 || first[2] != tc.wantTry || first[3] != tc.claimed || first[4] <= 0 {
+				t.Fatalf("claim = %v, want [1 token>0 %d %d time>0]", first, tc.wantTry, tc.claimed)
 			}
 			after := s.dump(t, ctx)
 
 			again := s.claim(t, ctx, k, owner, tick) // the retry
-			if len(again) != 4 || again[0] != 1 || again[1] != first[1] || again[2] != first[2] || again[3] != first[3] {
-				t.Fatalf("retried claim = %v, want %v as the first", again, first)
+			if len(again) != 5 || again[0] != 1 || again[1] != first[1] || again[2] != first[2] || again[3] != first[3] || again[4] < first[4] {
+				t.Fatalf("retried claim = %v, want %v as the first (its time not before)", again, first)
 			}
 			sameDump(t, "after the retried claim", s.dump(t, ctx), after)
 			f := s.fields(t, ctx, k.ledger)

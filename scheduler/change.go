@@ -169,6 +169,12 @@ func (j *Job) digest() string {
 		strconv.Itoa(j.MaxConcurrency), j.ConcurrencyGroup,
 		strconv.Itoa(j.HistoryKeep), j.HistoryMaxAge.String(), j.Revision,
 	}
+	if j.StartDeadline > 0 {
+		// Only when set: the digests of the jobs without one stay as they
+		// were before the setting came, so a rolling upgrade is not taken
+		// for a change of definition.
+		fields = append(fields, "start_deadline="+j.StartDeadline.String())
+	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)
 	}

@@ -182,6 +182,55 @@
 // that falls behind by more than a tick while it runs (a stalled process)
 // takes the latest tick due and counts those in between as missed.
 //
+// # Start deadline
+//
+// Job.StartDeadline (the config's start_deadline) bounds how late after its
+// tick a run may start, as Kubernetes' CronJob startingDeadlineSeconds and
+// Temporal's catch-up window do. A tick whose run cannot start in time is
+// not run, whatever held it up: the lock held by another run (overlap
+// queue, jobs that share a lock, a manual run), the fallback of the
+// replicas not first in rank, a concurrency group that stays full, a
+// retry's backoff, a takeover of a tick whose claimant died or gave it
+// back, a misfire catch-up, a replica that fired late. How it is decided:
+//
+//   - The deadline is measured on the store's clock: a claim that takes the
+//     lock answers with Redis TIME (fleet.Claim.At), and the tick (the same
+//     on every replica) plus the deadline is compared with it. Replicas'
+//     clocks do not decide; a replica whose clock is behind by more than
+//     the deadline finds its ticks late.
+//   - It is recorded once across the fleet by the replica whose claim took
+//     the lock too late: that claim finishes the tick at once, without
+//     running it, with the outcome deadline_missed, marking it done in the
+//     ledger and appending it to the run history in the same script step
+//     as every finish (so the other replicas' claims answer it done:
+//     skipped_done there). A tick no replica could claim in time is still
+//     claimed, late, by the replica first in rank or a fallback, and so
+//     recorded. One whose claim waits for the lock (overlap queue) is
+//     recorded when the lock comes free, not at its deadline: the claim
+//     that takes the lock decides, and a record made before could overtake
+//     an earlier tick of the job still unfinished, which the ledger never
+//     lets happen.
+//   - Under OverlapSkip a tick whose lock is held by an earlier run does
+//     not wait for it: it is skipped_busy, as without a deadline.
+//   - Every start of the tick must be within the deadline, the first try's
+//     and the others': a retry whose backoff would end after it is not
+//     made (the tick ends deadline_missed, with the failed try's error in
+//     its history entry), and a tick given back or whose claimant died is
+//     not taken over after it (Kubernetes' and Temporal's deadlines bound
+//     the first start only; here a job with a deadline never starts late).
+//     A run that started in time is never cut short by the deadline: that
+//     is Timeout's work.
+//   - The concurrency permit is waited for until the deadline, no longer.
+//   - Under MisfireRunOnce, the latest missed tick runs only if it is
+//     within both MisfireGrace and the deadline; the deadline applies to
+//     the claim, so the tick is recorded deadline_missed, and the ticks
+//     before it missed.
+//   - Manual runs (Trigger) have no deadline.
+//
+// The outcome deadline_missed goes to the run history, the metric
+// lockcron.job.runs (counted by the recording replica alone), WithOnRun and
+// so the daemon's notify blocks (in their default outcomes).
+//
 // # Retries and timeouts
 //
 // A failed try is tried again Retries times within the same tick and lease,
@@ -276,9 +325,9 @@
 // # Outcomes and telemetry
 //
 // Each tick handled by a replica ends with one outcome: ran, failed,
-// skipped_done, skipped_busy, lost_lock, interrupted, handed_off, paused, or error
-// (the lock's backend could not be reached); missed counts ticks no replica
-// claimed. A replica that stops while it waits for another's run records
+// skipped_done, skipped_busy, lost_lock, interrupted, handed_off, paused,
+// deadline_missed (see "Start deadline"), or error (the lock's backend could
+// not be reached); missed counts ticks no replica claimed. A replica that stops while it waits for another's run records
 // nothing. Each tick handled records a "job.tick" span (attributes
 // lockcron.job, lockcron.tick, lockcron.lock, lockcron.replica,
 // lockcron.token, lockcron.attempt, lockcron.outcome, and error.type with

@@ -23,8 +23,9 @@ const MaxErrorTail = 512
 
 // A Run is one entry of a job's run history: a finished run, recorded once
 // across the fleet by the replica that finished it, in the same step as its
-// outcome and the release of its lock; or the ticks found missed while
-// every replica was down (Outcome OutcomeMissed).
+// outcome and the release of its lock (a tick that missed its start
+// deadline too, by the replica whose claim found it late); or the ticks
+// found missed while every replica was down (Outcome OutcomeMissed).
 type Run struct {
 	// ID is the entry's id in the history, growing with each entry: pass
 	// it to History as before to read the entries older than this one.
@@ -44,7 +45,8 @@ type Run struct {
 	// the ticks missed.
 	Replica string `json:"replica"`
 	// Attempt is the last try's number: 1, more after retries or a
-	// takeover of an interrupted run.
+	// takeover of an interrupted run; 0 for a tick recorded
+	// deadline_missed before any try.
 	Attempt int `json:"attempt,omitempty"`
 	// Start and End bound the run on the replica's clock: from the claim
 	// to the finish. Duration is End - Start, measured on its monotonic

@@ -55,6 +55,18 @@ type Job struct {
 	// MisfireGrace is how late the latest missed tick may be for
 	// MisfireRunOnce to run it. Default DefaultMisfireGrace.
 	MisfireGrace time.Duration
+	// StartDeadline, if above 0, is how late after its tick a run of the
+	// job may start, measured on the lock store's clock (Redis TIME, the
+	// same for every replica). A tick whose run cannot start by then,
+	// whatever held it up (the lock held by another run, the overlap
+	// queue, the fallback of replicas not first in rank, the concurrency
+	// group, a retry's backoff, a takeover after its claimant died or gave
+	// it back, a misfire catch-up), is not run: the replica whose claim
+	// took it records it once across the fleet as OutcomeDeadlineMissed.
+	// A retry that would start after it is not made. Manual runs
+	// (Trigger) have none. Default 0: no deadline, as Kubernetes'
+	// startingDeadlineSeconds left out.
+	StartDeadline time.Duration
 	// Retries is how many times a failed try is tried again within the
 	// same tick, under the same lease. Default 0.
 	Retries int
@@ -309,6 +321,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		{j.Retries < 0, "retries", fmt.Sprintf("%d is negative", j.Retries)},
 		{j.Backoff < 0, "backoff", fmt.Sprintf("%v is negative", j.Backoff)},
 		{j.MisfireGrace < 0, "misfire_grace", fmt.Sprintf("%v is negative", j.MisfireGrace)},
+		{j.StartDeadline < 0, "start_deadline", fmt.Sprintf("%v is negative", j.StartDeadline)},
 		{j.MaxConcurrency < 0, "max_concurrency", fmt.Sprintf("%d is negative", j.MaxConcurrency)},
 		{j.HistoryKeep < 0, "history.keep", fmt.Sprintf("%d is negative", j.HistoryKeep)},
 		{j.HistoryMaxAge < 0, "history.max_age", fmt.Sprintf("%v is negative", j.HistoryMaxAge)},

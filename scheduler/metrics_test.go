@@ -78,7 +78,7 @@ func (m *meter) outcomes(t *testing.T, job string) map[scheduler.Outcome]int64 {
 	for _, o := range []scheduler.Outcome{
 		scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeSkippedDone,
 		scheduler.OutcomeSkippedBusy, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted,
-		scheduler.OutcomeHandedOff, scheduler.OutcomeMissed, scheduler.OutcomeError,
+		scheduler.OutcomeHandedOff, scheduler.OutcomeMissed, scheduler.OutcomeError, scheduler.OutcomeDeadlineMissed,
 	} {
 		if n := m.runs(t, job, o); n != 0 {
 			out[o] = n

@@ -31,6 +31,12 @@ const (
 	OutcomeMissed      Outcome = "missed"       // due while every replica was down, and not run (misfire)
 	OutcomeError       Outcome = "error"        // the lock or ledger could not be reached
 	OutcomePaused      Outcome = "paused"       // the job is paused fleet-wide (Pause): the tick was not run
+
+	// OutcomeDeadlineMissed: the tick's run could not start (or a retry
+	// could not start again) within the job's StartDeadline of the tick,
+	// and was not run; recorded once across the fleet, by the replica
+	// whose claim found it late.
+	OutcomeDeadlineMissed Outcome = "deadline_missed"
 )
 
 // outcomeStopped ends the span of a claim cut short by the stop while it
@@ -71,12 +77,13 @@ const (
 	succeeded                  // the job returned nil: its own finalizer finishes it, even past a forced stop
 	noPermit                   // the concurrency permit could not be taken (the store failed): the job did not run
 	permitLost                 // the concurrency permit was lost while the job ran
+	tooLate                    // the job's start deadline passed before it could start (its permit, a retry): not run
 	cut                        // a forced stop (Shutdown past its deadline, Close) finishes it under its stop policy
 	finished                   // recorded and released, with run.outcome: final
 )
 
 // to moves r to state next, and reports whether it could: from claimed a
-// run goes anywhere; succeeded, noPermit, permitLost and cut go only to
+// run goes anywhere; succeeded, noPermit, permitLost, tooLate and cut go only to
 // finished, except that a forced stop still cuts a run whose permit
 // failed; finished is final, so a run finishes once (its finalizer and a
 // forced stop may race). Moving to finished records outcome.
@@ -88,7 +95,7 @@ func (r *run) to(next runState, outcome Outcome) bool {
 		return false
 	case next == finished:
 		r.outcome = outcome
-	case next == cut && (r.state == succeeded || r.state == cut):
+	case next == cut && (r.state == succeeded || r.state == cut || r.state == tooLate):
 		return false
 	case next != cut && r.state != claimed:
 		return false
@@ -213,6 +220,19 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		endSpan(span, s.finish(r, OutcomeInterrupted, nil, log), nil)
 		return earlier
 	}
+	if d := e.job.StartDeadline; d > 0 && !c.manual {
+		// Measured on the store's clock, the same for every claimant: the
+		// claim's time against the tick it took.
+		left := r.tick.Add(d).Sub(cl.At)
+		if left < 0 {
+			// Finished at once, not run: the finish records it once for
+			// the fleet, and its log line says how late the claim was.
+			log = log.With("start_deadline", d, "late", -left)
+			endSpan(span, s.finish(r, OutcomeDeadlineMissed, nil, log), nil)
+			return earlier
+		}
+		r.startBy = time.Now().Add(left)
+	}
 	if !c.manual && !earlier {
 		s.tel.late(e.job.Name, s.opt.clock.Now().Sub(tick))
 	}
@@ -239,8 +259,20 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		// A permit of the group's semaphore, under the job's lock; the run
 		// ends if the permit is lost.
 		var permit *lock.Lease
-		permit, err = s.locks.Semaphore(e.job.ConcurrencyGroup, e.job.MaxConcurrency).Lock(runCtx)
+		var wait []lock.AcquireOption
+		if !r.startBy.IsZero() {
+			wait = append(wait, lock.WithWait(max(time.Until(r.startBy), 0)))
+		}
+		permit, err = s.locks.Semaphore(e.job.ConcurrencyGroup, e.job.MaxConcurrency).Lock(runCtx, wait...)
 		if err != nil {
+			if errors.Is(err, lock.ErrLocked) && len(wait) > 0 && runCtx.Err() == nil {
+				// The group stayed full until the start deadline.
+				log.Warn("tick not run: its start deadline passed while it waited for its concurrency permit",
+					"group", e.job.ConcurrencyGroup, "start_deadline", e.job.StartDeadline)
+				err = nil
+				r.to(tooLate, "")
+				return
+			}
 			if runCtx.Err() == nil {
 				// Not the lock lost nor the stop: the store failed. The
 				// job did not run; the tick is given back.
@@ -279,6 +311,15 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		if runCtx.Err() != nil || try-cl.Try >= e.job.Retries {
 			return
 		}
+		if !r.startBy.IsZero() && time.Now().Add(backoff).After(r.startBy) {
+			// The retry would start after the start deadline: it is not
+			// made, and the tick ends deadline_missed with this try's
+			// error.
+			log.Warn("try failed; no retry: it would start after the start deadline", "attempt", try, "error", err,
+				"backoff", backoff, "start_deadline", e.job.StartDeadline)
+			r.to(tooLate, "")
+			return
+		}
 		log.Warn("try failed; retrying", "attempt", try, "error", err, "backoff", backoff)
 		t := time.NewTimer(backoff)
 		select {
@@ -303,6 +344,8 @@ func (s *Scheduler) complete(r *run, err error, log hclog.Logger) Outcome {
 	case state == noPermit:
 		log.Error("concurrency permit not taken; tick given back", "group", e.job.ConcurrencyGroup, "error", err)
 		outcome = OutcomeError
+	case state == tooLate:
+		outcome = OutcomeDeadlineMissed
 	case state == permitLost || errors.Is(r.cl.Err(), lock.ErrLockLost):
 		s.tel.lostLock(e.job.Name)
 		outcome = OutcomeLostLock
@@ -380,6 +423,10 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 		log.Warn("run finished: interrupted; tick abandoned", append(line, "error", runErr)...)
 	case outcome == OutcomeError:
 		log.Error("run finished: not run", append(line, "error", runErr)...)
+	case outcome == OutcomeDeadlineMissed && runErr != nil:
+		log.Error("run finished: job failed, and a retry would start after the start deadline", append(line, "error", runErr)...)
+	case outcome == OutcomeDeadlineMissed:
+		log.Warn("run finished: not started by its start deadline; not run", line...)
 	default:
 		log.Info("run finished", line...)
 	}

@@ -116,6 +116,11 @@ type run struct {
 	manual bool // a manual run (Trigger), in e.manual
 	start  time.Time
 	trace  string // the run's trace id, if sampled
+	// startBy is when, on this replica's monotonic clock, the job's start
+	// deadline passes for the tick (from the claim's time on the store's
+	// clock): a try that could start only later is not made. Zero: no
+	// deadline.
+	startBy time.Time
 
 	mu      sync.Mutex
 	tries   int      // tries of the tick so far, counting earlier claims

@@ -215,7 +215,8 @@ const (
 // outcomes are the outcomes that lockcron.job.runs counts, each at 0 from
 // the moment a job is added (zero).
 var outcomes = []Outcome{OutcomeRan, OutcomeFailed, OutcomeSkippedDone, OutcomeSkippedBusy,
-	OutcomeLostLock, OutcomeInterrupted, OutcomeHandedOff, OutcomeMissed, OutcomeError, OutcomePaused}
+	OutcomeLostLock, OutcomeInterrupted, OutcomeHandedOff, OutcomeMissed, OutcomeError, OutcomePaused,
+	OutcomeDeadlineMissed}
 
 // zero makes job's counters (runs by outcome, locks lost) exist at 0, so
 // that a rate or increase() over them sees the first event: a counter that

@@ -195,3 +195,71 @@ notify "ops" {
 		t.Errorf("the next run has the same key %s or tick: %s", cs[2].key, cs[2].body)
 	}
 }
+
+// Two replicas, a job whose runs (3.5s) outlast its period (2s), queued
+// (overlap queue) with a start deadline of 1s: the tick queued behind each
+// run cannot start in time. Each such tick is recorded deadline_missed
+// once across the fleet, and a notify block with the default outcomes
+// posts it once; the runs that started in time are not posted.
+func TestNotifyDeadlineMissedOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ops := newHookSink(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("slow", "@every 2s", "1s", `sleep 3.5`, `overlap = "queue"`, `start_deadline = "1s"`)+`
+notify "ops" {
+  url = "`+ops.srv.URL+`/ops"
+}
+`)
+	ps := startFleet(t, dir, cfg, 2)
+	testkit.Eventually(t, 45*time.Second, "2 webhooks", func() bool { return len(ops.all()) >= 2 })
+	for _, p := range ps {
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		if code := p.awaitExit(t, 30*time.Second); code != 0 {
+			t.Errorf("%s exited %d", p.name, code)
+		}
+	}
+
+	r := mustCLI(t, 0, dir, "history", "slow", "-json", "-limit", "1000", "-config", cfg)
+	var runs []scheduler.Run
+	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil {
+		t.Fatal(err)
+	}
+	key := func(r scheduler.Run) string { return r.Tick.UTC().Format(time.RFC3339Nano) + " on " + r.Replica }
+	// A tick handed off at the stop may show twice (handed_off, then its
+	// takeover's outcome); one recorded deadline_missed, once.
+	var missed []string
+	ticks := map[string]int{}
+	for _, run := range runs {
+		if run.Outcome == scheduler.OutcomeDeadlineMissed {
+			missed = append(missed, key(run))
+			ticks[run.Tick.UTC().Format(time.RFC3339Nano)]++
+		}
+	}
+	for tick, n := range ticks {
+		if n != 1 {
+			t.Errorf("tick %s: recorded deadline_missed %d times, want once", tick, n)
+		}
+	}
+	var got []string
+	for _, b := range ops.all() {
+		var n daemon.NotificationJSON
+		if err := json.Unmarshal(b, &n); err != nil {
+			t.Fatalf("webhook body %s: %v", b, err)
+		}
+		if n.Notify != "ops" || n.Job != "slow" || n.Outcome != scheduler.OutcomeDeadlineMissed ||
+			!strings.Contains(n.Summary, "missed its start_deadline") {
+			t.Errorf("webhook: %s", b)
+		}
+		got = append(got, key(n.Run))
+	}
+	slices.Sort(missed)
+	slices.Sort(got)
+	if len(missed) < 2 || !slices.Equal(got, missed) {
+		t.Errorf("webhooks for runs %v, want one for each deadline_missed run in the history %v (2 or more)", got, missed)
+	}
+	t.Logf("%d history entries, %d deadline_missed", len(runs), len(missed))
+}

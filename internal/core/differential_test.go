@@ -625,6 +625,7 @@ func (d *diffRun) claimOp() diffOp {
 			a.exact("from", r.from)
 			a.exact("definition", r.def)
 			a.exact("definition by", r.defOwner)
+			a.near("at", r.at)
 			return a
 		},
 	}

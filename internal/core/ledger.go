@@ -145,6 +145,10 @@ type Claim struct {
 	// out). A repeat of a claim after a lost reply answers with its own.
 	Definition   string
 	DefinitionBy string
+	// At is when the claim took the lock, on the store's clock (Redis
+	// TIME; the process's on the memory backend): one clock for every
+	// claimant, to measure how late after its tick a claim came.
+	At time.Time
 
 	g         *Ledger
 	announced bool // the claim was announced: so is its finish
@@ -246,7 +250,8 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 			claimed = tick
 		}
 		announced := c.announce(m.k.channel, g.id, TickEvent{Tick: claimed, Claimed: true, Lease: c.opt.leaseTime}, false)
-		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner, g: g, announced: announced}, nil
+		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner,
+			At: time.UnixMilli(r.at), g: g, announced: announced}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -470,6 +475,7 @@ type claimReply struct {
 	from     string
 	def      string // the ledger's definition before the claim, when acquired
 	defOwner string // the owner of the claim that recorded def
+	at       int64  // the store's time of an acquired claim, ms
 }
 
 // finishRetry is the first pause before Finish tries again.

@@ -82,7 +82,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 			// the lease again, and answers before it moves seen.
 			l.expires = now.Add(lease)
 			g.seen = seen
-			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner}, nil
+			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner, at: now.UnixMilli()}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		if waits {
@@ -96,7 +96,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
 	}
 	leave()
-	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now), extra: tick}
+	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now), extra: tick, at: now.UnixMilli()}
 	if running != 0 && running < tick {
 		r.extra = running // never overtaken: as the script
 	}

@@ -138,7 +138,7 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 	}
 	defer cancel()
 	cmds := make([]*redis.Cmd, len(todo))
-	pipe, done := b.conns.pipeline(b.rdb) // on a Cluster, go-redis's pipeline, split by node
+	pipe, done := b.conns.pipeline(ctx, b.rdb) // on a Cluster, go-redis's pipeline, split by node
 	for i, r := range todo {
 		cmds[i] = r.script.EvalSha(ctx, pipe, r.keys, r.args...)
 	}
@@ -152,7 +152,7 @@ func (b *redisBackend) sendBatch(todo []*batched) {
 		}
 	}
 	if len(again) > 0 {
-		pipe, done := b.conns.pipeline(b.rdb)
+		pipe, done := b.conns.pipeline(ctx, b.rdb)
 		for _, i := range again {
 			resent(todo[i].ctx) // its goroutine waits for done: no race
 			cmds[i] = todo[i].script.Eval(ctx, pipe, todo[i].keys, todo[i].args...)
@@ -280,7 +280,7 @@ func (b *redisBackend) renewPipeline(ctx context.Context, node redis.Cmdable, ca
 // whose WAIT failed, fails.
 func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls []renewCall, eval bool) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe, done := b.conns.pipeline(node)
+	pipe, done := b.conns.pipeline(ctx, node)
 	var whole [3]*redis.Script // the scripts sent whole so far: renewals have three
 	for i, c := range calls {
 		if eval || !slices.Contains(whole[:], c.script) {
@@ -336,24 +336,32 @@ func (b *redisBackend) renewExec(ctx context.Context, node redis.Cmdable, calls 
 // renews, and the finishes a batch records (the fault suite's added round
 // trip, seed 47: a finish still failing 5 s after it was sent).
 //
-// Each kept connection is a redis.Conn made from a clone of the node's
-// client (WithTimeout, with the client's ReadTimeout for reads and
-// writes), so that it has options of its own. A Conn shares its client's
-// options, and the handshake of a connection it dials writes to them
-// under a lock of the Conn's own (go-redis 9.23 turns maintenance
-// notifications off in them when Redis 7 refuses the command): Conns of
-// one client that each dialled at once raced under -race
-// (TestRenewalBatchesOfClientsAtOnce). A batch whose pipeline failed
-// closes its Conn (a Conn keeps a broken connection's error for every
-// later request), so the next batch takes a connection from the pool
-// anew. A batch takes a kept Conn or, with none left, makes one; after
-// it, the Conn is kept unless maxKept are.
+// Each kept connection is a redis.Conn of the node's client, which
+// carries the client's hooks as they were when it was made (a Conn of a
+// WithTimeout clone carries none, and claims, finishes and renewals went
+// unseen by a user's tracing or metrics hooks). A Conn shares its
+// client's options, and the handshake of a connection it dials writes to
+// them, under a lock of the Conn's own, while the client's maintenance
+// notifications are still in "auto" (go-redis turns them off when Redis 7
+// refuses the command): Conns of one client that each dialled at once
+// raced under -race (TestRenewalBatchesOfClientsAtOnce). So before the
+// first Conn of a node, keptConns has the node's client finish a request
+// of its own (a PING: its handshake, if it dials, settles the mode under
+// the client's lock), and makes Conns only after it; if that PING fails,
+// the batch goes out as the client's own pipeline. A batch whose pipeline
+// failed closes its Conn (a Conn keeps a broken connection's error for
+// every later request), so the next batch takes a connection from the
+// pool anew. A batch takes a kept Conn or, with none left, makes one;
+// after it, the Conn is kept unless maxKept are.
 //
 // keptConns is safe for concurrent use.
 type keptConns struct {
 	mu     sync.Mutex
 	kept   map[*redis.Client][]*redis.Conn // by node; out while a batch uses it
+	ready  map[*redis.Client]bool          // the nodes whose client finished a PING (primed)
 	closed bool
+
+	priming sync.Mutex // held while a node's PING is on its way
 }
 
 // maxKept is how many connections keptConns keeps per node: one for the
@@ -364,7 +372,7 @@ const maxKept = 4
 // pipeline returns a pipeline on node, and done, to call with the error
 // of its Exec. On a client of one server (or a Cluster's node) the
 // pipeline runs on a kept connection.
-func (p *keptConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
+func (p *keptConns) pipeline(ctx context.Context, node redis.Cmdable) (pipe redis.Pipeliner, done func(error)) {
 	c, ok := node.(*redis.Client)
 	if !ok {
 		return node.Pipeline(), func(error) {}
@@ -377,9 +385,36 @@ func (p *keptConns) pipeline(node redis.Cmdable) (pipe redis.Pipeliner, done fun
 	}
 	p.mu.Unlock()
 	if cn == nil {
-		cn = c.WithTimeout(c.Options().ReadTimeout).Conn()
+		if !p.primed(ctx, c) {
+			return c.Pipeline(), func(error) {}
+		}
+		cn = c.Conn()
 	}
 	return cn.Pipeline(), func(err error) { p.put(c, cn, err) }
+}
+
+// primed reports whether node's client has finished a PING, sending one
+// if none has: after it, a Conn of the client does not write to its
+// options (see keptConns).
+func (p *keptConns) primed(ctx context.Context, node *redis.Client) bool {
+	p.priming.Lock()
+	defer p.priming.Unlock()
+	p.mu.Lock()
+	ready := p.ready[node]
+	p.mu.Unlock()
+	if ready {
+		return true
+	}
+	if node.Ping(ctx).Err() != nil {
+		return false
+	}
+	p.mu.Lock()
+	if p.ready == nil {
+		p.ready = make(map[*redis.Client]bool)
+	}
+	p.ready[node] = true
+	p.mu.Unlock()
+	return true
 }
 
 // put keeps cn as one of node's connections after a batch that ran

@@ -168,11 +168,15 @@ func TestRenewalConnKeptAndMadeAgain(t *testing.T) {
 
 // Claims and finishes that go out in a batch run on connections the
 // Client keeps, as renewals do: after the first batches, more batches dial
-// no connection, and at most maxKept stay kept; Close closes them, and
-// the connection of a batch that ends after Close too.
+// no connection, and at most maxKept stay kept; the go-redis client's
+// hooks see every call; Close closes the connections, and the connection
+// of a batch that ends after Close too.
 func TestBatchesRunOnKeptConns(t *testing.T) {
 	srv := redistest.Start(t)
-	c, err := New(srv.Client())
+	rdb := srv.Client()
+	seen := &evalHook{}
+	rdb.AddHook(seen)
+	c, err := New(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,8 +239,11 @@ func TestBatchesRunOnKeptConns(t *testing.T) {
 	if d := received() - before; d != 0 {
 		t.Errorf("20 batches after the first dialled %d connections, want 0", d)
 	}
+	if n, want := seen.count(), (2*maxKept+20)*5; n != want {
+		t.Errorf("the client's hook saw %d scripts run, want %d", n, want)
+	}
 
-	_, done := b.conns.pipeline(b.rdb) // a batch in flight at Close
+	_, done := b.conns.pipeline(context.Background(), b.rdb) // a batch in flight at Close
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,4 +251,45 @@ func TestBatchesRunOnKeptConns(t *testing.T) {
 	if n := kept(); n != 0 {
 		t.Errorf("%d connections kept after Close", n)
 	}
+}
+
+// evalHook counts the scripts a go-redis client ran (EVAL and EVALSHA),
+// alone or in pipelines.
+type evalHook struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (h *evalHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *evalHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.note(cmd)
+		return err
+	}
+}
+func (h *evalHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			h.note(cmd)
+		}
+		return err
+	}
+}
+
+// note counts cmd if it is a script that the server ran (not one answered
+// NOSCRIPT, which goes again whole).
+func (h *evalHook) note(cmd redis.Cmder) {
+	if n := cmd.Name(); (n == "eval" || n == "evalsha") && cmd.Err() == nil {
+		h.mu.Lock()
+		h.n++
+		h.mu.Unlock()
+	}
+}
+
+func (h *evalHook) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
 }

@@ -33,7 +33,7 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 		case int64:
 			n[i] = x
 		case string:
-			if i < 4 {
+			if i < 4 || i == 7 {
 				return claimReply{}, fmt.Errorf("claim: value %d of the reply is %q, not an integer", i, x)
 			}
 		default:
@@ -42,8 +42,8 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	}
 	r := claimReply{status: n[0], value: n[1]}
 	switch {
-	case r.status == claimAcquired && len(v) == 7:
-		r.try, r.extra = n[2], n[3]
+	case r.status == claimAcquired && len(v) == 8:
+		r.try, r.extra, r.at = n[2], n[3], n[7]
 		r.from, _ = v[4].(string)
 		r.def, _ = v[5].(string)
 		r.defOwner, _ = v[6].(string)

@@ -103,6 +103,7 @@ type (
 		Overlap          string     `hcl:"overlap,optional" json:"overlap,omitempty"`
 		Misfire          string     `hcl:"misfire,optional" json:"misfire,omitempty"`
 		MisfireGrace     string     `hcl:"misfire_grace,optional" json:"misfire_grace,omitempty"`
+		StartDeadline    string     `hcl:"start_deadline,optional" json:"start_deadline,omitempty"`
 		Retries          int        `hcl:"retries,optional" json:"retries,omitempty"`
 		Backoff          string     `hcl:"backoff,optional" json:"backoff,omitempty"`
 		OnShutdown       string     `hcl:"on_shutdown,optional" json:"on_shutdown,omitempty"`

@@ -86,6 +86,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 	j.Jitter = d.dur(0, b.Jitter, 0, "", jp("jitter")...)
 	j.Timeout = d.dur(0, b.Timeout, 0, "", jp("timeout")...)
 	j.MisfireGrace = d.dur(0, b.MisfireGrace, 0, "", jp("misfire_grace")...)
+	j.StartDeadline = d.dur(0, b.StartDeadline, 0, "", jp("start_deadline")...)
 	j.Backoff = d.dur(0, b.Backoff, 0, "", jp("backoff")...)
 	j.HistoryKeep, j.HistoryMaxAge = d.retention(b.HistoryKeep, b.HistoryMaxAge, jp("history_keep"), jp("history_max_age"))
 	run := d.decodeKind(b, &j, jp, cfg)
@@ -110,6 +111,9 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 	j.Job = sj
 	if d.set(jp("misfire_grace")...) && j.Misfire != scheduler.MisfireRunOnce {
 		d.warnf(jp("misfire_grace"), "has no effect unless misfire = %q", scheduler.MisfireRunOnce)
+	} else if d.set(jp("misfire_grace")...) && j.StartDeadline > 0 && j.MisfireGrace > j.StartDeadline {
+		d.warnf(jp("misfire_grace"), "%v is longer than start_deadline (%v): a missed tick older than start_deadline is not run but recorded deadline_missed",
+			j.MisfireGrace, j.StartDeadline)
 	}
 	if j.Timeout > 0 {
 		if gap := shortestGap(j.Name, j.Schedule, j.Jitter, j.Location); gap > 0 && j.Timeout > gap {

@@ -29,13 +29,15 @@ const (
 
 // DefaultNotifyOn are the outcomes a notify block reports when it names
 // none: the runs an operator must look at.
-var DefaultNotifyOn = []string{string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed)}
+var DefaultNotifyOn = []string{string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
+	string(scheduler.OutcomeDeadlineMissed)}
 
 // notifyOutcomes are the outcomes a run in the history can have, so those
 // a notify block may name.
 var notifyOutcomes = []string{
 	string(scheduler.OutcomeRan), string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
 	string(scheduler.OutcomeInterrupted), string(scheduler.OutcomeHandedOff), string(scheduler.OutcomeError),
+	string(scheduler.OutcomeDeadlineMissed),
 }
 
 // Notify is a notify "name" { ... } block: a webhook that the daemon calls

@@ -61,6 +61,7 @@ func TestWarnings(t *testing.T) {
 		{"open admin", "admin {\n  @@listen = \"0.0.0.0:9090\"\n}\n" + job, "admin.listen: \"0.0.0.0:9090\" is reachable from other machines"},
 		{"unused endpoint", "telemetry {\n  @@otlp_endpoint = \"collector:4317\"\n}\n" + job, "not used"},
 		{"misfire_grace without run_once", "job \"j\" {\n  schedule = \"@every 1m\"\n  @@misfire_grace = \"5m\"\n  func = \"cleanup\"\n}", `job "j": misfire_grace: has no effect unless misfire = "run_once"`},
+		{"misfire_grace longer than start_deadline", "job \"j\" {\n  schedule = \"@every 1m\"\n  misfire = \"run_once\"\n  @@misfire_grace = \"1h\"\n  start_deadline = \"10m\"\n  func = \"cleanup\"\n}", `job "j": misfire_grace: 1h0m0s is longer than start_deadline (10m0s)`},
 		{"timeout longer than the period", "job \"j\" {\n  schedule = \"@every 1m\"\n  @@timeout = \"5m\"\n  func = \"cleanup\"\n}", `job "j": timeout: 5m0s is longer than the 1m0s between ticks`},
 		{"CRON_TZ and time_zone", "job \"j\" {\n  schedule = \"CRON_TZ=Europe/Berlin 0 2 * * *\"\n  @@time_zone = \"UTC\"\n  func = \"cleanup\"\n}", "(CRON_TZ=), which wins over time_zone"},
 		{"tls disabled with settings", "redis {\n  url = \"redis://h:6379\"\n  tls {\n    @@enabled = false\n    ca_file = \"/x\"\n  }\n}\n" + job, "the other tls settings are ignored"},

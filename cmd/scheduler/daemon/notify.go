@@ -292,12 +292,13 @@ func summary(r scheduler.Run, slack bool) string {
 		job = "*" + slackEscape(job) + "*"
 	}
 	what := map[scheduler.Outcome]string{
-		scheduler.OutcomeRan:         "ran",
-		scheduler.OutcomeFailed:      "failed",
-		scheduler.OutcomeLostLock:    "lost its lock while it ran",
-		scheduler.OutcomeInterrupted: "was interrupted",
-		scheduler.OutcomeHandedOff:   "was handed off by its stopping replica",
-		scheduler.OutcomeError:       "could not run (the lock store did not answer)",
+		scheduler.OutcomeRan:            "ran",
+		scheduler.OutcomeFailed:         "failed",
+		scheduler.OutcomeLostLock:       "lost its lock while it ran",
+		scheduler.OutcomeInterrupted:    "was interrupted",
+		scheduler.OutcomeHandedOff:      "was handed off by its stopping replica",
+		scheduler.OutcomeError:          "could not run (the lock store did not answer)",
+		scheduler.OutcomeDeadlineMissed: "missed its start_deadline and was not run",
 	}[r.Outcome]
 	tick := r.Tick.UTC().Format(time.RFC3339)
 	if r.Trigger > 0 {

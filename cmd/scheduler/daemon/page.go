@@ -307,16 +307,17 @@ func zoneLoc(zone string) *time.Location {
 type outcomeLook struct{ Mark, Class, Word string }
 
 var outcomeLooks = map[scheduler.Outcome]outcomeLook{
-	scheduler.OutcomeRan:         {"✓", "ok", "ran"},
-	scheduler.OutcomeFailed:      {"✗", "bad", "failed"},
-	scheduler.OutcomeError:       {"!", "bad", "error"},
-	scheduler.OutcomeLostLock:    {"L", "warn", "lost the lock"},
-	scheduler.OutcomeInterrupted: {"I", "warn", "interrupted"},
-	scheduler.OutcomeHandedOff:   {"H", "info", "handed off"},
-	scheduler.OutcomeMissed:      {"M", "muted", "missed"},
-	scheduler.OutcomeSkippedDone: {"S", "muted", "skipped: done"},
-	scheduler.OutcomeSkippedBusy: {"B", "muted", "skipped: busy"},
-	scheduler.OutcomePaused:      {"P", "muted", "paused"},
+	scheduler.OutcomeRan:            {"✓", "ok", "ran"},
+	scheduler.OutcomeFailed:         {"✗", "bad", "failed"},
+	scheduler.OutcomeError:          {"!", "bad", "error"},
+	scheduler.OutcomeLostLock:       {"L", "warn", "lost the lock"},
+	scheduler.OutcomeInterrupted:    {"I", "warn", "interrupted"},
+	scheduler.OutcomeHandedOff:      {"H", "info", "handed off"},
+	scheduler.OutcomeMissed:         {"M", "muted", "missed"},
+	scheduler.OutcomeDeadlineMissed: {"D", "warn", "start deadline missed"},
+	scheduler.OutcomeSkippedDone:    {"S", "muted", "skipped: done"},
+	scheduler.OutcomeSkippedBusy:    {"B", "muted", "skipped: busy"},
+	scheduler.OutcomePaused:         {"P", "muted", "paused"},
 }
 
 func lookOf(outcome scheduler.Outcome) outcomeLook {
@@ -357,7 +358,8 @@ var pageFuncs = template.FuncMap{
 	// legend is the looks of the outcomes a history holds.
 	"legend": func() []outcomeLook {
 		var out []outcomeLook
-		for _, o := range []scheduler.Outcome{scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted, scheduler.OutcomeHandedOff, scheduler.OutcomeMissed} {
+		for _, o := range []scheduler.Outcome{scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted, scheduler.OutcomeHandedOff, scheduler.OutcomeMissed,
+			scheduler.OutcomeDeadlineMissed} {
 			out = append(out, lookOf(o))
 		}
 		return out

@@ -39,12 +39,13 @@
 -- lost the lock, or gave it back) is never overtaken: a claim that takes
 -- the lock claims that tick instead, with its tries counting on, and the
 -- caller claims its own again once it has finished it.
--- Returns {1, token, try, claimed, from, definition, defowner} acquired:
+-- Returns {1, token, try, claimed, from, definition, defowner, at} acquired:
 -- claimed is the tick claimed (ARGV[4], or the earlier unfinished one), try
 -- the number of this claim's first try at it (1 + the tries before it),
 -- from the owner of the claim before it when try > 1, else "", definition
 -- and defowner the ledger's before this claim recorded its own ("" if
--- none);
+-- none), at the server's time of the claim in ms (TIME: the clock a
+-- start deadline is measured on, the same for every claimant);
 -- {2, tick} the tick, or the later one returned, is done or under way;
 -- {3, 0} the ledger is paused (its field paused is 1): nothing is taken;
 -- {0, pttl, running} held by another owner, who claimed the tick running
@@ -133,7 +134,8 @@ if pttl ~= -2 then
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, redis.call('HGET', KEYS[3], 'from') or '', f[7] or '', f[8] or ''}
+    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, redis.call('HGET', KEYS[3], 'from') or '', f[7] or '', f[8] or '',
+      millis(redis.call('TIME'))}
   end
   return wait(pttl)
 end
@@ -177,4 +179,4 @@ if math.abs(now - (tonumber(f[9]) or 0)) >= (tonumber(ARGV[11]) or 0) then
   redis.call('HSET', KEYS[3], 'renewed', now)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
-return {1, token, tries, claimed, from, f[7] or '', f[8] or ''}
+return {1, token, tries, claimed, from, f[7] or '', f[8] or '', now}
