@@ -356,7 +356,7 @@ telemetry {
 }
 
 // A misspelt flag is refused with a suggestion, whether written with one
-// dash or two: -confg is not read as -c onfg.
+// dash or two: -confg is not read as -c onfg. -n5 is still -n 5.
 func TestMisspeltFlag(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -385,6 +385,10 @@ func TestMisspeltFlag(t *testing.T) {
 		if r := mustCLI(t, 0, t.TempDir(), args...); !strings.Contains(r.stdout, "valid;") {
 			t.Errorf("scheduler %q: %q", args, r.stdout)
 		}
+	}
+	// A number right after a shorthand that takes a value is its value.
+	if r := cliEnv(t, dir, []string{"LOCKCRON_ADMIN__LISTEN=" + deadAddr(t)}, "history", "backup", "-n5", "-config", cfg); r.code == 2 || strings.Contains(r.stderr, "unknown flag") {
+		t.Errorf("history -n5: exit %d, %q", r.code, r.stderr)
 	}
 }
 

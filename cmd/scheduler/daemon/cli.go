@@ -63,7 +63,7 @@ func Main(args []string, o Options) int {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd(args...)
 	plainBools(root)
-	root.SetArgs(longFlags(args))
+	root.SetArgs(longFlags(root, args))
 	root.SetOut(o.Stdout)
 	root.SetErr(o.Stderr)
 	err := root.Execute()

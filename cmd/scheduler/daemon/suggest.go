@@ -59,9 +59,26 @@ func flagError(c *cobra.Command, err error) error {
 // package allows (-config FILE): an argument of one dash and more than one
 // letter before any "=" is a long flag, so that pflag does not read -confg
 // as -c onfg (and then a misspelt flag is refused, with a suggestion).
-// Shorthands take their value after a space or "=": -c FILE, -n=5.
-// Arguments after "--" are left alone.
-func longFlags(args []string) []string {
+// Shorthands take their value after a space or "=" (-c FILE, -n=5), or, for
+// a number, right after the letter (-n5). Arguments after "--" are left
+// alone.
+func longFlags(root *cobra.Command, args []string) []string {
+	// The shorthands of the flags that take a value, of every command.
+	valued := map[byte]bool{}
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		add := func(f *pflag.Flag) {
+			if f.Shorthand != "" && f.NoOptDefVal == "" {
+				valued[f.Shorthand[0]] = true
+			}
+		}
+		c.LocalFlags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(root)
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = a
@@ -69,10 +86,12 @@ func longFlags(args []string) []string {
 			copy(out[i:], args[i:])
 			break
 		}
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
-			if name, _, _ := strings.Cut(a[1:], "="); len(name) > 1 {
-				out[i] = "-" + a
-			}
+		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) > 1 && !(valued[name[0]] && name[1] >= '0' && name[1] <= '9') {
+			out[i] = "-" + a
 		}
 	}
 	return out
