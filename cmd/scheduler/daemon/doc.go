@@ -35,7 +35,8 @@
 // an argument of one dash and more than one letter is a long flag, as Go's
 // flag package reads it, so -confg is an unknown flag (with a suggestion,
 // "did you mean -config?") rather than -c onfg; a shorthand takes its
-// value after a space or "=". Help shows bool flags without pflag's
+// value after a space or "=", or a number right after it (-n5). Help
+// shows bool flags without pflag's
 // "[=true|false]".
 // The config path defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
 //
