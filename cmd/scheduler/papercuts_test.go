@@ -635,3 +635,18 @@ log {
 		}
 	}
 }
+
+// A misspelt job name is refused before Redis is asked: the suggestion
+// comes even while Redis is down.
+func TestMisspeltJobNameWithRedisDown(t *testing.T) {
+	t.Parallel()
+	_, addr := deadRedis(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(addr, "5s")+execJob("nightly-report", "@daily", "1s", `true`)+execJob("cleanup", "@daily", "1s", `true`))
+	for _, args := range [][]string{{"trigger", "nightly-reprot"}, {"history", "nightly-reprot"}} {
+		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
+		if want := `unknown job "nightly-reprot" (did you mean "nightly-report"?): the jobs of ` + cfg + ` are nightly-report, cleanup`; !strings.Contains(r.stderr, want) {
+			t.Errorf("scheduler %q: %q, want %q", args, r.stderr, want)
+		}
+	}
+}

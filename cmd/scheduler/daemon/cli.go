@@ -11,6 +11,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,7 +190,7 @@ does not answer in time it exits 1.`,
 					}
 					return show(views, cfg)
 				}
-				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, true, "", func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						// The in-memory backend keeps the ledgers inside
 						// the daemon: ask it.
@@ -223,7 +224,7 @@ does not answer in time it exits 1.`,
 					}
 					return show(ls)
 				}
-				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, true, "", func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						// The in-memory backend keeps the locks inside the
 						// daemon: ask it.
@@ -426,8 +427,10 @@ func signals(parent context.Context) (context.Context, <-chan struct{}, <-chan s
 
 // withScheduler loads the config, opens the lock store and builds the
 // scheduler (without running it) for one command; readOnly for a command
-// that only reads (config.ForReading).
-func withScheduler(parent context.Context, path string, o Options, readOnly bool, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
+// that only reads (config.ForReading); job, if not "", the job the
+// command names: a name the config does not have is an error (unknownJob)
+// before Redis is asked anything.
+func withScheduler(parent context.Context, path string, o Options, readOnly bool, job string, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
 	var more []config.LoadOption
 	if readOnly {
 		more = append(more, config.ForReading())
@@ -435,6 +438,9 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 	cfg, err := load(path, o, more...)
 	if err != nil {
 		return err
+	}
+	if job != "" && !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
+		return unknownJob(cfg, job)
 	}
 	// A command's own logs are only its warnings; the daemon's are its own.
 	log := newLogger(cfg, o.Stderr)
@@ -568,7 +574,7 @@ passes it on to the fleet.`,
 				done()
 				return nil
 			}
-			return withScheduler(cmd.Context(), *cfgPath, o, false, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+			return withScheduler(cmd.Context(), *cfgPath, o, false, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
 					heard, err = viaAdmin(ctx, cfg, o.Environ, job, action)
