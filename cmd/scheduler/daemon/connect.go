@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -98,15 +97,10 @@ func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 }
 
 // refusal reports whether err is Redis refusing us rather than not
-// answering: a wrong or missing password (WRONGPASS, NOAUTH, an AUTH
-// without a password set), or an ACL that denies the command (NOPERM).
-// Waiting does not mend these.
+// answering: a wrong or missing password (WRONGPASS, NOAUTH), or an ACL
+// that denies the command (NOPERM). Waiting does not mend these.
 func refusal(err error) bool {
-	if redis.IsAuthError(err) || redis.IsPermissionError(err) {
-		return true
-	}
-	var reply redis.Error
-	return errors.As(err, &reply) && strings.Contains(reply.Error(), "AUTH")
+	return redis.IsAuthError(err) || redis.IsPermissionError(err)
 }
 
 // dialLog is a go-redis hook that keeps the last failed dial to Redis.
