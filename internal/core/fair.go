@@ -65,7 +65,6 @@ func (c *Client) FairMutex(name string) Locker {
 	if err := validName(name); err != nil {
 		return invalidLocker{name: name, err: err}
 	}
-	c.tel.zero(name)
 	return &fairMutex{c: c, k: newKeys(c.opt.prefix, name)}
 }
 

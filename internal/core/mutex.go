@@ -32,7 +32,6 @@ type mutex struct {
 
 func newMutex(c *Client, name string) *mutex {
 	m := &mutex{c: c, k: newKeys(c.opt.prefix, name)}
-	c.tel.zero(name)
 	m.acq = acquisition{k: m.k, kind: mutexKind{c}, attempt: m.attempt, leaseKey: leaseKey{c, m.k.id}}
 	return m
 }

@@ -101,9 +101,6 @@ type RWMutex struct {
 func (c *Client) RWMutex(name string) *RWMutex {
 	p := c.opt.prefix
 	err := validName(name)
-	if err == nil {
-		c.tel.zero(name)
-	}
 	return &RWMutex{c: c, k: rwKeys(p, name), rk: rwReadKeys(p, name), wk: rwWriteKeys(p, name), err: err}
 }
 

@@ -81,7 +81,6 @@ func (c *Client) Semaphore(name string, permits int) Locker {
 	if permits < 1 {
 		return invalidLocker{name: name, err: fmt.Errorf("lock %q: Semaphore with %d permits: a semaphore needs at least one permit: %w", name, permits, ErrInvalid)}
 	}
-	c.tel.zero(name)
 	return &semaphore{c: c, k: semKeys(c.opt.prefix, name), permits: permits}
 }
 

@@ -256,7 +256,9 @@ func (t *telemetry) renewed(name, outcome string) {
 // zero makes the counters of the lock name (renewals by outcome, leases
 // lost) exist at 0, once per name, so that a rate or increase() over them
 // sees the first event: a counter that appears at 1 has no increase to
-// show. It is called when a lock or ledger of the name is made.
+// show. It is called when a ledger of the name is made: a scheduler's job,
+// whose lock names are few and known at start (a lock made alone, whose
+// names may be many, gets its series at its first renewal or loss).
 func (t *telemetry) zero(name string) {
 	if !t.metrics.on() {
 		return
