@@ -190,6 +190,7 @@ log {
   level = "info"
 
   # One JSON object per line instead of text (go-redis's own lines too).
+  # Durations are Go duration strings ("1.5s") in both formats.
   json = false
 }
 
@@ -206,7 +207,9 @@ history {
 # Webhooks: notify "name" { ... }, one block each. Each is called once per
 # run across the fleet, for the outcomes in `on`, by the replica that
 # recorded the run. The URL is a secret (Slack's holds a token): give it in
-# url_env, or in url with the file readable by its owner only.
+# url_env, or in url with the file readable by its owner only. Delivery is
+# at least once: every try carries the run's key in an Idempotency-Key
+# header, so that the receiver can drop a repeat.
 # notify "ops" {
 #   url_env = "OPS_WEBHOOK_URL"
 #   format  = "slack"                          # or "json" (default)

@@ -467,7 +467,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	s.mu.Unlock()
 	s.record(r.e, r.tick, outcome)
 
-	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", string(outcome)}
+	line := []any{"replica", s.opt.replica, "attempt", tries, "duration", rr.Duration, "outcome", string(outcome), "token", r.cl.Token()}
 	switch {
 	case outcome == OutcomeLostLock:
 		log.Error("run finished: lock lost while the job ran", append(line, "error", runErr, "cause", context.Cause(r.cl.Context()))...)
@@ -488,7 +488,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	case outcome == OutcomeDeadlineMissed:
 		log.Warn("run finished: not started by its start deadline; not run", line...)
 	default:
-		log.Info("run finished", append(line, "token", r.cl.Token())...)
+		log.Info("run finished", line...)
 	}
 	if recorded && s.opt.onRun != nil {
 		s.opt.onRun(rr)

@@ -186,6 +186,7 @@ func (s *Scheduler) Add(j Job) error {
 	}
 	s.entries[j.Name] = e
 	s.order = append(s.order, e)
+	s.tel.zero(j.Name)
 	if s.started {
 		s.startLoop(e)
 		if s.members != nil {

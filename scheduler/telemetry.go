@@ -217,6 +217,22 @@ const (
 	attrClaim     = attribute.Key("lockcron.claim")
 )
 
+// outcomes are the outcomes that lockcron.job.runs counts, each at 0 from
+// the moment a job is added (zero).
+var outcomes = []Outcome{OutcomeRan, OutcomeFailed, OutcomeSkippedDone, OutcomeSkippedBusy,
+	OutcomeLostLock, OutcomeInterrupted, OutcomeHandedOff, OutcomeMissed, OutcomeError, OutcomePaused,
+	OutcomeDeadlineMissed}
+
+// zero makes job's counters (runs by outcome, locks lost) exist at 0, so
+// that a rate or increase() over them sees the first event: a counter that
+// appears at 1 has no increase to show.
+func (t *telemetry) zero(job string) {
+	for _, o := range outcomes {
+		t.outcome(job, o, 0)
+	}
+	t.lost.Add(context.Background(), 0, t.attrs(job, "", ""))
+}
+
 func (t *telemetry) outcome(job string, outcome Outcome, n int64) {
 	t.runs.Add(context.Background(), n, t.attrs(job, attrOutcome, string(outcome)))
 }

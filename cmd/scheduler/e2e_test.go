@@ -830,7 +830,7 @@ func TestCommandsAgainstFleet(t *testing.T) {
 	// trigger: a yearly job runs now, once, on one replica.
 	triggered := time.Now()
 	r := mustCLI(t, 0, dir, "trigger", "once", "-config", cfg)
-	if strings.TrimSpace(r.stdout) != "once: triggered" {
+	if strings.TrimSpace(r.stdout) != "once: triggered; 2 replicas heard it, one runs it" {
 		t.Errorf("trigger printed %q", r.stdout)
 	}
 	once := waitRecord(t, 5*time.Second, onceLog, "the triggered run of once", func(record) bool { return true })
@@ -1004,7 +1004,7 @@ func TestMakeRun(t *testing.T) {
 	if r := cliEnv(t, root, at, "history", "hello"); r.code != 0 || !strings.Contains(r.stdout, " ran ") {
 		t.Errorf("history hello after make run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := cliEnv(t, root, at, "trigger", "hello"); r.code != 0 || r.stdout != "hello: triggered\n" {
+	if r := cliEnv(t, root, at, "trigger", "hello"); r.code != 0 || r.stdout != "hello: triggered; 1 replica heard it, one runs it\n" {
 		t.Errorf("trigger hello after make run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var sched int

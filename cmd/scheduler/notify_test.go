@@ -144,6 +144,61 @@ notify "chat" {
 	}
 }
 
+// Webhooks are delivered at least once: a receiver that fails once gets
+// the event again, with the same Idempotency-Key, which the body carries
+// too; another run has another key.
+func TestNotifyRetriesWithTheSameIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	type call struct {
+		key  string
+		body []byte
+	}
+	var (
+		mu    sync.Mutex
+		calls []call
+	)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, call{r.Header.Get("Idempotency-Key"), b})
+		if len(calls) == 1 {
+			http.Error(w, "down for a moment", http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(hook.Close)
+	got := func() []call {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("flaky", "@every 1s", "1s", `exit 1`)+`
+notify "ops" {
+  url = "`+hook.URL+`/ops"
+}
+`)
+	startReplica(t, dir, cfg, "r1")
+	testkit.Eventually(t, 30*time.Second, "the failed call, its retry, and the next run's call", func() bool { return len(got()) >= 3 })
+	cs := got()
+	var bodies [3]daemon.NotificationJSON
+	for i := range bodies {
+		if err := json.Unmarshal(cs[i].body, &bodies[i]); err != nil {
+			t.Fatalf("webhook body %s: %v", cs[i].body, err)
+		}
+		if len(cs[i].key) != 32 || bodies[i].IdempotencyKey != cs[i].key {
+			t.Errorf("call %d: Idempotency-Key %q, body's key %q", i, cs[i].key, bodies[i].IdempotencyKey)
+		}
+	}
+	if cs[0].key != cs[1].key || !bodies[0].Tick.Equal(bodies[1].Tick) || bodies[0].Token != bodies[1].Token {
+		t.Errorf("the retry is not the same event with the same key: %s (%s) then %s (%s)", cs[0].body, cs[0].key, cs[1].body, cs[1].key)
+	}
+	if cs[2].key == cs[0].key || bodies[2].Tick.Equal(bodies[0].Tick) {
+		t.Errorf("the next run has the same key %s or tick: %s", cs[2].key, cs[2].body)
+	}
+}
+
 // Two replicas, a job whose runs (3.5s) outlast its period (2s), queued
 // (overlap queue) with a start deadline of 1s: the tick queued behind each
 // run cannot start in time. Each such tick is recorded deadline_missed

@@ -117,7 +117,7 @@ log {
 		args []string
 		out  string
 	}{
-		{[]string{"trigger", "hello"}, "hello: triggered\n"},
+		{[]string{"trigger", "hello"}, "hello: triggered; 1 replica heard it, one runs it\n"},
 		{[]string{"pause", "hello"}, "hello: paused\n"},
 		{[]string{"resume", "hello"}, "hello: resumed\n"},
 		{[]string{"reload"}, cfg + ": reloaded"},
@@ -353,4 +353,300 @@ telemetry {
 			t.Errorf("the variables won over the config:\n%.2000s", out)
 		}
 	})
+}
+
+// A misspelt flag is refused with a suggestion, whether written with one
+// dash or two: -confg is not read as -c onfg. -n5 is still -n 5.
+func TestMisspeltFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"jobs", "-confg", "x.hcl"}, "unknown flag: --confg (did you mean -config?)"},
+		{[]string{"jobs", "--confg", "x.hcl"}, "unknown flag: --confg (did you mean -config?)"},
+		{[]string{"jobs", "-jsn"}, "unknown flag: --jsn (did you mean -json?)"},
+		{[]string{"history", "x", "--limt", "3"}, "unknown flag: --limt (did you mean -limit?)"},
+		{[]string{"validate", "-xyzzy"}, "unknown flag: --xyzzy\n"},
+	} {
+		r := mustCLI(t, 2, dir, c.args...)
+		if !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "onfg") && !strings.Contains(r.stderr, "confg") {
+			t.Errorf("scheduler %q: %q, want %q", c.args, r.stderr, c.want)
+		}
+	}
+	// Both forms of the right flags, and shorthands with their value after
+	// a space or "=".
+	cfg := writeConfig(t, dir, execJob("backup", "@yearly", "1s", `true`))
+	for _, args := range [][]string{
+		{"validate", "-config", cfg}, {"validate", "--config", cfg}, {"validate", "-config=" + cfg},
+		{"validate", "--config=" + cfg}, {"validate", "-c", cfg}, {"validate", "-c=" + cfg},
+	} {
+		if r := mustCLI(t, 0, t.TempDir(), args...); !strings.Contains(r.stdout, "valid;") {
+			t.Errorf("scheduler %q: %q", args, r.stdout)
+		}
+	}
+	// A number right after a shorthand that takes a value is its value.
+	if r := cliEnv(t, dir, []string{"LOCKCRON_ADMIN__LISTEN=" + deadAddr(t)}, "history", "backup", "-n5", "-config", cfg); r.code == 2 || strings.Contains(r.stderr, "unknown flag") {
+		t.Errorf("history -n5: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// Help shows bool flags as --json, without pflag's [=true|false].
+func TestHelpWithoutBoolNoise(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--help"}, {"jobs", "--help"}, {"locks", "-h"}, {"history", "--help"}, {"help", "jobs"}} {
+		r := mustCLI(t, 0, dir, args...)
+		if strings.Contains(r.stdout, "[=") {
+			t.Errorf("scheduler %q shows [=...]:\n%s", args, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "--help ") {
+			t.Errorf("scheduler %q does not list --help:\n%s", args, r.stdout)
+		}
+	}
+}
+
+// A misspelt job name gets a suggestion, from the command and from the
+// daemon's admin API.
+func TestMisspeltJobName(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("backup", "@yearly", "1s", `true`)+execJob("report", "@yearly", "1s", `true`))
+	for _, args := range [][]string{{"trigger", "bakup"}, {"pause", "backpu"}, {"history", "Backup"}} {
+		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
+		if !strings.Contains(r.stderr, `(did you mean "backup"?)`) || !strings.Contains(r.stderr, "backup, report") {
+			t.Errorf("scheduler %q: %q, want a suggestion of backup", args, r.stderr)
+		}
+	}
+	if r := mustCLI(t, 1, dir, "trigger", "zzzzzz", "-config", cfg); strings.Contains(r.stderr, "did you mean") {
+		t.Errorf("trigger of a name near none: %q", r.stderr)
+	}
+	p := startReplica(t, dir, cfg, "r1")
+	if st, b, _ := httpDo(t, "POST", "http://"+p.admin+"/api/jobs/reprot/pause", ""); st != 404 || !strings.Contains(string(b), `did you mean \"report\"?`) {
+		t.Errorf("POST pause of reprot: %d %s", st, b)
+	}
+}
+
+// validate refuses what run refuses: a lease too short for redis.timeout
+// is an error of both, at the same place.
+func TestValidateAppliesRunsChecks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(deadAddr(t), "5s")+"lock {\n  lease = \"6s\"\n}\n"+execJob("backup", "@yearly", "1s", `true`))
+	const want = `lockcron.hcl:12:3: lock.lease: redis.timeout (3s) must be shorter than half the lease of 6s`
+	v := mustCLI(t, 1, dir, "validate", "-config", cfg)
+	r := mustCLI(t, 1, dir, "run", "-config", cfg)
+	for name, out := range map[string]string{"validate": v.stderr, "run": r.stderr} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: %q, want %q", name, out, want)
+		}
+	}
+}
+
+// Redis refusing us at start-up (a wrong password, an ACL that denies
+// PING) is not retried like an unreachable server: run fails at once and
+// says so, without the password.
+func TestRunFailsAtOnceWhenRedisRefusesUs(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	srv.Do("ACL", "SETUSER", "limited", "on", ">limited-pw", "-@all")
+	for _, c := range []struct{ name, userinfo, want string }{
+		{"wrong password", "app:hunter2-secret@", "WRONGPASS"},
+		{"ACL", "limited:limited-pw@", "NOPERM"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			text := strings.Replace(header(srv.Addr(), "5s"), "redis://", "redis://"+c.userinfo, 1)
+			cfg := writeConfig(t, dir, withRedis(text, `connect_timeout = "5m"`)+execJob("tick", "@every 1s", "1s", `true`))
+			p := startReplicaNoWait(t, dir, cfg, "r1")
+			if code := p.awaitExit(t, 20*time.Second); code != 1 {
+				t.Fatalf("exit %d, want 1", code)
+			}
+			logs := p.logs.String()
+			if !strings.Contains(logs, "scheduler: redis at redis://") || !strings.Contains(logs, "refused us") || !strings.Contains(logs, c.want) {
+				t.Errorf("stderr does not say that redis refused us with %s:\n%s", c.want, logs)
+			}
+			if strings.Contains(logs, "hunter2-secret") || strings.Contains(logs, "limited-pw") {
+				t.Errorf("the password is in the log:\n%s", logs)
+			}
+			if _, ok := p.logs.find("redis unreachable: retrying"); ok {
+				t.Errorf("a refusal was retried")
+			}
+		})
+	}
+}
+
+// With Redis unreachable, run's first failed attempt says the cause
+// (connection refused), not "context deadline exceeded".
+func TestRunSaysTheCauseOnTheFirstFailure(t *testing.T) {
+	t.Parallel()
+	_, addr := deadRedis(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, withRedis(header(addr, "5s"), `connect_timeout = "5m"`)+execJob("tick", "@every 1s", "1s", "true"))
+	p := startReplicaNoWait(t, dir, cfg, "r1")
+	var first logLine
+	p.waitLog(t, 20*time.Second, "redis unreachable: retrying", func(l logLine) bool { first = l; return true })
+	if e := first.str("error"); first["attempt"] != float64(1) || !strings.Contains(e, "connection refused") || strings.Contains(e, "deadline") {
+		t.Errorf("the first failure: %v, want attempt 1 with connection refused", first)
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.awaitExit(t, 20*time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM while connecting", code)
+	}
+}
+
+// The read-only commands fail within about a second on a refused
+// connection (redis.timeout is 3s by default), and say why.
+func TestReadOnlyCommandsFailFastOnRefusedConnection(t *testing.T) {
+	t.Parallel()
+	_, addr := deadRedis(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(addr, "5s")+execJob("tick", "@every 1s", "1s", "true"))
+	for _, args := range [][]string{{"jobs"}, {"locks"}, {"history", "tick"}} {
+		start := time.Now()
+		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Errorf("scheduler %q took %v, want about a second at most", args, took)
+		}
+		if want := "redis at redis://" + addr + " is unreachable: "; !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "connection refused") {
+			t.Errorf("scheduler %q: %q, want %q and connection refused", args, r.stderr, want)
+		}
+	}
+}
+
+// The counters an alert takes increase() of exist at 0 from the start,
+// before their first event: locks lost, renewals and runs by outcome.
+func TestCountersExistAtZero(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+"telemetry {\n  metrics = \"prometheus\"\n}\n"+execJob("backup", "@yearly", "1s", `true`))
+	p := startReplica(t, dir, cfg, "r1")
+	st, b, _ := httpDo(t, "GET", "http://"+p.admin+"/metrics", "")
+	if st != 200 {
+		t.Fatalf("/metrics: %d", st)
+	}
+	body := string(b)
+	for _, want := range []string{
+		`lockcron_lock_lost_total{lockcron_lock="backup",`,
+		`lockcron_job_locks_lost_total{lockcron_job="backup",`,
+		`lockcron_lock_renewals_total{lockcron_lock="backup",lockcron_outcome="ok",`,
+		`lockcron_lock_renewals_total{lockcron_lock="backup",lockcron_outcome="lost",`,
+		`lockcron_job_runs_total{lockcron_job="backup",lockcron_outcome="ran",`,
+		`lockcron_job_runs_total{lockcron_job="backup",lockcron_outcome="failed",`,
+		`lockcron_job_runs_total{lockcron_job="backup",lockcron_outcome="lost_lock",`,
+	} {
+		found := false
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, want) && strings.HasSuffix(l, "} 0") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("/metrics has no %s...} 0", want)
+		}
+	}
+}
+
+// The history's error column keeps the start of the message, which says
+// what failed, and cuts the rest.
+func TestHistoryErrorColumnKeepsTheStart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("fail", "@every 1s", "1s", `echo "the disk is full and the backup cannot be written to /var/backups/db, giving up now" >&2; exit 3`))
+	p := startReplica(t, dir, cfg, "r1")
+	p.waitLog(t, 20*time.Second, "run finished: job failed", nil)
+	r := mustCLI(t, 0, dir, "history", "fail", "-config", cfg)
+	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(rows) < 2 {
+		t.Fatalf("history:\n%s", r.stdout)
+	}
+	if row := rows[1]; !strings.Contains(row, ` failed `) || !strings.Contains(row, `jobs: exec "sh": exit status 3; stderr: "the disk`) || !strings.HasSuffix(row, "…") {
+		t.Errorf("the error column does not keep the start of the message:\n%s", r.stdout)
+	}
+}
+
+// A failed run's log line carries the run's fencing token, as a
+// successful one's does, and JSON logs give durations as Go duration
+// strings, not integers of nanoseconds.
+func TestFailedRunLogLine(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("fail", "@every 1s", "1s", `exit 3`)+execJob("ok", "@every 1s", "1s", `true`))
+	p := startReplica(t, dir, cfg, "r1")
+	for _, msg := range []string{"run finished: job failed", "run finished"} {
+		var l logLine
+		p.waitLog(t, 20*time.Second, msg, func(x logLine) bool { l = x; return true })
+		if tok, ok := l["token"].(float64); !ok || tok <= 0 {
+			t.Errorf("%q without a token: %v", msg, l)
+		}
+		if d, err := time.ParseDuration(l.str("duration")); err != nil || d <= 0 {
+			t.Errorf("%q: duration %v is not a Go duration string: %v", msg, l["duration"], l)
+		}
+	}
+	for _, l := range p.logs.jsonLines() {
+		for _, k := range []string{"duration", "retry_in", "timeout", "waited", "grace"} {
+			if _, isNumber := l[k].(float64); isNumber {
+				t.Errorf("%s is a number: %v", k, l)
+			}
+		}
+	}
+}
+
+// jobs and locks against a daemon on the in-memory backend answer through
+// its admin API, as history does: the daemon's own ledgers and locks.
+func TestJobsAndLocksWithoutRedis(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `admin {
+  listen = "127.0.0.1:0"
+}
+log {
+  json = true
+}
+`+execJob("hello", "@every 1s", "1s", `sleep 2`))
+	p := startReplica(t, dir, cfg, "solo")
+	env := []string{"LOCKCRON_ADMIN__LISTEN=" + p.admin}
+	// The config names port 0: LOCKCRON_ADMIN__LISTEN tells the commands
+	// where the daemon listens.
+	var r cliResult
+	testkit.Eventually(t, 20*time.Second, "jobs shows hello's last run, and locks its holder", func() bool {
+		r = cliEnv(t, dir, env, "jobs", "-config", cfg)
+		if r.code != 0 || !strings.Contains(r.stdout, " ran ") {
+			return false
+		}
+		r = cliEnv(t, dir, env, "locks", "-config", cfg)
+		return r.code == 0 && strings.Contains(r.stdout, "\nhello ") && strings.Contains(r.stdout, "solo")
+	})
+	if strings.Contains(r.stderr, "see its admin API") {
+		t.Errorf("locks still points at the admin API: %q", r.stderr)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.awaitExit(t, 20*time.Second)
+	for _, args := range [][]string{{"jobs"}, {"locks"}} {
+		if r := cliEnv(t, dir, env, append(args, "-config", cfg)...); r.code != 1 || !strings.Contains(r.stderr, "no redis configured, and the daemon's admin API at "+p.admin+" does not answer") {
+			t.Errorf("scheduler %q without a daemon: exit %d, %q", args, r.code, r.stderr)
+		}
+	}
+}
+
+// A misspelt job name is refused before Redis is asked: the suggestion
+// comes even while Redis is down.
+func TestMisspeltJobNameWithRedisDown(t *testing.T) {
+	t.Parallel()
+	_, addr := deadRedis(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(addr, "5s")+execJob("nightly-report", "@daily", "1s", `true`)+execJob("cleanup", "@daily", "1s", `true`))
+	for _, args := range [][]string{{"trigger", "nightly-reprot"}, {"history", "nightly-reprot"}} {
+		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
+		if want := `unknown job "nightly-reprot" (did you mean "nightly-report"?): the jobs of ` + cfg + ` are nightly-report, cleanup`; !strings.Contains(r.stderr, want) {
+			t.Errorf("scheduler %q: %q, want %q", args, r.stderr, want)
+		}
+	}
 }

@@ -66,7 +66,7 @@ func retryWarnings(t *testing.T, p *proc, addr string) []logLine {
 		if l.str("redis") != "redis://"+addr {
 			t.Errorf("warning names redis %q, want %q: %v", l.str("redis"), "redis://"+addr, l)
 		}
-		if d, ok := l["retry_in"].(float64); !ok || d <= 0 || time.Duration(d) > 2*time.Second {
+		if d, err := time.ParseDuration(l.str("retry_in")); err != nil || d <= 0 || d > 2*time.Second {
 			t.Errorf("warning without a retry_in in (0, 2s]: %v", l)
 		}
 		if l.str("error") == "" {

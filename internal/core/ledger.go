@@ -80,6 +80,7 @@ func (c *Client) Ledger(lockName, id string, opts ...LedgerOption) (*Ledger, err
 		return nil, fmt.Errorf("lock %q: ledger id %q: empty, or holds { or }: %w", lockName, id, ErrInvalid)
 	}
 	m := newMutex(c, lockName)
+	c.tel.zero(lockName)
 	g := &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id, keep: DefaultHistoryKeep, maxAge: DefaultHistoryMaxAge}
 	for _, o := range opts {
 		o(g)

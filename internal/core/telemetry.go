@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -50,6 +51,8 @@ type telemetry struct {
 	// spans and metrics tell whether the providers record anything: when
 	// they do not, the hot path builds no span and no attribute.
 	spans, metrics dropping
+
+	zeroed sync.Map // lock names whose counters zero has set to 0
 }
 
 // waitSpan and holdSpan hold a span, or nil when no span was started.
@@ -248,6 +251,26 @@ func (t *telemetry) renewed(name, outcome string) {
 	}
 	t.renewals.Add(context.Background(), 1, metric.WithAttributes(
 		attrLock.String(name), attrOutcome.String(outcome)))
+}
+
+// zero makes the counters of the lock name (renewals by outcome, leases
+// lost) exist at 0, once per name, so that a rate or increase() over them
+// sees the first event: a counter that appears at 1 has no increase to
+// show. It is called when a ledger of the name is made: a scheduler's job,
+// whose lock names are few and known at start (a lock made alone, whose
+// names may be many, gets its series at its first renewal or loss).
+func (t *telemetry) zero(name string) {
+	if !t.metrics.on() {
+		return
+	}
+	if _, done := t.zeroed.LoadOrStore(name, struct{}{}); done {
+		return
+	}
+	ctx, lock := context.Background(), attrLock.String(name)
+	t.lostN.Add(ctx, 0, metric.WithAttributes(lock))
+	for _, o := range []string{"ok", "error", "lost"} {
+		t.renewals.Add(ctx, 0, metric.WithAttributes(lock, attrOutcome.String(o)))
+	}
 }
 
 func (t *telemetry) lost(name string) {

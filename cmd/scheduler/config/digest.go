@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 )
 
 // jobDigestLen is how many hex digits of a job block's SHA-256 its Digest
@@ -23,14 +25,105 @@ func fileDigest(data []byte) string {
 // (of the file alone, since jobs cannot be set from the environment), as
 // JSON. Comments, blank lines, the order of keys and the job's place in
 // the file do not change it; an environment variable that a job names is
-// there by its name only, never by its value.
+// there by its name only, never by its value. Literal secrets are
+// redacted before hashing (redactJob), so that the digest, which the
+// ledger, the admin API and the status page show, tells nothing about
+// them: a secret changed alone leaves the digest as it was.
 func jobDigest(b *jobBlock) string {
-	data, err := json.Marshal(b)
+	data, err := json.Marshal(redactJob(b))
 	if err != nil {
 		data = []byte(b.Name) // strings, numbers, lists and maps always marshal
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:jobDigestLen]
+}
+
+// SecretsDigest is a digest of what Digest leaves out of the job: the
+// whole of its exec env, http headers and http URL, secrets included; ""
+// for a job with none. It tells a reload that a job whose secrets alone
+// changed must be applied. It is for comparing within this process only:
+// never show it, store it or send it.
+func (j Job) SecretsDigest() string {
+	var v struct {
+		Env     map[string]string
+		Headers map[string]string
+		URL     string
+	}
+	if j.Exec != nil {
+		v.Env = j.Exec.Env
+	}
+	if j.HTTP != nil {
+		v.Headers, v.URL = j.HTTP.Headers, j.HTTP.URL
+	}
+	if v.Env == nil && v.Headers == nil && v.URL == "" {
+		return ""
+	}
+	data, _ := json.Marshal(v) // maps of strings and a string always marshal
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// redactJob returns a copy of b without its literal secrets: the values of
+// exec env variables and http headers whose names speak of a secret
+// (secretName), and the password and query values of an http job's URL
+// (as httpjob's errors hide them).
+func redactJob(b *jobBlock) *jobBlock {
+	c := *b
+	if x := b.Exec; x != nil {
+		e := *x
+		e.Env = redactValues(x.Env)
+		c.Exec = &e
+	}
+	if h := b.HTTP; h != nil {
+		r := *h
+		r.Headers = redactValues(h.Headers)
+		if u, err := url.Parse(h.URL); err == nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), redacted)
+			}
+			if u.RawQuery != "" {
+				q := u.Query()
+				for _, vs := range q {
+					for i := range vs {
+						vs[i] = redacted
+					}
+				}
+				u.RawQuery = q.Encode()
+			}
+			r.URL = u.String()
+		}
+		c.HTTP = &r
+	}
+	return &c
+}
+
+// redactValues returns m with the values of the names that speak of a
+// secret replaced by "[redacted]"; m itself is left alone.
+func redactValues(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if secretName(k) {
+			v = redacted
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// secretName reports whether an environment variable's or a header's name
+// speaks of a secret: Authorization, Cookie, API_TOKEN, DB_PASSWORD,
+// X-Api-Key, AWS_SECRET_ACCESS_KEY and the like.
+func secretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "token", "secret", "pass", "key", "cookie", "credential", "session", "signature", "private"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // restartSetting is a setting the daemon reads once, at start: a change to

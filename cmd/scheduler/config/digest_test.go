@@ -261,3 +261,45 @@ func TestWatchSetting(t *testing.T) {
 		t.Errorf("watch = \"yes\": %v", err)
 	}
 }
+
+// A job's digest never depends on a literal secret in its block: the
+// values of exec env variables and http headers named as secrets, and
+// the password and query values of an http job's URL. Other values count.
+func TestJobDigestWithoutSecretValues(t *testing.T) {
+	const base = `
+job "e" {
+  schedule = "@every 1m"
+  exec {
+    command = ["true"]
+    env     = { API_TOKEN = "tok-one", DB_PASSWORD = "pw-one", LOG_LEVEL = "info" }
+  }
+}
+job "h" {
+  schedule = "@every 1m"
+  http {
+    url     = "https://app:pw-one@api.example.com/close?token=tok-one"
+    headers = { Authorization = "Bearer tok-one", "X-Api-Key" = "key-one", Accept = "application/json" }
+  }
+}
+`
+	want := digests(mustLoad(t, base))
+	for _, tc := range []struct {
+		from, to string
+		changes  bool
+	}{
+		{`API_TOKEN = "tok-one"`, `API_TOKEN = "tok-two"`, false},
+		{`DB_PASSWORD = "pw-one"`, `DB_PASSWORD = "pw-two"`, false},
+		{`app:pw-one@`, `app:pw-two@`, false},
+		{`?token=tok-one`, `?token=tok-two`, false},
+		{`Authorization = "Bearer tok-one"`, `Authorization = "Bearer tok-two"`, false},
+		{`"X-Api-Key" = "key-one"`, `"X-Api-Key" = "key-two"`, false},
+		{`LOG_LEVEL = "info"`, `LOG_LEVEL = "debug"`, true},
+		{`Accept = "application/json"`, `Accept = "text/plain"`, true},
+		{`api.example.com/close`, `api.example.com/open`, true},
+	} {
+		got := digests(mustLoad(t, strings.Replace(base, tc.from, tc.to, 1)))
+		if changed := !equalMaps(got, want); changed != tc.changes {
+			t.Errorf("%s → %s: the digests changed %v, want %v", tc.from, tc.to, changed, tc.changes)
+		}
+	}
+}

@@ -96,7 +96,12 @@
 // warning. Tokens are compared by the daemon, not here.
 //
 // Config.Digest is the SHA-256 of the file's bytes; Job.Digest is a digest
-// of the job's block as decoded (not as spaced or ordered), which the daemon
-// compares to tell which jobs a reload changes. Load and the builders are
+// of the job's block as decoded (not as spaced or ordered), with its
+// literal secrets redacted first (exec env and http header values whose
+// names speak of a secret, an http URL's password and query values), so
+// that the digest, which the ledger and the admin API show, tells nothing
+// of them. The daemon compares it, and Job.SecretsDigest (the secrets it
+// leaves out, compared within the process only), to tell which jobs a
+// reload changes. Load and the builders are
 // safe for concurrent use, and do no network I/O.
 package config

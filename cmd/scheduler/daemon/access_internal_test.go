@@ -3,6 +3,8 @@ package daemon
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +132,39 @@ func TestLockedPage(t *testing.T) {
 	}
 	if strings.Contains(html, `id="jobs"`) || strings.Contains(html, "No jobs are configured") {
 		t.Errorf("the locked page shows the jobs' part:\n%s", html)
+	}
+}
+
+// The warning about a listener reachable from other machines without a
+// token names every call it leaves open: the reads, and each change of
+// actionScope (taken from this machine).
+func TestOpenListenerWarningNamesEveryAction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lockcron.hcl")
+	text := "admin {\n  listen = \"0.0.0.0:9090\"\n}\njob \"a\" {\n  schedule = \"@every 1m\"\n  exec {\n    command = [\"true\"]\n  }\n}\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, config.WithEnviron([]string{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w string
+	for _, x := range cfg.Warnings {
+		if s := x; strings.Contains(s, "reachable from other machines") {
+			w = s
+		}
+	}
+	if w == "" {
+		t.Fatalf("no warning about the open listener: %v", cfg.Warnings)
+	}
+	for _, want := range []string{"read the jobs", "run history", "locks", "status page"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("the warning does not name %q: %s", want, w)
+		}
+	}
+	for action := range actionScope {
+		if !strings.Contains(w, action) {
+			t.Errorf("the warning does not name %s: %s", action, w)
+		}
 	}
 }

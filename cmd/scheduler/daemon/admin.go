@@ -312,13 +312,14 @@ func (a *admin) jobNames() []string {
 }
 
 // unknownJob is the error of a request about a job the daemon does not
-// have: it names the job and the known ones.
+// have: it names the job, the closest known one if one is near, and the
+// known ones.
 func (a *admin) unknownJob(name string) string {
 	known := a.jobNames()
 	if len(known) == 0 {
 		return fmt.Sprintf("unknown job %q: there are no jobs", name)
 	}
-	return fmt.Sprintf("unknown job %q: the jobs are %s", name, strings.Join(known, ", "))
+	return fmt.Sprintf("unknown job %q%s: the jobs are %s", name, didYouMean(name, known), strings.Join(known, ", "))
 }
 
 // known reports whether the daemon has the job; if not, it answers 404

@@ -11,6 +11,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,7 +21,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/lock"
@@ -61,6 +61,9 @@ type usageError struct{ error }
 func Main(args []string, o Options) int {
 	o.defaults()
 	root := Command(o)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	plainBools(root)
 	root.SetArgs(longFlags(root, args))
 	root.SetOut(o.Stdout)
 	root.SetErr(o.Stderr)
@@ -116,7 +119,7 @@ config file.`,
 	}
 	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "",
 		"the HCL config file (default $LOCKCRON_CONFIG, else lockcron.hcl)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 
 	var asJSON bool
 	jsonFlag := func(c *cobra.Command) {
@@ -157,6 +160,9 @@ does not answer in time it exits 1.`,
 				if err != nil {
 					return err
 				}
+				if err := build(cfg, o); err != nil {
+					return err
+				}
 				return printSummary(cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
 			},
 		},
@@ -184,9 +190,15 @@ does not answer in time it exits 1.`,
 					}
 					return show(views, cfg)
 				}
-				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, true, "", func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
-						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps the ledgers inside the daemon; see its admin API, GET /api/jobs")
+						// The in-memory backend keeps the ledgers inside
+						// the daemon: ask it.
+						var views []JobJSON
+						if err := getViaAdmin(ctx, cfg, o.Environ, "/api/jobs", &views); err != nil {
+							return err
+						}
+						return show(views, cfg)
 					}
 					return show(JobsJSON(s.Jobs(ctx)), cfg)
 				})
@@ -212,9 +224,15 @@ does not answer in time it exits 1.`,
 					}
 					return show(ls)
 				}
-				return withScheduler(cmd.Context(), cfgPath, o, true, func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, true, "", func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
-						fmt.Fprintln(cmd.ErrOrStderr(), "scheduler: no redis configured: the in-memory backend keeps locks inside the daemon; see its admin API, GET /api/locks")
+						// The in-memory backend keeps the locks inside the
+						// daemon: ask it.
+						var ls []LockJSON
+						if err := getViaAdmin(ctx, cfg, o.Environ, "/api/locks", &ls); err != nil {
+							return err
+						}
+						return show(ls)
 					}
 					ls, err := locks.Locks(ctx)
 					if err != nil {
@@ -228,8 +246,8 @@ does not answer in time it exits 1.`,
 		controlCommand("trigger", "Run a job once now, on one replica of the fleet", `trigger asks the fleet to run JOB once now, outside its schedule. Every
 running replica hears the request; the run is still lock-guarded, so one
 replica runs it, with a tick of its own (LOCKCRON_TICK differs from any
-scheduled run's). It fails when no replica heard it. A trigger of a paused
-job runs it.`, &cfgPath, o),
+scheduled run's). It says how many replicas heard it, and fails when none
+did. A trigger of a paused job runs it.`, &cfgPath, o),
 		controlCommand("pause", "Pause a job on every replica", `pause stops JOB's scheduled ticks on every replica, until resume: each
 replica hears it at once, and the pause is kept in Redis, so replicas that
 start later see it too. A run under way goes on to its end. A paused job can
@@ -361,37 +379,6 @@ func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, commandTimeout)
 }
 
-// longFlags lets long flags be written with one dash, as Go's flag
-// package allows (-config FILE): pflag would read -config as -c onfig.
-func longFlags(root *cobra.Command, args []string) []string {
-	names := map[string]bool{"help": true}
-	var visit func(c *cobra.Command)
-	visit = func(c *cobra.Command) {
-		add := func(f *pflag.Flag) { names[f.Name] = true }
-		c.Flags().VisitAll(add)
-		c.PersistentFlags().VisitAll(add)
-		for _, sub := range c.Commands() {
-			visit(sub)
-		}
-	}
-	visit(root)
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = a
-		if a == "--" {
-			copy(out[i:], args[i:])
-			break
-		}
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 {
-			name, _, _ := strings.Cut(a[1:], "=")
-			if names[name] {
-				out[i] = "-" + a
-			}
-		}
-	}
-	return out
-}
-
 // signals returns a ctx that ends at the first SIGTERM or SIGINT, a
 // channel closed at the second, a channel that receives after each SIGHUP
 // (SIGHUPs that come while one waits to be taken count once), and a func
@@ -440,8 +427,10 @@ func signals(parent context.Context) (context.Context, <-chan struct{}, <-chan s
 
 // withScheduler loads the config, opens the lock store and builds the
 // scheduler (without running it) for one command; readOnly for a command
-// that only reads (config.ForReading).
-func withScheduler(parent context.Context, path string, o Options, readOnly bool, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
+// that only reads (config.ForReading); job, if not "", the job the
+// command names: a name the config does not have is an error (unknownJob)
+// before Redis is asked anything.
+func withScheduler(parent context.Context, path string, o Options, readOnly bool, job string, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
 	var more []config.LoadOption
 	if readOnly {
 		more = append(more, config.ForReading())
@@ -450,13 +439,16 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 	if err != nil {
 		return err
 	}
+	if job != "" && !slices.ContainsFunc(cfg.Jobs, func(j config.Job) bool { return j.Name == job }) {
+		return unknownJob(cfg, job)
+	}
 	// A command's own logs are only its warnings; the daemon's are its own.
 	log := newLogger(cfg, o.Stderr)
 	if log.GetLevel() < hclog.Warn {
 		log.SetLevel(hclog.Warn)
 	}
 	logRedisTo(log, cfg.Redact)
-	locks, closeRedis, err := newLocks(cfg, log)
+	locks, dials, closeRedis, err := newLocks(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -471,7 +463,7 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 		parent = context.Background()
 	}
 	if cfg.UsesRedis() {
-		if err := pingRedis(parent, locks, cfg.Redis); err != nil {
+		if err := pingRedis(parent, locks, dials, cfg.Redis); err != nil {
 			return err
 		}
 	}
@@ -480,18 +472,38 @@ func withScheduler(parent context.Context, path string, o Options, readOnly bool
 	return f(ctx, s, locks, cfg)
 }
 
+// build makes the lock client and the scheduler of cfg as run does,
+// without connecting to Redis or running anything, so that validate
+// refuses what run would refuse.
+func build(cfg *config.Config, o Options) error {
+	log := hclog.NewNullLogger()
+	locks, _, closeRedis, err := newLocks(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	defer locks.Close()
+	s, err := newScheduler(cfg, locks, o.Registry, log)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
 // pingRedis checks that Redis answers a PING within redis.timeout, so that
 // a command against an unreachable Redis fails at once (the daemon waits
-// for it instead, see connect). Its error names Redis.
-func pingRedis(ctx context.Context, locks *lock.Client, r *config.Redis) error {
-	pctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	defer cancel()
-	if err := locks.Ping(pctx); err != nil {
+// for it instead, see connect): a refused connection ends it at the first
+// dial, with the dial's error. Its error names Redis.
+func pingRedis(ctx context.Context, locks *lock.Client, dials *dialLog, r *config.Redis) error {
+	if err := dials.ping(ctx, locks, r.Timeout); err != nil {
 		var refused redis.Error // an error reply: Redis answered, and said no (a wrong password, say)
 		if errors.As(err, &refused) {
 			return fmt.Errorf("redis at %s refused us: %w", r.Describe(), err)
 		}
-		return fmt.Errorf("redis at %s does not answer (redis.timeout %v): %w", r.Describe(), r.Timeout, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("redis at %s does not answer (redis.timeout %v): %w", r.Describe(), r.Timeout, err)
+		}
+		return fmt.Errorf("redis at %s is unreachable: %w", r.Describe(), err)
 	}
 	return nil
 }
@@ -543,26 +555,32 @@ passes it on to the fleet.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := args[0]
+			// heard: how many replicas heard a trigger.
+			var heard int64
 			done := func() {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"trigger": "triggered", "pause": "paused", "resume": "resumed"}[action])
+				if action == "trigger" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: triggered; %s heard it, one runs it\n", job, replicas(heard))
+					return
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"pause": "paused", "resume": "resumed"}[action])
 			}
 			if cfg, ok := daemonConfig(*cfgPath, o); ok {
 				ctx, cancel := commandContext(cmd)
 				defer cancel()
-				if err := viaAdmin(ctx, cfg, o.Environ, job, action); err != nil {
+				var err error
+				if heard, err = viaAdmin(ctx, cfg, o.Environ, job, action); err != nil {
 					return err
 				}
 				done()
 				return nil
 			}
-			return withScheduler(cmd.Context(), *cfgPath, o, false, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+			return withScheduler(cmd.Context(), *cfgPath, o, false, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
-					err = viaAdmin(ctx, cfg, o.Environ, job, action)
+					heard, err = viaAdmin(ctx, cfg, o.Environ, job, action)
 				} else {
 					switch action {
 					case "trigger":
-						var heard int64
 						if heard, err = s.Trigger(ctx, job); err == nil && heard == 0 {
 							err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)", job)
 						}
@@ -589,7 +607,7 @@ passes it on to the fleet.`,
 }
 
 // unknownJob is the error for a job name the config does not have: it
-// lists the ones it has.
+// suggests the closest one, if one is near, and lists the ones it has.
 func unknownJob(cfg *config.Config, job string) error {
 	names := make([]string, len(cfg.Jobs))
 	for i, j := range cfg.Jobs {
@@ -598,26 +616,41 @@ func unknownJob(cfg *config.Config, job string) error {
 	if len(names) == 0 {
 		return fmt.Errorf("unknown job %q: %s has no jobs", job, cfg.Path)
 	}
-	return fmt.Errorf("unknown job %q: the jobs of %s are %s", job, cfg.Path, strings.Join(names, ", "))
+	return fmt.Errorf("unknown job %q%s: the jobs of %s are %s", job, didYouMean(job, names), cfg.Path, strings.Join(names, ", "))
 }
 
-// viaAdmin sends a control request to the daemon's admin API.
-func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action string) error {
+// viaAdmin sends a control request to the daemon's admin API. For a
+// trigger, it returns how many replicas heard it (the answer's heard_by).
+func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action string) (int64, error) {
 	req, err := adminRequest(ctx, cfg, env, actionScope[action], http.MethodPost, "/api/jobs/"+neturl.PathEscape(job)+"/"+action)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return daemonUnreachable(cfg, err)
+		return 0, daemonUnreachable(cfg, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var body struct{ Error string }
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
-		return fmt.Errorf("admin API: %s: %s", resp.Status, body.Error)
+	var body struct {
+		Error   string
+		HeardBy int64 `json:"heard_by"`
 	}
-	return nil
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("admin API: %s: %s", resp.Status, body.Error)
+	}
+	if action == "trigger" && body.HeardBy == 0 {
+		return 0, fmt.Errorf("trigger of %q: no replica heard it", job)
+	}
+	return body.HeardBy, nil
+}
+
+// replicas is "1 replica" or "N replicas".
+func replicas(n int64) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
 }
 
 func printJSON(w io.Writer, v any) error {

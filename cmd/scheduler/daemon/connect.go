@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/lock"
@@ -33,18 +36,21 @@ var errStopped = errors.New("daemon: stopped while connecting to redis")
 // or, for the last, as an error. Redis is named by r.Describe, which never
 // shows the password.
 //
+// An attempt ends at the first failed dial, and its warning gives the
+// dial's error (connection refused, no such host): dials records them.
+// Redis refusing us (a wrong password, an ACL that forbids PING) is not
+// retried: connect logs it and returns at once an error that says so.
+//
 // It returns nil once Redis answers; errStopped, at once, when ctx ends or
 // stop closes first; and otherwise an error that names Redis and the
 // connect timeout and wraps the last ping's.
-func connect(ctx context.Context, stop <-chan struct{}, locks *lock.Client, r *config.Redis, log hclog.Logger) error {
+func connect(ctx context.Context, stop <-chan struct{}, locks *lock.Client, dials *dialLog, r *config.Redis, log hclog.Logger) error {
 	where := r.Describe()
 	start := time.Now()
 	deadline := start.Add(r.ConnectTimeout)
 	wait := connectBackoffMin
 	for attempt := 1; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, r.Timeout)
-		err := locks.Ping(pctx)
-		cancel()
+		err := dials.ping(ctx, locks, r.Timeout)
 		if err == nil {
 			if attempt > 1 {
 				log.Info("redis answers", "redis", where, "attempts", attempt, "waited", time.Since(start).Round(time.Millisecond))
@@ -57,6 +63,10 @@ func connect(ctx context.Context, stop <-chan struct{}, locks *lock.Client, r *c
 		case <-stop:
 			return errStopped
 		default:
+		}
+		if refusal(err) {
+			log.Error("redis refused us: giving up", "redis", where, "error", err)
+			return fmt.Errorf("redis at %s refused us (check redis.password and the user's ACL): %w", where, err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -84,4 +94,73 @@ func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// refusal reports whether err is Redis refusing us rather than not
+// answering: a wrong or missing password (WRONGPASS, NOAUTH), or an ACL
+// that denies the command (NOPERM). Waiting does not mend these.
+func refusal(err error) bool {
+	return redis.IsAuthError(err) || redis.IsPermissionError(err)
+}
+
+// dialLog is a go-redis hook that keeps the last failed dial to Redis.
+// go-redis retries a failed dial until the command's ctx ends, then
+// reports the ctx's error ("context deadline exceeded"), which hides the
+// cause ("connection refused", "no such host"): ping ends at the first
+// failed dial and says why. It is safe for concurrent use; a nil *dialLog
+// (no Redis) records nothing.
+type dialLog struct {
+	mu     sync.Mutex
+	last   error  // of the last dial, nil after one that succeeded
+	onFail func() // ends the ping under way, if any
+}
+
+// newDialLog adds a dialLog to rdb's hooks.
+func newDialLog(rdb redis.UniversalClient) *dialLog {
+	d := &dialLog{}
+	rdb.AddHook(d)
+	return d
+}
+
+func (d *dialLog) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		d.mu.Lock()
+		d.last = err
+		if err != nil && d.onFail != nil {
+			d.onFail()
+		}
+		d.mu.Unlock()
+		return c, err
+	}
+}
+
+func (d *dialLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (d *dialLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// ping pings Redis through locks within timeout. With a dialLog, the ping
+// ends at the first failed dial, and an error that is only the end of
+// its ctx becomes the last dial's ("lock: ping: dial tcp ...: connection
+// refused").
+func (d *dialLog) ping(ctx context.Context, locks *lock.Client, timeout time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if d == nil {
+		return locks.Ping(pctx)
+	}
+	d.mu.Lock()
+	d.onFail = cancel
+	d.mu.Unlock()
+	err := locks.Ping(pctx)
+	d.mu.Lock()
+	d.onFail = nil
+	last := d.last
+	d.mu.Unlock()
+	if err != nil && last != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("lock: ping: %w", last)
+	}
+	return err
 }

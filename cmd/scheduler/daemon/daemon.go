@@ -90,34 +90,26 @@ func pageURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-// newLogger is the root logger the config asks for.
-func newLogger(cfg *config.Config, w io.Writer) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       "lockcron",
-		Level:      cfg.Log.HCLogLevel(),
-		JSONFormat: cfg.Log.JSON,
-		Output:     w,
-	})
-}
-
 // newLocks opens the lock client the config asks for: Redis, or the
-// in-memory backend when there is no Redis.
-func newLocks(cfg *config.Config, log hclog.Logger, opts ...lock.Option) (*lock.Client, func(), error) {
+// in-memory backend when there is no Redis. The dialLog (nil without
+// Redis) records the Redis client's failed dials.
+func newLocks(cfg *config.Config, log hclog.Logger, opts ...lock.Option) (*lock.Client, *dialLog, func(), error) {
 	opts = append(cfg.LockOptions(), opts...)
 	if !cfg.UsesRedis() {
 		c, err := lock.NewMemory(opts...)
-		return c, func() {}, err
+		return c, nil, func() {}, err
 	}
 	rdb, err := cfg.RedisClient()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	dials := newDialLog(rdb)
 	c, err := lock.New(rdb, opts...)
 	if err != nil {
 		_ = rdb.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return c, func() { _ = rdb.Close() }, nil
+	return c, dials, func() { _ = rdb.Close() }, nil
 }
 
 // newScheduler builds a Scheduler with every job of the config, on locks.
@@ -184,7 +176,7 @@ func Run(ctx context.Context, path string, o Options) error {
 		}
 	}()
 
-	locks, closeRedis, err := newLocks(cfg, log, lock.WithLogger(log), lock.WithTracerProvider(tel.tracer), lock.WithMeterProvider(tel.meter))
+	locks, dials, closeRedis, err := newLocks(cfg, log, lock.WithLogger(log), lock.WithTracerProvider(tel.tracer), lock.WithMeterProvider(tel.meter))
 	if err != nil {
 		return err
 	}
@@ -251,7 +243,7 @@ func Run(ctx context.Context, path string, o Options) error {
 	}
 
 	if cfg.UsesRedis() {
-		if err := connect(ctx, serveDone, locks, cfg.Redis, log); err != nil {
+		if err := connect(ctx, serveDone, locks, dials, cfg.Redis, log); err != nil {
 			stopReloads()
 			_ = s.Close()
 			if errors.Is(err, errStopped) {

@@ -23,13 +23,21 @@
 // validate, jobs, locks and history only read: they load the config with
 // config.ForReading, so they do not need the variables that
 // admin.token_env and the token blocks' value_env name. An unknown job name is an error that lists the
-// config's jobs; a missing config file, one that says how to name it.
+// config's jobs, and suggests the closest when it looks misspelt; a missing config file, one that says how to name it.
+// validate also builds the lock client and the scheduler as run does,
+// without connecting, so that it refuses what run refuses.
 // go-redis's own log lines go through the daemon's hclog logger (at WARN,
 // secrets removed), so that with log.json every line is JSON.
 //
 // Exit codes: 0 success (for run, a clean stop); 1 failure (an invalid
 // config, an unreachable store, a stop cut short by shutdown_timeout or by
-// a second signal); 2 a bad command line. Long flags take one dash or two.
+// a second signal); 2 a bad command line. Long flags take one dash or two:
+// an argument of one dash and more than one letter is a long flag, as Go's
+// flag package reads it, so -confg is an unknown flag (with a suggestion,
+// "did you mean -config?") rather than -c onfg; a shorthand takes its
+// value after a space or "=", or a number right after it (-n5). Help
+// shows bool flags without pflag's
+// "[=true|false]".
 // The config path defaults to $LOCKCRON_CONFIG, else lockcron.hcl.
 //
 // Without a config file (no -config, no LOCKCRON_CONFIG, and no
@@ -48,8 +56,13 @@
 //
 // jobs, locks, history, trigger, pause and resume first PING Redis, bounded by
 // redis.timeout: against an unreachable Redis they exit 1 within it, with
-// an error that names Redis. jobs prints what it could read, then exits 1
-// if any job's ledger could not be read.
+// an error that names Redis; a refused connection ends the ping at the
+// first failed dial, whose error it gives (a go-redis dial hook keeps it:
+// go-redis itself retries the dial until the ctx ends and then reports
+// only "context deadline exceeded"). jobs prints what it could read, then
+// exits 1 if any job's ledger could not be read. Against a config without
+// Redis, jobs and locks, like history, ask the daemon's admin API. trigger
+// prints how many replicas heard it.
 //
 // # Start-up
 //
@@ -65,6 +78,9 @@
 //
 //	redis at redis://10.0.0.5:6379 unreachable for 30s: lock: ping: dial tcp 10.0.0.5:6379: connect: connection refused
 //
+// An attempt ends at its first failed dial, and its warning gives the
+// dial's error. Redis refusing us (WRONGPASS, NOAUTH, NOPERM) is not
+// retried: run logs "redis refused us: giving up" and exits 1 at once.
 // A stop signal during the wait ends it at once, with a clean exit (0).
 // On the in-memory backend there is nothing to wait for.
 //
@@ -204,8 +220,13 @@
 // them from one goroutine: POST, JSON (NotificationJSON) or Slack's
 // {"text"}, each try bounded by the block's timeout, and tried again after
 // a network error, a 5xx or a 429 (1s, 2s, 4s... up to 30s between
-// tries). A graceful stop sends what is queued within 5s, then gives up on
-// the rest. Logs name the block, the job and the tick, never the URL.
+// tries). Delivery is thus at least once; every try carries the run's key
+// (runKey: job, tick, trigger, fencing token and outcome, hashed) as its
+// Idempotency-Key header, and the JSON body as idempotency_key, so that a
+// receiver drops repeats. A graceful stop sends what is queued within 5s,
+// then gives up on the rest. Logs name the block, the job and the tick,
+// never the URL. The daemon's logs give durations as Go duration strings
+// (newLogger), in JSON too.
 //
 // # Stopping
 //

@@ -34,8 +34,8 @@ func historyCommand(cfgPath *string, o Options) *cobra.Command {
 		Short: "List a job's latest runs: tick, replica, duration, outcome, error",
 		Long: `history lists JOB's latest runs across the whole fleet, newest first: the tick
 (or "manual #N" for a triggered run), the replica that ran it, the attempt,
-when it started, how long it took, its outcome, its fencing token and the last
-line of its error. -json prints every field, the whole error tail and the trace
+when it started, how long it took, its outcome, its fencing token and the start
+of its error's first line. -json prints every field, the whole error tail and the trace
 id included. -before ID lists the runs older than the run ID (the first column),
 to page back.
 
@@ -84,7 +84,7 @@ without a config file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default
 				}
 				return show(runs)
 			}
-			return withScheduler(cmd.Context(), *cfgPath, o, true, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+			return withScheduler(cmd.Context(), *cfgPath, o, true, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var runs []scheduler.Run
 				var err error
 				if cfg.UsesRedis() {
@@ -194,18 +194,19 @@ func runDuration(r scheduler.Run) string {
 	}
 }
 
-// errorLine is the last non-empty line of an error tail, cut to 80
-// characters for a table (-json has it whole).
+// errorLine is the first non-empty line of an error tail, cut to 80
+// characters for a table (-json has it whole): the start of a message
+// says what failed (`jobs: exec "backup.sh": exit status 3; stderr: ...`).
 func errorLine(e string) string {
+	for l := range strings.Lines(e) {
+		if l = strings.TrimSpace(l); l != "" {
+			e = l
+			break
+		}
+	}
 	e = strings.TrimSpace(e)
-	if i := strings.LastIndexByte(e, '\n'); i >= 0 {
-		e = strings.TrimSpace(e[i+1:])
-	}
-	if e == "" {
-		return ""
-	}
 	if r := []rune(e); len(r) > 80 {
-		e = "…" + string(r[len(r)-79:])
+		e = string(r[:79]) + "…"
 	}
 	return e
 }

@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +39,9 @@ const (
 // notifier sends the notify blocks' webhooks. The scheduler hands it each
 // run it records (scheduler.WithOnRun: once per run across the fleet), and
 // each of its runs going on past alert_after (WithOnRunningLong: likewise);
+// each is delivered at least once: a try that fails or times out is made
+// again, and every try carries the run's key (runKey) as its
+// Idempotency-Key header, so that a receiver can drop repeats;
 // onRun queues the run for the blocks that want it without blocking, and
 // one goroutine, owned by the notifier, sends them in order, each with its
 // block's timeout and retries. close stops taking runs, sends what is
@@ -181,6 +186,7 @@ func (n *notifier) send(m message) {
 		n.log.Error("notification not built", "notify", m.hook.Name, "job", m.run.Job, "error", err)
 		return
 	}
+	key := runKey(m.run)
 	log := n.log.With("notify", m.hook.Name, "job", m.run.Job, "tick", m.run.Tick.UTC().Format(time.RFC3339Nano), "outcome", m.run.Outcome)
 	if m.run.Trigger > 0 {
 		log = log.With("trigger", m.run.Trigger)
@@ -197,7 +203,7 @@ func (n *notifier) send(m message) {
 			}
 			wait = min(2*wait, notifyMaxBackoff)
 		}
-		status, err := n.post(m.hook, body)
+		status, err := n.post(m.hook, key, body)
 		switch {
 		case err == nil && status >= 200 && status < 300:
 			log.Debug("notification sent", "status", status, "tries", try+1)
@@ -215,9 +221,9 @@ func (n *notifier) send(m message) {
 	log.Warn("notification not sent", "tries", m.hook.Retries+1, "last", why)
 }
 
-// post sends body to the hook's URL once, bounded by its timeout. Its
-// error never holds the URL.
-func (n *notifier) post(h *hook, body []byte) (int, error) {
+// post sends body to the hook's URL once, bounded by its timeout, with
+// key as its Idempotency-Key. Its error never holds the URL.
+func (n *notifier) post(h *hook, key string, body []byte) (int, error) {
 	ctx, cancel := context.WithTimeout(n.ctx, h.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL.Value(), bytes.NewReader(body))
@@ -226,6 +232,7 @@ func (n *notifier) post(h *hook, body []byte) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", n.agent)
+	req.Header.Set("Idempotency-Key", key)
 	resp, err := n.client.Do(req)
 	if err != nil {
 		var ue *url.Error
@@ -242,11 +249,23 @@ func (n *notifier) post(h *hook, body []byte) (int, error) {
 // NotificationJSON is the body of a notify block with format "json": the
 // run as the history has it (without its id, which Redis gives the entry
 // as it is appended: a run is its job, tick and trigger), the block's
-// name, and a one-line summary.
+// name, a one-line summary, and the run's key, also sent as the
+// Idempotency-Key header.
 type NotificationJSON struct {
-	Notify  string `json:"notify"`
-	Summary string `json:"summary"`
+	Notify         string `json:"notify"`
+	Summary        string `json:"summary"`
+	IdempotencyKey string `json:"idempotency_key"`
 	scheduler.Run
+}
+
+// runKey is the idempotency key of the notifications of r: 32 hex digits
+// of the SHA-256 of the job, tick, trigger, fencing token and outcome,
+// which together tell one recorded run from every other (a tick run again
+// after a lost lock or a handoff has a new token). Every try of every
+// notify block sends the same key for the run.
+func runKey(r scheduler.Run) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%d\x00%s", r.Job, r.Tick.UnixNano(), r.Trigger, r.Token, r.Outcome))
+	return hex.EncodeToString(sum[:16])
 }
 
 // notifyBody is the request body of a notification of r.
@@ -262,7 +281,7 @@ func notifyBody(format, name string, r scheduler.Run) ([]byte, error) {
 		}
 		return json.Marshal(map[string]string{"text": text})
 	}
-	return json.Marshal(NotificationJSON{Notify: name, Summary: summary(r, false), Run: r})
+	return json.Marshal(NotificationJSON{Notify: name, Summary: summary(r, false), IdempotencyKey: runKey(r), Run: r})
 }
 
 // summary says what happened to the run in a line: "lockcron: job backup

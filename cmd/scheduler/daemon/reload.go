@@ -103,6 +103,7 @@ type reloader struct {
 	// Under sem:
 	closed  bool              // the daemon stops: no more reloads
 	applied map[string]string // job name → Revision of the definition the Scheduler has
+	secrets map[string]string // job name → config.Job.SecretsDigest of that definition
 
 	state atomic.Pointer[configState]
 }
@@ -111,9 +112,9 @@ type reloader struct {
 // loaded from cfg.Path at loadedAt.
 func newReloader(cfg *config.Config, jobs jobSet, o Options, log hclog.Logger, loadedAt time.Time) *reloader {
 	r := &reloader{path: cfg.Path, o: o, jobs: jobs, log: log, running: cfg,
-		sem: make(chan struct{}, 1), applied: make(map[string]string, len(cfg.Jobs))}
+		sem: make(chan struct{}, 1), applied: make(map[string]string, len(cfg.Jobs)), secrets: make(map[string]string, len(cfg.Jobs))}
 	for _, j := range cfg.Jobs {
-		r.applied[j.Name] = j.Digest
+		r.applied[j.Name], r.secrets[j.Name] = j.Digest, j.SecretsDigest()
 	}
 	r.state.Store(&configState{Digest: cfg.Digest, LoadedAt: loadedAt, Revisions: maps.Clone(r.applied)})
 	return r
@@ -179,7 +180,11 @@ func (r *reloader) reload(ctx context.Context, trigger string) (ReloadJSON, erro
 	}
 
 	redact := func(s string) string { return cfg.Redact(r.running.Redact(s)) }
-	d := diffJobs(r.applied, cfg.Jobs)
+	d := diffJobs(r.applied, r.secrets, cfg.Jobs)
+	nextSecrets := make(map[string]string, len(cfg.Jobs))
+	for _, j := range cfg.Jobs {
+		nextSecrets[j.Name] = j.SecretsDigest()
+	}
 	res.Unchanged = append(res.Unchanged, d.unchanged...)
 	byName := make(map[string]scheduler.Job, len(js))
 	for _, j := range js {
@@ -237,6 +242,7 @@ func (r *reloader) reload(ctx context.Context, trigger string) (ReloadJSON, erro
 			switch st.change {
 			case changeRemoved:
 				delete(r.applied, st.job)
+				delete(r.secrets, st.job)
 				res.Removed = append(res.Removed, st.job)
 				log.Info("job reloaded", "job", st.job, "change", st.change)
 				continue
@@ -245,7 +251,7 @@ func (r *reloader) reload(ctx context.Context, trigger string) (ReloadJSON, erro
 			case changeChanged:
 				res.Changed = append(res.Changed, st.job)
 			}
-			r.applied[st.job] = j.Revision
+			r.applied[st.job], r.secrets[st.job] = j.Revision, nextSecrets[st.job]
 			log.Info("job reloaded", "job", st.job, "change", st.change, "revision", j.Revision)
 		}
 		if !progress {
@@ -307,9 +313,11 @@ type jobDiff struct {
 
 // diffJobs compares the jobs running (name → the digest of their
 // definition) with those of a config: a name not running is added, a
-// running name not in the config removed, a name whose digest differs
-// changed. The order of the jobs does not matter.
-func diffJobs(running map[string]string, next []config.Job) jobDiff {
+// running name not in the config removed, a name whose digest differs, or
+// whose secrets (secrets: name → config.Job.SecretsDigest, which the
+// digest leaves out) differ, changed. The order of the jobs does not
+// matter.
+func diffJobs(running, secrets map[string]string, next []config.Job) jobDiff {
 	var d jobDiff
 	seen := make(map[string]bool, len(next))
 	for _, j := range next {
@@ -317,7 +325,7 @@ func diffJobs(running map[string]string, next []config.Job) jobDiff {
 		switch rev, ok := running[j.Name]; {
 		case !ok:
 			d.added = append(d.added, j.Name)
-		case rev != j.Digest:
+		case rev != j.Digest || secrets[j.Name] != j.SecretsDigest():
 			d.changed = append(d.changed, j.Name)
 		default:
 			d.unchanged = append(d.unchanged, j.Name)

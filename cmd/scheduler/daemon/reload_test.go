@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/jobs/httpjob"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -43,7 +44,7 @@ func TestDiffJobs(t *testing.T) {
 		{"every job new", []config.Job{job("z", "1"), job("y", "2")}, jobDiff{added: []string{"y", "z"}, removed: []string{"a", "b", "c"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := diffJobs(running, tc.next)
+			got := diffJobs(running, nil, tc.next)
 			for _, l := range []struct {
 				what      string
 				got, want []string
@@ -530,5 +531,22 @@ func TestReloadAPI(t *testing.T) {
 	f.r.close()
 	if st, _, body := post(testToken); st != http.StatusServiceUnavailable {
 		t.Errorf("while stopping: %d %s", st, body)
+	}
+}
+
+// A job whose secrets alone changed (which its digest leaves out) is
+// changed for a reload, so that a rotated token is applied.
+func TestDiffJobsSeesSecrets(t *testing.T) {
+	job := func(token string) config.Job {
+		return config.Job{Job: scheduler.Job{Name: "h"}, Digest: "1", Kind: config.KindHTTP,
+			HTTP: &httpjob.HTTP{URL: "https://example.com/hook", Headers: map[string]string{"Authorization": "Bearer " + token}}}
+	}
+	running := map[string]string{"h": "1"}
+	secrets := map[string]string{"h": job("one").SecretsDigest()}
+	if d := diffJobs(running, secrets, []config.Job{job("one")}); !slices.Equal(d.unchanged, []string{"h"}) {
+		t.Errorf("the same token: %+v", d)
+	}
+	if d := diffJobs(running, secrets, []config.Job{job("two")}); !slices.Equal(d.changed, []string{"h"}) {
+		t.Errorf("another token: %+v, want h changed", d)
 	}
 }

@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agext/levenshtein"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// suggest returns the name of names closest to s, if one is near enough to
+// be a misspelling of it (at most two edits, or a third for a name longer
+// than eight letters), else "". It is how a misspelt flag or job name gets
+// a "did you mean".
+func suggest(s string, names []string) string {
+	best, bestDist := "", 0
+	for _, n := range names {
+		limit := 2
+		if len(n) > 8 {
+			limit = 3
+		}
+		if d := levenshtein.Distance(strings.ToLower(s), strings.ToLower(n), nil); d <= limit && (best == "" || d < bestDist) {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// didYouMean is ` (did you mean "NAME"?)` for the name of names closest to
+// s, or "" when none is near.
+func didYouMean(s string, names []string) string {
+	if n := suggest(s, names); n != "" {
+		return fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return ""
+}
+
+// flagError is the error of a command line that pflag refused. An unknown
+// flag gets a suggestion from the command's flags (its own and inherited
+// ones): `jobs -confg x.hcl` is "unknown flag: --confg (did you mean
+// -config?)".
+func flagError(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return usageError{err}
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := suggest(ne.GetSpecifiedName(), names); s != "" {
+		return usageError{fmt.Errorf("%w (did you mean -%s?)", err, s)}
+	}
+	return usageError{err}
+}
+
+// longFlags lets long flags be written with one dash, as Go's flag
+// package allows (-config FILE): an argument of one dash and more than one
+// letter before any "=" is a long flag, so that pflag does not read -confg
+// as -c onfg (and then a misspelt flag is refused, with a suggestion).
+// Shorthands take their value after a space or "=" (-c FILE, -n=5), or, for
+// a number, right after the letter (-n5). Arguments after "--" are left
+// alone.
+func longFlags(root *cobra.Command, args []string) []string {
+	// The shorthands of the flags that take a value, of every command.
+	valued := map[byte]bool{}
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		add := func(f *pflag.Flag) {
+			if f.Shorthand != "" && f.NoOptDefVal == "" {
+				valued[f.Shorthand[0]] = true
+			}
+		}
+		c.LocalFlags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(root)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) > 1 && !(valued[name[0]] && name[1] >= '0' && name[1] <= '9') {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
+
+// plainBools makes the help of every bool flag of c and its subcommands
+// read "--json" rather than pflag's "--json[=true|false]": the flags still
+// take no value, or one after "=".
+func plainBools(c *cobra.Command) {
+	c.InitDefaultHelpFlag()
+	c.InitDefaultVersionFlag()
+	fix := func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" {
+			if _, done := f.Value.(plainBool); !done {
+				f.Value = plainBool{f.Value}
+			}
+		}
+	}
+	c.LocalFlags().VisitAll(fix)
+	c.PersistentFlags().VisitAll(fix)
+	c.Flags().VisitAll(fix)
+	for _, sub := range c.Commands() {
+		plainBools(sub)
+	}
+}
+
+// plainBool is a bool flag's value without pflag's IsBoolFlag, which only
+// adds "[=true|false]" to the help. The flag's NoOptDefVal ("true", set
+// when it was defined) still lets it be given without a value.
+type plainBool struct{ pflag.Value }
