@@ -302,7 +302,7 @@ notify "ops" {
 	if other == runner {
 		other = ps[1]
 	}
-	if l, ok := runner.logs.find("run going past its alert_after"); !ok || l.str("@level") != "warn" || l.str("job") != "slow" || l["alert_after"] != float64(2*time.Second) {
+	if l, ok := runner.logs.find("run going past its alert_after"); !ok || l.str("@level") != "warn" || l.str("job") != "slow" || l.str("alert_after") != "2s" {
 		t.Errorf("%s: warning %v (%v), want one at warn of job slow, alert_after 2s", runner.name, l, ok)
 	}
 	if _, ok := other.logs.find("run going past its alert_after"); ok {

@@ -193,9 +193,15 @@ does not answer in time it exits 1.`,
 				return withScheduler(cmd.Context(), cfgPath, o, true, "", func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						// The in-memory backend keeps the ledgers inside
-						// the daemon: ask it.
+						// the daemon: ask it. With no daemon listening, the
+						// config's jobs and their next ticks, without state.
 						var views []JobJSON
-						if err := getViaAdmin(ctx, cfg, o.Environ, "/api/jobs", &views); err != nil {
+						err := getViaAdmin(ctx, cfg, o.Environ, "/api/jobs", &views)
+						if errors.Is(err, syscall.ECONNREFUSED) {
+							fmt.Fprintf(cmd.ErrOrStderr(), "scheduler: no daemon answers at %s: the config's jobs, without their last outcomes and holders\n", cfg.Admin.Listen)
+							return show(JobsJSON(s.Jobs(ctx)), cfg)
+						}
+						if err != nil {
 							return err
 						}
 						return show(views, cfg)
