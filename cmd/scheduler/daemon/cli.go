@@ -237,6 +237,7 @@ still be triggered.`, &cfgPath, o),
 		controlCommand("resume", "Resume a paused job on every replica", `resume lets JOB's scheduled ticks run again on every replica after a pause.
 Ticks that fell due while it was paused are not made up.`, &cfgPath, o),
 		reloadCommand(&cfgPath, o),
+		auditCommand(&cfgPath, o),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version of scheduler",
@@ -576,6 +577,8 @@ passes it on to the fleet.`,
 						err = unknownJob(cfg, job)
 					case err != nil:
 						err = storeError(cfg, err)
+					default:
+						auditCLI(ctx, cmd, cfg, action, job)
 					}
 				}
 				if err != nil {
