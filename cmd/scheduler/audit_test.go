@@ -81,7 +81,7 @@ func TestAuditTrail(t *testing.T) {
 			}
 			got := es[0]
 			if got.Action != want.Action || got.Target != want.Target || got.Actor != want.Actor || got.Replica != want.Replica ||
-				got.Note != "" || !strings.HasPrefix(got.Remote, want.Remote) || time.Since(got.Time) > time.Minute || got.ID == "" {
+				got.Note != "" || !strings.HasPrefix(got.Remote, want.Remote) || (want.Remote == "") != (got.Remote == "") || time.Since(got.Time) > time.Minute || got.ID == "" {
 				t.Errorf("%s: newest entry %+v, want %+v", base, got, want)
 			}
 		}
@@ -238,6 +238,10 @@ func TestBrowserAuditPage(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the audit row %q does not show %q", text, want)
 		}
+	}
+	// One entry, the page's click: actor loopback, no note.
+	if es := auditAPI(t, base, "", ""); len(es) != 1 || es[0].Actor != "loopback" || es[0].Note != "" || es[0].Replica != "r1" {
+		t.Errorf("after one click, the trail is %+v", es)
 	}
 	if cur := eval[string](t, ctx, `document.querySelector('nav a[aria-current="page"]').innerText`); cur != "Audit" {
 		t.Errorf("the nav marks %q", cur)

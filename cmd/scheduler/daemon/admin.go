@@ -67,6 +67,7 @@ type admin struct {
 //	GET  /                          status page: the jobs, their holders and their last outcomes
 //	GET  /jobs/{name}               status page: the job's run history, paged with ?before=ID
 //	GET  /locks                     status page: the locks in the store
+//	GET  /audit                     status page: the audit trail, paged with ?before=ID
 //	GET  /static/{file}             the status page's style sheet and script
 //
 // An unknown job is a 404 that names it and lists the known ones; a bad
