@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -160,6 +161,34 @@ func TestAuditTrail(t *testing.T) {
 	}
 	if n := len(auditAPI(t, r1, "", readTok)); n != 5 {
 		t.Errorf("%d entries after bad reads, want 5", n)
+	}
+
+	// A reload of a file with a bad audit block is refused, naming the
+	// setting, and changes nothing: no entry.
+	good, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct{ block, field, msg string }{
+		{"audit {\n  keep = -1\n}\n", "audit.keep", "keeps at least 1 entry"},
+		{"audit {\n  max_age = \"x\"\n}\n", "audit.max_age", `\"x\" is not a duration`},
+	} {
+		if err := os.WriteFile(cfg, append([]byte(bad.block), good...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, b, _ := httpDo(t, "POST", r1+"/api/reload", adminTok)
+		if st != 422 || !strings.Contains(string(b), bad.field) || !strings.Contains(string(b), bad.msg) {
+			t.Errorf("reload with %q: %d %s, want 422 naming %s", bad.block, st, b, bad.field)
+		}
+		if r := cliEnv(t, dir, cliEnvs, "validate", "-config", cfg); r.code != 1 || !strings.Contains(r.stderr, bad.field) {
+			t.Errorf("validate with %q: exit %d %s", bad.block, r.code, r.stderr)
+		}
+	}
+	if err := os.WriteFile(cfg, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(auditAPI(t, r1, "", readTok)); n != 5 {
+		t.Errorf("%d entries after refused reloads, want 5", n)
 	}
 
 	// Reads need a read token.
