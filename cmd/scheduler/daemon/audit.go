@@ -59,6 +59,10 @@ var auditScript = redis.NewScript(auditSrc)
 // At most maxRuns.
 const defaultAudit = 50
 
+// noAudit is the error of a read of the audit trail on an admin endpoint
+// without one (a program that serves the handler itself).
+const noAudit = "this daemon keeps no audit trail"
+
 // actorCLI starts the actor of an entry the command appends: "cli:alice".
 const actorCLI = "cli:"
 
@@ -255,6 +259,10 @@ func auditQuery(r *http.Request, def int) (limit int, before string, err error) 
 // auditList is GET /api/audit?limit=&before=: the latest entries, newest
 // first.
 func (a *admin) auditList(w http.ResponseWriter, r *http.Request) {
+	if a.audit == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": noAudit})
+		return
+	}
 	limit, before, err := auditQuery(r, defaultAudit)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
@@ -274,6 +282,11 @@ func (a *admin) auditPage(w http.ResponseWriter, r *http.Request) {
 	if !a.ready() {
 		d.Connecting = true
 		a.page(w, r, http.StatusServiceUnavailable, "audit.html", d)
+		return
+	}
+	if a.audit == nil {
+		d.Error = noAudit
+		a.page(w, r, http.StatusNotFound, "audit.html", d)
 		return
 	}
 	limit, before, err := auditQuery(r, historyRuns)
