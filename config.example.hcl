@@ -204,6 +204,19 @@ history {
   max_age = "720h"
 }
 
+# The audit trail (scheduler audit, GET /api/audit, the status page's
+# Audit page): every trigger, pause, resume and reload made through the
+# admin API or the command, one entry each across the fleet, with its
+# time, action, target, actor, replica, remote address and note. Kept in
+# Redis as one capped stream (key_prefix:audit): the latest `keep`
+# entries, none older than `max_age`. Without Redis it is kept in the
+# daemon's memory (the latest `keep`), and lost when it stops. A change
+# takes a restart.
+audit {
+  keep    = 1000
+  max_age = "2160h"
+}
+
 # Webhooks: notify "name" { ... }, one block each. Each is called once per
 # run across the fleet, for the outcomes in `on`, by the replica that
 # recorded the run. The URL is a secret (Slack's holds a token): give it in

@@ -29,6 +29,8 @@ const (
 	DefaultAckReplicas     = 1
 	DefaultAckTimeout      = 500 * time.Millisecond
 	DefaultShutdownTimeout = scheduler.DefaultShutdownTimeout
+	DefaultAuditKeep       = 1000
+	DefaultAuditMaxAge     = 90 * 24 * time.Hour // 2160h
 	// MinLease is the shortest lock.lease a config may give: the watchdog
 	// renews every lease/3 and needs several round trips of margin.
 	MinLease = time.Second
@@ -80,6 +82,8 @@ type Config struct {
 	// History is the run history's retention for every job that sets none
 	// of its own (scheduler.WithHistory).
 	History History
+	// Audit is the audit trail's retention: the audit block.
+	Audit Audit
 	// ShutdownTimeout bounds the graceful stop (scheduler.WithShutdownTimeout).
 	ShutdownTimeout time.Duration
 	// Watch makes the daemon reload the file when it changes, as on
@@ -265,6 +269,15 @@ type History struct {
 	MaxAge time.Duration // no run older than this is kept
 }
 
+// Audit is the audit block: how much of the audit trail (every change
+// made through the admin API or the command) is kept: the latest Keep
+// entries, none older than MaxAge. Defaults DefaultAuditKeep and
+// DefaultAuditMaxAge.
+type Audit struct {
+	Keep   int
+	MaxAge time.Duration
+}
+
 // HCLogLevel returns Level as an hclog.Level.
 func (l Log) HCLogLevel() hclog.Level { return hclog.LevelFromString(l.Level) }
 
@@ -350,6 +363,7 @@ func defaults() *Config {
 		Telemetry:       Telemetry{Traces: DefaultTraces, Metrics: DefaultMetrics},
 		Log:             Log{Level: DefaultLogLevel},
 		ShutdownTimeout: DefaultShutdownTimeout,
+		Audit:           Audit{Keep: DefaultAuditKeep, MaxAge: DefaultAuditMaxAge},
 		Fleet:           Fleet{Ranking: true, ClaimFallback: scheduler.DefaultClaimFallback, MemberTTL: scheduler.DefaultMemberTTL},
 	}
 }

@@ -121,6 +121,9 @@ func (d *decoder) decode() *Config {
 	if h := r.History; h != nil {
 		cfg.History.Keep, cfg.History.MaxAge = d.retention(h.Keep, h.MaxAge, []string{"history", "keep"}, []string{"history", "max_age"})
 	}
+	if a := r.Audit; a != nil {
+		d.decodeAudit(a, cfg)
+	}
 	if leaseOK {
 		d.checkLease(cfg)
 	}
@@ -138,6 +141,19 @@ func (d *decoder) retention(keep int, age string, keepPath, agePath []string) (i
 		keep = 0
 	}
 	return keep, d.dur(0, age, time.Second, fmt.Sprintf("the history keeps runs at least 1s (leave it out for the default, %v)", scheduler.DefaultHistoryMaxAge), agePath...)
+}
+
+// decodeAudit reads the audit block: a count of entries (at least 1) and
+// an age (at least a second).
+func (d *decoder) decodeAudit(a *historyBlock, cfg *Config) {
+	if d.set("audit", "keep") {
+		if a.Keep < 1 {
+			d.errf([]string{"audit", "keep"}, "%d: the audit trail keeps at least 1 entry (leave it out for the default, %d)", a.Keep, DefaultAuditKeep)
+		} else {
+			cfg.Audit.Keep = a.Keep
+		}
+	}
+	cfg.Audit.MaxAge = d.dur(cfg.Audit.MaxAge, a.MaxAge, time.Second, fmt.Sprintf("the audit trail keeps entries at least 1s (leave it out for the default, %v)", DefaultAuditMaxAge), "audit", "max_age")
 }
 
 func (d *decoder) decodeRedis(r *redisBlock) *Redis {

@@ -161,6 +161,7 @@ var restartSettings = []restartSetting{
 	{"telemetry", "Telemetry", func(c *Config) any { return c.Telemetry }},
 	{"log", "Log", func(c *Config) any { return c.Log }},
 	{"history", "History", func(c *Config) any { return c.History }},
+	{"audit", "Audit", func(c *Config) any { return c.Audit }},
 	{"notify", "Notify", func(c *Config) any {
 		// Where a block is in the file is not part of it.
 		ns := slices.Clone(c.Notify)

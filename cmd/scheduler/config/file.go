@@ -21,6 +21,7 @@ type (
 		Telemetry       *Telemetry    `hcl:"telemetry,block"`
 		Log             *Log          `hcl:"log,block"`
 		History         *historyBlock `hcl:"history,block"`
+		Audit           *historyBlock `hcl:"audit,block"`
 		Notify          []notifyBlock `hcl:"notify,block"`
 		Jobs            []jobBlock    `hcl:"job,block"`
 	}

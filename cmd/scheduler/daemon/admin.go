@@ -43,6 +43,7 @@ type admin struct {
 	metrics http.Handler
 	log     hclog.Logger
 	reload  *reloader // reloads the config file; nil: none (no config_digest either)
+	audit   *audit    // the audit trail (audit.go); nil: none
 	// connected is set once the store has answered at start-up (at once
 	// for the in-memory backend). Until then probes and calls that need the
 	// store or the scheduler answer 503, "connecting to redis".
@@ -62,9 +63,11 @@ type admin struct {
 //	POST /api/jobs/{name}/pause     pause the job on every replica
 //	POST /api/jobs/{name}/resume    resume it
 //	POST /api/reload                read the config file again and apply its jobs (ReloadJSON)
+//	GET  /api/audit                 the audit trail, newest first: ?limit= (default 50, at most 1000), ?before=ID (audit.go)
 //	GET  /                          status page: the jobs, their holders and their last outcomes
 //	GET  /jobs/{name}               status page: the job's run history, paged with ?before=ID
 //	GET  /locks                     status page: the locks in the store
+//	GET  /audit                     status page: the audit trail, paged with ?before=ID
 //	GET  /static/{file}             the status page's style sheet and script
 //
 // An unknown job is a 404 that names it and lists the known ones; a bad
@@ -90,6 +93,7 @@ func (a *admin) handler() http.Handler {
 	mux.HandleFunc("GET /api/locks", a.reader(a.needStore(a.lockList)))
 	mux.HandleFunc("POST /api/jobs/{name}/{action}", a.needStore(a.act))
 	mux.HandleFunc("POST /api/reload", a.reloadConfig)
+	mux.HandleFunc("GET /api/audit", a.reader(a.needStore(a.auditList)))
 	a.pageRoutes(mux)
 	return mux
 }
@@ -417,6 +421,7 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 	default:
 		a.log.Info("admin request", "action", action, "job", name, "actor", actor(r.Context()), "remote", r.RemoteAddr)
+		a.record(r, action, name, "")
 		resp := map[string]any{"job": name, "action": action, "status": "ok"}
 		if action == "trigger" {
 			resp["heard_by"] = heard // replicas that heard the request; 0: nothing will run it
@@ -449,6 +454,7 @@ func (a *admin) reloadConfig(w http.ResponseWriter, r *http.Request) {
 	case res.Status == ReloadInvalid:
 		writeJSON(w, http.StatusUnprocessableEntity, res)
 	default:
+		a.record(r, "reload", a.reload.path, "")
 		writeJSON(w, http.StatusOK, res)
 	}
 }

@@ -182,6 +182,11 @@ func Run(ctx context.Context, path string, o Options) error {
 	}
 	defer closeRedis()
 	defer locks.Close()
+	aud, closeAudit, err := openAudit(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
 	if cfg.UsesRedis() {
 		log.Info("locks in redis", "redis", cfg.Redis.Describe(), "replica", cfg.ReplicaID)
 	} else {
@@ -221,7 +226,7 @@ func Run(ctx context.Context, path string, o Options) error {
 		rl.close()
 	}
 	defer stopReloads()
-	a := &admin{s: s, locks: locks, access: newAccess(cfg.Admin), metrics: tel.metrics, log: log.Named("admin"), reload: rl}
+	a := &admin{s: s, locks: locks, access: newAccess(cfg.Admin), metrics: tel.metrics, log: log.Named("admin"), reload: rl, audit: aud}
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	// serveErr is set before serveDone closes.
 	serveDone := make(chan struct{})

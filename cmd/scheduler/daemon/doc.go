@@ -18,6 +18,7 @@
 //	scheduler resume   JOB -config FILE   resume it
 //	scheduler reload   -config FILE   the running daemon (admin.listen) reads its config again, and
 //	                                  prints what it did (-json: its answer); exit 1 if the file is invalid
+//	scheduler audit    -config FILE   the audit trail, newest first (-limit N, -before ID, -json; see audit.go)
 //	scheduler version                    the version (also --version)
 //
 // validate, jobs, locks and history only read: they load the config with
@@ -116,6 +117,8 @@
 //	GET  /                          status page: the jobs, who holds each, the last 20 outcomes
 //	GET  /jobs/{name}               status page: the job's run history, paged (?before=ID)
 //	GET  /locks                     status page: the locks in the store
+//	GET  /api/audit                 JSON: the audit trail, newest first (?limit=N, ?before=ID; see audit.go)
+//	GET  /audit                     status page: the audit trail, paged (?before=ID)
 //
 // An unknown job is a 404 whose error names it and lists the jobs (also
 // in "jobs"); a bad limit or before is a 400 whose error names the

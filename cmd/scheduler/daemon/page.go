@@ -39,7 +39,7 @@ const (
 )
 
 // pages are the status page's templates: each page file with the layout.
-var pages = parsePages("jobs.html", "job.html", "locks.html")
+var pages = parsePages("jobs.html", "job.html", "locks.html", "audit.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html"))
@@ -55,6 +55,7 @@ func (a *admin) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", a.pageReader("jobs.html", a.jobsPage))
 	mux.HandleFunc("GET /jobs/{name}", a.pageReader("job.html", a.jobPage))
 	mux.HandleFunc("GET /locks", a.pageReader("locks.html", a.locksPage))
+	mux.HandleFunc("GET /audit", a.pageReader("audit.html", a.auditPage))
 	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
 		f := r.PathValue("file")
 		if f != "style.css" && f != "page.js" {
@@ -70,7 +71,7 @@ func (a *admin) pageRoutes(mux *http.ServeMux) {
 // pageData is what a page's template gets.
 type pageData struct {
 	Title   string
-	Nav     string    // the nav entry to mark: "jobs" or "locks"
+	Nav     string    // the nav entry to mark: "jobs", "locks" or "audit"
 	Replica string    // this replica's id
 	Now     time.Time // when the page was rendered
 	Refresh int64     // milliseconds between refreshes of the live part
@@ -108,6 +109,9 @@ type pageData struct {
 
 	// The locks page.
 	Locks []LockJSON
+
+	// The audit page (paged with Before, Older and Limit).
+	Audit []AuditEntry
 }
 
 // jobRow is a job on the jobs page.
