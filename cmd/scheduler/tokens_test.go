@@ -168,6 +168,17 @@ func TestScopedTokens(t *testing.T) {
 	if r := cliEnv(t, dir, append([]string{listen}, tokenEnv...), "reload", "-config", cfg); r.code != 0 {
 		t.Errorf("reload -config: exit %d, %q", r.code, r.stderr)
 	}
+	// The command needs only the token it sends: the others' variables
+	// may be unset. Through Redis (pause and resume with the config)
+	// it needs none.
+	if r := cliEnv(t, dir, []string{listen, "DEPLOY_TOKEN=" + adminTok}, "reload", "-config", cfg); r.code != 0 {
+		t.Errorf("reload -config with only deploy's variable set: exit %d, %q", r.code, r.stderr)
+	}
+	for _, action := range []string{"pause", "resume"} {
+		if r := cliEnv(t, dir, nil, action, "tick", "-config", cfg); r.code != 0 {
+			t.Errorf("%s -config through Redis with no token variable set: exit %d, %q", action, r.code, r.stderr)
+		}
+	}
 
 	// Each change is logged with its actor: the token's name.
 	actors := map[string]string{}

@@ -26,11 +26,13 @@ type loadOptions struct {
 	readOnly bool
 }
 
-// ForReading loads the config for a command that only reads (validate,
-// jobs, locks, history): a secret it does not use that names an
-// environment variable (admin.token_env, a notify block's url_env) is not
-// needed, so an unset variable is a warning, not an error, and the secret
-// stays empty.
+// ForReading loads the config for a command that neither runs jobs nor
+// serves the admin API (validate, jobs, locks, history, audit, and
+// trigger, pause, resume and reload, which act through Redis or the
+// daemon): a secret it does not use that names an environment variable
+// (admin.token_env, a token block's value_env, a notify block's url_env)
+// is not needed, so an unset variable is a warning, not an error, and the
+// secret stays empty.
 func ForReading() LoadOption {
 	return func(o *loadOptions) { o.readOnly = true }
 }

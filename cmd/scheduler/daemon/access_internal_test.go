@@ -157,7 +157,7 @@ func TestOpenListenerWarningNamesEveryAction(t *testing.T) {
 	if w == "" {
 		t.Fatalf("no warning about the open listener: %v", cfg.Warnings)
 	}
-	for _, want := range []string{"read the jobs", "run history", "locks", "status page"} {
+	for _, want := range []string{"read the jobs", "run history", "locks", "audit trail", "status page"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("the warning does not name %q: %s", want, w)
 		}
@@ -165,6 +165,33 @@ func TestOpenListenerWarningNamesEveryAction(t *testing.T) {
 	for action := range actionScope {
 		if !strings.Contains(w, action) {
 			t.Errorf("the warning does not name %s: %s", action, w)
+		}
+	}
+}
+
+// A command sends $LOCKCRON_TOKEN, but not inside an exec job, where that
+// variable is the run's fencing token: then the config's token of the
+// smallest scope that suffices.
+func TestClientToken(t *testing.T) {
+	cfg := &config.Config{Admin: config.Admin{Tokens: []config.Token{
+		{Name: "viewer", Scope: config.ScopeRead, Value: config.NewSecret("v")},
+		{Name: "oncall", Scope: config.ScopeOperate, Value: config.NewSecret("o")},
+		{Name: "deploy", Scope: config.ScopeAdmin, Value: config.NewSecret("d")},
+		{Name: "unset", Scope: config.ScopeOperate},
+	}}}
+	for _, tc := range []struct {
+		env  []string
+		need config.Scope
+		want string
+	}{
+		{[]string{"LOCKCRON_TOKEN=x"}, config.ScopeAdmin, "x"},
+		{[]string{"LOCKCRON_TOKEN=1795807857003819", "LOCKCRON_JOB=nightly"}, config.ScopeOperate, "o"},
+		{nil, config.ScopeRead, "v"},
+		{nil, config.ScopeOperate, "o"},
+		{nil, config.ScopeAdmin, "d"},
+	} {
+		if got := clientToken(cfg, tc.env, tc.need); got != tc.want {
+			t.Errorf("clientToken(%v, %v) = %q, want %q", tc.env, tc.need, got, tc.want)
 		}
 	}
 }

@@ -190,7 +190,7 @@ does not answer in time it exits 1.`,
 					}
 					return show(views, cfg)
 				}
-				return withScheduler(cmd.Context(), cfgPath, o, true, "", func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, "", func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						// The in-memory backend keeps the ledgers inside
 						// the daemon: ask it. With no daemon listening, the
@@ -230,7 +230,7 @@ does not answer in time it exits 1.`,
 					}
 					return show(ls)
 				}
-				return withScheduler(cmd.Context(), cfgPath, o, true, "", func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
+				return withScheduler(cmd.Context(), cfgPath, o, "", func(ctx context.Context, _ *scheduler.Scheduler, locks *lock.Client, cfg *config.Config) error {
 					if !cfg.UsesRedis() {
 						// The in-memory backend keeps the locks inside the
 						// daemon: ask it.
@@ -433,16 +433,12 @@ func signals(parent context.Context) (context.Context, <-chan struct{}, <-chan s
 }
 
 // withScheduler loads the config, opens the lock store and builds the
-// scheduler (without running it) for one command; readOnly for a command
-// that only reads (config.ForReading); job, if not "", the job the
+// scheduler (without running it) for one command, which needs none of
+// the secrets that only run uses (config.ForReading); job, if not "", the job the
 // command names: a name the config does not have is an error (unknownJob)
 // before Redis is asked anything.
-func withScheduler(parent context.Context, path string, o Options, readOnly bool, job string, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
-	var more []config.LoadOption
-	if readOnly {
-		more = append(more, config.ForReading())
-	}
-	cfg, err := load(path, o, more...)
+func withScheduler(parent context.Context, path string, o Options, job string, f func(context.Context, *scheduler.Scheduler, *lock.Client, *config.Config) error) error {
+	cfg, err := load(path, o, config.ForReading())
 	if err != nil {
 		return err
 	}
@@ -562,10 +558,16 @@ passes it on to the fleet.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job := args[0]
-			// heard: how many replicas heard a trigger.
+			// heard: how many replicas heard a trigger (onCluster: of
+			// those subscribed on the Cluster node it reached).
 			var heard int64
+			var onCluster bool
 			done := func() {
-				if action == "trigger" {
+				switch {
+				case action == "trigger" && onCluster:
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: triggered; %s on the Cluster node it reached heard it (Redis Cluster counts no others), one runs it\n", job, replicas(heard))
+					return
+				case action == "trigger":
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: triggered; %s heard it, one runs it\n", job, replicas(heard))
 					return
 				}
@@ -581,16 +583,22 @@ passes it on to the fleet.`,
 				done()
 				return nil
 			}
-			return withScheduler(cmd.Context(), *cfgPath, o, false, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+			return withScheduler(cmd.Context(), *cfgPath, o, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
 					heard, err = viaAdmin(ctx, cfg, o.Environ, job, action)
 				} else {
 					switch action {
 					case "trigger":
-						if heard, err = s.Trigger(ctx, job); err == nil && heard == 0 {
+						heard, err = s.Trigger(ctx, job)
+						// On a Cluster, PUBLISH counts only the replicas
+						// subscribed on the node it reached (the message
+						// reaches every node): none there is no proof.
+						cluster := len(cfg.Redis.Addrs) > 1 && cfg.Redis.MasterName == ""
+						if err == nil && heard == 0 && !cluster {
 							err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)", job)
 						}
+						onCluster = cluster
 					case "pause":
 						err = s.Pause(ctx, job, true)
 					case "resume":

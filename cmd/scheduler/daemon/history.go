@@ -84,7 +84,7 @@ without a config file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default
 				}
 				return show(runs)
 			}
-			return withScheduler(cmd.Context(), *cfgPath, o, true, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+			return withScheduler(cmd.Context(), *cfgPath, o, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var runs []scheduler.Run
 				var err error
 				if cfg.UsesRedis() {

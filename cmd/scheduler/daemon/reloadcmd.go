@@ -45,7 +45,9 @@ Each replica reloads on its own: run reload (or send SIGHUP) on every replica.`,
 			cfg, noFile := daemonConfig(*cfgPath, o)
 			if !noFile {
 				var err error
-				cfg, err = load(*cfgPath, o)
+				// The daemon reads the secrets from its own environment:
+				// a variable unset here is a warning (ForReading).
+				cfg, err = load(*cfgPath, o, config.ForReading())
 				var cerrs config.Errors
 				if errors.As(err, &cerrs) {
 					fmt.Fprintln(cmd.ErrOrStderr(), cerrs.Error())
@@ -100,13 +102,15 @@ func adminRequest(ctx context.Context, cfg *config.Config, env []string, need co
 const envToken = "LOCKCRON_TOKEN"
 
 // clientToken is the token a command sends for a call that needs scope
-// need: $LOCKCRON_TOKEN if it is set; else, of the config's tokens whose
-// variable is set here, the one of the smallest scope that suffices (a
-// read token for a read, an operate token for a trigger), or if none
-// suffices the one of the widest, so that the daemon's 403 says what is
-// needed; "" without any.
+// need: $LOCKCRON_TOKEN if it is set, but not in an exec job's
+// environment (LOCKCRON_JOB set), where LOCKCRON_TOKEN is the run's
+// fencing token; else, of the config's tokens whose variable is set
+// here, the one of the smallest scope that suffices (a read token for a
+// read, an operate token for a trigger), or if none suffices the one of
+// the widest, so that the daemon's 403 says what is needed; "" without
+// any.
 func clientToken(cfg *config.Config, env []string, need config.Scope) string {
-	if tok := getenv(env, envToken); tok != "" {
+	if tok := getenv(env, envToken); tok != "" && getenv(env, "LOCKCRON_JOB") == "" {
 		return tok
 	}
 	var best *config.Token
