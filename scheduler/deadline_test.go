@@ -253,13 +253,14 @@ func TestStartDeadlineMisfireCatchUp(t *testing.T) {
 
 // A try fails and its retry's backoff would end after the start deadline:
 // the retry is not made, and the tick ends deadline_missed with the try's
-// error. On the memory backend: one process.
+// error.
 func TestStartDeadlineRetryBackoff(t *testing.T) {
 	t.Parallel()
-	c, err := lock.NewMemory()
+	c, err := lock.New(redistest.Start(t).Client())
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
 	j, m := newJournal(), newMeter()
 	var log runLog
 	r := newReplica(t, c, "r1", m.option(), log.option())
@@ -290,13 +291,14 @@ func TestStartDeadlineRetryBackoff(t *testing.T) {
 }
 
 // A concurrency group that stays full until the start deadline: the tick
-// is not run, and is recorded deadline_missed. On the memory backend.
+// is not run, and is recorded deadline_missed.
 func TestStartDeadlineConcurrencyPermit(t *testing.T) {
 	t.Parallel()
-	c, err := lock.NewMemory()
+	c, err := lock.New(redistest.Start(t).Client())
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
 	// The group's one permit, taken by someone else for the whole test.
 	permit, err := c.Semaphore("batch", 1).Lock(testkit.Context(t))
 	if err != nil {
