@@ -315,13 +315,16 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 
 // Pass records that the ticks up to upTo were passed over, unclaimed: the
 // ledger's Seen moves up to upTo, and entry, if not nil, is appended to its
-// history, both in one step and only if Seen was below upTo. Of several
-// callers that pass the same ticks, one does so and is told true; the
-// others are told false, and nothing is written for them. (The scheduler
-// passes the ticks missed while every replica was down.) It returns
-// lock.ErrBadKey if a key holds another type.
-func (g *Ledger) Pass(ctx context.Context, upTo int64, entry map[string]string) (bool, error) {
-	return g.g.Pass(ctx, upTo, entry)
+// history, both in one step and only if Seen was below upTo and the
+// store's clock is at least settled past upTo (a tick not yet due there,
+// or due so recently that a claim of it may be on its way, is not passed
+// over, whatever the caller's clock says). Of several callers that pass
+// the same ticks, one does so and is told true; the others are told
+// false, and nothing is written for them. (The scheduler passes the ticks
+// missed while every replica was down.) It returns lock.ErrBadKey if a
+// key holds another type.
+func (g *Ledger) Pass(ctx context.Context, upTo int64, settled time.Duration, entry map[string]string) (bool, error) {
+	return g.g.Pass(ctx, upTo, settled, entry)
 }
 
 // Append appends entry to the ledger's history alone, leaving the ledger as

@@ -132,11 +132,11 @@ func TestLedgerHistory(t *testing.T) {
 			finishWith(t, ctx, g, 1)
 			g2 := ledger(t, store.NewClient(t), "pass")
 			entry := map[string]string{"tick": "5", "outcome": "missed"}
-			first, err := g.Pass(ctx, 5, entry)
+			first, err := g.Pass(ctx, 5, 0, entry)
 			if err != nil {
 				t.Fatal(err)
 			}
-			second, err := g2.Pass(ctx, 5, entry)
+			second, err := g2.Pass(ctx, 5, 0, entry)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,6 +156,29 @@ func TestLedgerHistory(t *testing.T) {
 			}
 			if got := fmt.Sprint(ticksOf(ents)); got != "[5 1]" {
 				t.Fatalf("history %s, want [5 1]", got)
+			}
+		})
+		// A tick that the store's clock is not settled past is not passed
+		// over, whatever the caller's clock says: the fleet may still
+		// claim it, and its claim stands.
+		t.Run("PassNotSettled", func(t *testing.T) {
+			g := ledger(t, c, "unsettled")
+			finishWith(t, ctx, g, 1)
+			tick := time.Now().Add(500 * time.Millisecond).UnixMilli() // due soon
+			entry := map[string]string{"outcome": "missed"}
+			if passed, err := g.Pass(ctx, tick, 3*time.Second, entry); err != nil || passed {
+				t.Fatalf("pass of a tick not yet due: %v, %v; want false", passed, err)
+			}
+			past := time.Now().Add(-5 * time.Second).UnixMilli()
+			if passed, err := g.Pass(ctx, past, 3*time.Second, entry); err != nil || !passed {
+				t.Fatalf("pass of a tick 5s past, settled 3s: %v, %v; want true", passed, err)
+			}
+			if passed, err := g.Pass(ctx, tick, 3*time.Second, entry); err != nil || passed {
+				t.Fatalf("pass of a tick not yet due, after a pass: %v, %v; want false", passed, err)
+			}
+			cl := mustClaim(t, ctx, g, tick) // the fleet's claim of it
+			if cl.Tick != tick {
+				t.Fatalf("claim of tick %d after the passes: took %d", tick, cl.Tick)
 			}
 		})
 		t.Run("Append", func(t *testing.T) {

@@ -177,8 +177,15 @@
 // When a replica starts, each job's ledger tells the latest tick any replica
 // claimed. Ticks due since then were missed while every replica was down:
 // MisfireSkip counts them as missed; MisfireRunOnce runs the latest once, if
-// it is no older than MisfireGrace, and counts the others. A job whose ledger
-// is empty (new, or idle for fleet.LedgerTTL) has missed nothing. A replica
+// it is no older than MisfireGrace, and counts the others. They are
+// recorded missed in the ledger and the history only once the store's
+// clock is the member TTL and the claim fallback past them: a replica
+// whose clock runs ahead, starting just before a tick, finds that tick due
+// and unclaimed, while on the store's clock it is not due yet and the
+// fleet is about to claim it (the same holds for a tick whose fallback
+// claim is on its way); recording it missed would close it to that claim.
+// A job whose ledger is empty (new, or idle for fleet.LedgerTTL) has
+// missed nothing. A replica
 // that falls behind by more than a tick while it runs (a stalled process)
 // takes the latest tick due and counts those in between as missed.
 //

@@ -349,6 +349,29 @@ func TestMisfireSkip(t *testing.T) {
 	}
 }
 
+// A replica whose clock runs ahead starts just before a tick: on its own
+// clock the tick is due, and the ledger has no claim of it; but it is not
+// due yet on the store's clock, where the fleet claims it. Its catch-up
+// does not pass the tick over (make soak, seed 56: passed over, the
+// fleet's claim was answered done and the tick did not run).
+func TestCatchUpLeavesATickNotYetDue(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const job = "ahead"
+	tick := time.Now().Truncate(time.Second).Add(3 * time.Second) // due in 2-3 s
+	seedLedger(t, srv, job, job, tick.Add(-time.Second))
+	clk := testclock.NewFake(tick.Add(300 * time.Millisecond)) // tick is due on its clock
+	m := newMeter()
+	r := newRedisReplica(t, srv, "r1", nil, m.option(), scheduler.WithClock(clk))
+	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Misfire: scheduler.MisfireSkip, Run: newJournal().fn(nil)})
+	r.start()
+	settle(t, clk, 1, job, r) // the catch-up is over: the loop waits for the next tick
+	if st := ledgerState(t, srv, job, job); st.Seen != tick.Add(-time.Second).UnixMilli() {
+		t.Fatalf("ledger seen %s after the catch-up; want %s, the tick before the one not yet due", fmtT(time.UnixMilli(st.Seen)), fmtT(tick.Add(-time.Second)))
+	}
+	r.stop(t)
+}
+
 // Under MisfireRunOnce the latest missed tick runs once at start, with its
 // own tick in its jobs.Info; the ones before it are counted missed.
 func TestMisfireRunOnce(t *testing.T) {

@@ -574,12 +574,17 @@ func (s *Scheduler) catchUp(e *entry) time.Time {
 
 // recordMissed writes the ticks up to latest, missed while every replica
 // was down, to the job's history: once across the fleet, by the first
-// replica to find them.
+// replica to find them, and only once the store's clock is the member TTL
+// and the claim fallback past latest (fleet.Ledger.Pass). Until then the
+// fleet, if it is up, may still claim latest: a replica whose clock runs
+// ahead, starting just before a tick, finds it due on its own clock and
+// unclaimed, and passing it over would have the fleet's claim of it
+// answered done, and the tick not run (make soak, seed 56).
 func (s *Scheduler) recordMissed(e *entry, latest time.Time, missed int64) {
 	now := time.Now()
 	r := Run{Job: e.job.Name, Tick: latest, Replica: s.opt.replica, Start: now, End: now, Outcome: OutcomeMissed, Missed: missed}
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
-	first, err := e.ledger.Pass(ctx, latest.UnixMilli(), r.fields())
+	first, err := e.ledger.Pass(ctx, latest.UnixMilli(), s.opt.memberTTL+s.opt.fallback, r.fields())
 	cancel()
 	switch {
 	case err != nil:

@@ -81,9 +81,9 @@ type ledgerBackend interface {
 	// claim of tick ended and appends f.entry to lg's history. Like
 	// release, it does not wake this Client's own waiters.
 	finish(ctx context.Context, k *keys, lg ledgerRef, owner string, holds int, tick int64, f finishArgs) (int64, error)
-	// ledgerPass runs pass.lua: 1 passed, 0 passed already, or a type
-	// error's status.
-	ledgerPass(ctx context.Context, lg ledgerRef, upTo int64, entry map[string]string) (int64, error)
+	// ledgerPass runs pass.lua: 1 passed, 0 passed already (or the
+	// store's clock not settled past upTo), or a type error's status.
+	ledgerPass(ctx context.Context, lg ledgerRef, upTo int64, settled time.Duration, entry map[string]string) (int64, error)
 	// history reads lg's history stream, newest first: of its latest
 	// lg.keep entries, those not older than lg.maxAge (the scripts trim
 	// both approximately, so the stream may hold more).

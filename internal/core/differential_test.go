@@ -684,10 +684,14 @@ func (d *diffRun) ledgerPassOp() diffOp {
 	if d.rng.IntN(10) < 7 {
 		entry = map[string]string{"passed": strconv.FormatInt(upTo, 10)}
 	}
+	var settled time.Duration // the ticks are ms since 1970: long past
+	if d.rng.IntN(4) == 0 {
+		settled = 200 * 365 * 24 * time.Hour // not past on any clock
+	}
 	return diffOp{
-		desc: fmt.Sprintf("ledgerPass(%s, up to %d, %v)", g.key, upTo, entry),
+		desc: fmt.Sprintf("ledgerPass(%s, up to %d, settled %v, %v)", g.key, upTo, settled, entry),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			n, err := be.ledgerPass(ctx, g.ref(), upTo, entry)
+			n, err := be.ledgerPass(ctx, g.ref(), upTo, settled, entry)
 			a.err(err)
 			a.exact("status", n)
 			return a

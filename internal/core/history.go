@@ -106,16 +106,19 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 
 // Pass records that the ticks up to upTo were passed over, unclaimed: the
 // ledger's Seen moves up to upTo, and entry, if not nil, is appended to its
-// history, both in one step and only if Seen was below upTo. Of several
-// callers that pass the same ticks, one does so and is told true; the
-// others are told false, and nothing is written for them. (The scheduler
-// passes the ticks missed while every replica was down.) It returns
-// ErrBadKey if a key holds another type.
-func (g *Ledger) Pass(ctx context.Context, upTo int64, entry map[string]string) (bool, error) {
+// history, both in one step and only if Seen was below upTo and the
+// store's clock is at least settled past upTo (a tick not yet due there,
+// or due so recently that a claim of it may be on its way, is not passed
+// over, whatever the caller's clock says). Of several callers that pass
+// the same ticks, one does so and is told true; the others are told
+// false, and nothing is written for them. (The scheduler passes the ticks
+// missed while every replica was down.) It returns ErrBadKey if a key
+// holds another type.
+func (g *Ledger) Pass(ctx context.Context, upTo int64, settled time.Duration, entry map[string]string) (bool, error) {
 	if upTo < 1 {
 		return false, fmt.Errorf("lock %q: ledger %q: pass up to %d: a tick is above 0: %w", g.m.k.name, g.id, upTo, ErrInvalid)
 	}
-	return g.pass(ctx, upTo, entry)
+	return g.pass(ctx, upTo, settled, entry)
 }
 
 // Append appends entry to the ledger's history alone, leaving the ledger as
@@ -127,15 +130,15 @@ func (g *Ledger) Append(ctx context.Context, entry map[string]string) error {
 	if len(entry) == 0 {
 		return fmt.Errorf("lock %q: ledger %q: append: an empty entry: %w", g.m.k.name, g.id, ErrInvalid)
 	}
-	_, err := g.pass(ctx, 0, entry)
+	_, err := g.pass(ctx, 0, 0, entry)
 	return err
 }
 
-func (g *Ledger) pass(ctx context.Context, upTo int64, entry map[string]string) (bool, error) {
+func (g *Ledger) pass(ctx context.Context, upTo int64, settled time.Duration, entry map[string]string) (bool, error) {
 	if g.c.isClosed() {
 		return false, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	n, err := g.c.be.ledgerPass(ctx, g.ref(), upTo, entry)
+	n, err := g.c.be.ledgerPass(ctx, g.ref(), upTo, settled, entry)
 	switch {
 	case err != nil:
 		return false, g.ledgerErr(err)

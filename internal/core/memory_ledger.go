@@ -185,7 +185,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 	return relReleased, nil
 }
 
-func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64, entry map[string]string) (int64, error) {
+func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64, settled time.Duration, entry map[string]string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -196,6 +196,9 @@ func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64
 	if upTo != 0 { // 0: append alone
 		if g := s.ledgerAt(lg.key, now, false); g != nil && g.seen >= upTo {
 			return 0, nil
+		}
+		if now.UnixMilli()-upTo < settled.Milliseconds() {
+			return 0, nil // the store's clock not settled past upTo
 		}
 		s.ledgerAt(lg.key, now, true).seen = upTo
 	}

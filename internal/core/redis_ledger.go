@@ -71,12 +71,12 @@ func (b *redisBackend) finish(ctx context.Context, k *keys, g ledgerRef, owner s
 	return b.runBatched(ctx, finishScript, keys, args...).Int64()
 }
 
-func (b *redisBackend) ledgerPass(ctx context.Context, g ledgerRef, upTo int64, entry map[string]string) (int64, error) {
+func (b *redisBackend) ledgerPass(ctx context.Context, g ledgerRef, upTo int64, settled time.Duration, entry map[string]string) (int64, error) {
 	var up any = upTo
 	if upTo == 0 {
 		up = "" // append alone
 	}
-	args := append([]any{up, ledgerLife.Milliseconds(), g.keep, g.maxAge.Milliseconds(), g.historyRenew().Milliseconds()}, flatten(entry)...)
+	args := append([]any{up, ledgerLife.Milliseconds(), g.keep, g.maxAge.Milliseconds(), g.historyRenew().Milliseconds(), settled.Milliseconds()}, flatten(entry)...)
 	return passScript.Run(ctx, b.rdb, []string{g.key, g.history}, args...).Int64()
 }
 
