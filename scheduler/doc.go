@@ -184,6 +184,8 @@
 // and unclaimed, while on the store's clock it is not due yet and the
 // fleet is about to claim it (the same holds for a tick whose fallback
 // claim is on its way); recording it missed would close it to that claim.
+// A catch-up whose latest missed tick is more recent than that records no
+// history entry (its WARN and the missed count still tell).
 // A job whose ledger is empty (new, or idle for fleet.LedgerTTL) has
 // missed nothing. A replica
 // that falls behind by more than a tick while it runs (a stalled process)
