@@ -451,17 +451,11 @@ func withScheduler(parent context.Context, path string, o Options, job string, f
 		log.SetLevel(hclog.Warn)
 	}
 	logRedisTo(log, cfg.Redact)
-	locks, dials, closeRedis, err := newLocks(cfg, log)
+	s, locks, dials, closeAll, err := openScheduler(cfg, o, log)
 	if err != nil {
 		return err
 	}
-	defer closeRedis()
-	defer locks.Close()
-	s, err := newScheduler(cfg, locks, o.Registry, log)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+	defer func() { _ = closeAll() }()
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -479,18 +473,34 @@ func withScheduler(parent context.Context, path string, o Options, job string, f
 // without connecting to Redis or running anything, so that validate
 // refuses what run would refuse.
 func build(cfg *config.Config, o Options) error {
-	log := hclog.NewNullLogger()
-	locks, _, closeRedis, err := newLocks(cfg, log)
+	_, _, _, closeAll, err := openScheduler(cfg, o, hclog.NewNullLogger())
 	if err != nil {
 		return err
 	}
-	defer closeRedis()
-	defer locks.Close()
-	s, err := newScheduler(cfg, locks, o.Registry, log)
+	return closeAll()
+}
+
+// openScheduler makes the lock client and the scheduler of cfg for a
+// command, without running them; closeAll closes the scheduler, the lock
+// client and the Redis client, in that order, and returns the scheduler's
+// Close error.
+func openScheduler(cfg *config.Config, o Options, log hclog.Logger) (s *scheduler.Scheduler, locks *lock.Client, dials *dialLog, closeAll func() error, err error) {
+	locks, dials, closeRedis, err := newLocks(cfg, log)
 	if err != nil {
-		return err
+		return nil, nil, nil, nil, err
 	}
-	return s.Close()
+	s, err = newScheduler(cfg, locks, o.Registry, log)
+	if err != nil {
+		_ = locks.Close()
+		closeRedis()
+		return nil, nil, nil, nil, err
+	}
+	return s, locks, dials, func() error {
+		err := s.Close()
+		_ = locks.Close()
+		closeRedis()
+		return err
+	}, nil
 }
 
 // pingRedis checks that Redis answers a PING within redis.timeout, so that
