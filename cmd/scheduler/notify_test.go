@@ -302,6 +302,12 @@ notify "ops" {
 	if other == runner {
 		other = ps[1]
 	}
+	// The warning comes before the webhook; its line may still be on its
+	// way through the runner's stderr.
+	testkit.Eventually(t, 10*time.Second, "the runner's warning read", func() bool {
+		_, ok := runner.logs.find("run going past its alert_after")
+		return ok
+	})
 	if l, ok := runner.logs.find("run going past its alert_after"); !ok || l.str("@level") != "warn" || l.str("job") != "slow" || l.str("alert_after") != "2s" {
 		t.Errorf("%s: warning %v (%v), want one at warn of job slow, alert_after 2s", runner.name, l, ok)
 	}
