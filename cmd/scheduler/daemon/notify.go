@@ -311,7 +311,11 @@ func summary(r scheduler.Run, slack bool) string {
 	}
 	if r.Outcome == scheduler.OutcomeAutoPaused {
 		// Error is the pause's note: "paused after 3 failed runs in a row".
-		return fmt.Sprintf("lockcron: job %s paused itself on every replica, %s (the last failed on %s, %s); resume it to run it again", job, r.Error, r.Replica, tick)
+		note, replica := r.Error, r.Replica
+		if slack {
+			note, replica = slackEscape(note), slackEscape(replica)
+		}
+		return fmt.Sprintf("lockcron: job %s paused itself on every replica, %s (the last failed on %s, %s); resume it to run it again", job, note, replica, tick)
 	}
 	if what == "" {
 		what = string(r.Outcome)
