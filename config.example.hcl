@@ -226,7 +226,7 @@ audit {
 # notify "ops" {
 #   url_env = "OPS_WEBHOOK_URL"
 #   format  = "slack"                          # or "json" (default)
-#   on      = ["failed", "lost_lock", "missed", "deadline_missed", "running_long"] # the default
+#   on      = ["failed", "lost_lock", "missed", "deadline_missed", "running_long", "auto_paused"] # the default
 #   jobs    = ["hello"]                        # default every job
 #   timeout = "5s"
 #   retries = 3
@@ -291,6 +291,14 @@ job "hello" {
   # lockcron_job_running_seconds says how long the run has gone. The run
   # goes on (timeout stops it). Default: none (no announcement).
   # alert_after = "5m"
+
+  # After this many failed runs in a row (after their retries, whichever
+  # replicas ran them), the job pauses itself on every replica, with the
+  # note "paused after N failed runs in a row": the notify event
+  # "auto_paused", a WARN log line and an audit entry by the replica. A run
+  # that succeeds starts the count again; `scheduler resume` lifts the
+  # pause and starts it again. Default 0: never.
+  # pause_after_failures = 0
 
   # A failed try is tried again up to retries times within the same tick,
   # waiting backoff (default 1s) before the first retry, doubling each time

@@ -53,7 +53,11 @@
 // outcome and releases the lock in one script (finish.lua). The scheduler
 // package is built on it. A FairLedger's claims wait in the FairMutex's
 // queue (the same scripts in fair mode). Ledger.Pause makes every claim
-// return ErrPaused until it is undone; Ledger.Trigger counts manual
+// return ErrPaused until it is undone or its PauseInfo.Until passes on
+// the store's clock (pause.lua sets it with who, why and when; claim.lua
+// reads the end); Record.Failed and Record.Succeeded keep a count of
+// failures in a row in the ledger, and Record.PauseAfter pauses it in the
+// finish that brings the count there (Claim.Paused); Ledger.Trigger counts manual
 // requests, and Store.Publish and Store.Subscribe carry messages between
 // the Clients of a store (the scheduler's fleet requests).
 //

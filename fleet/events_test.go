@@ -86,7 +86,7 @@ func TestLedgerPauseAndTrigger(t *testing.T) {
 				t.Fatal(err)
 			}
 			gb, _ := fleet.New(cs[1]).Ledger("job", "job")
-			if err := ga.Pause(ctx, true); err != nil {
+			if err := ga.Pause(ctx, true, fleet.PauseInfo{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := gb.Claim(ctx, 10, false); !errors.Is(err, fleet.ErrPaused) {
@@ -96,7 +96,7 @@ func TestLedgerPauseAndTrigger(t *testing.T) {
 			if err != nil || !st.Paused || st.Seen != 10 || st.Held {
 				t.Fatalf("state while paused: %+v, %v; want paused, seen 10, not held", st, err)
 			}
-			if err := gb.Pause(ctx, false); err != nil {
+			if err := gb.Pause(ctx, false, fleet.PauseInfo{}); err != nil {
 				t.Fatal(err)
 			}
 			cl, err := ga.Claim(ctx, 11, false)

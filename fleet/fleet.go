@@ -13,8 +13,25 @@ import (
 var ErrDone = core.ErrDone
 
 // ErrPaused: Ledger.Claim found the ledger paused (Ledger.Pause); nothing
-// was taken.
+// was taken. The error Claim returns is a *PausedError, which says until
+// when.
 var ErrPaused = core.ErrPaused
+
+// PausedError is the error of a Claim that found the ledger paused: it
+// matches ErrPaused (errors.Is), and its Until says when the pause lifts
+// itself, on the store's clock (zero: when resumed).
+type PausedError = core.PausedError
+
+// PauseInfo is a pause as the ledger keeps it (Ledger.Pause,
+// LedgerState.Pause): By (who paused: an operator, a token, a replica;
+// free text), Note (why; at most MaxPauseNote bytes), Until (when it
+// lifts itself, decided on the store's clock; zero: at a resume), and At
+// (when it was set, on the store's clock; set by the store).
+type PauseInfo = core.PauseInfo
+
+// MaxPauseNote is the longest PauseInfo.Note, in bytes (1000): a sentence
+// or two; a longer text belongs in a ticket that the note names.
+const MaxPauseNote = core.MaxPauseNote
 
 // LedgerTTL is how long a ledger outlives its last claim or finish, 35
 // days at least (up to a day more: the key's lifetime is renewed once a
@@ -219,7 +236,25 @@ type Record struct {
 	// when the finish is recorded, in the same step: once, whatever the
 	// retries.
 	Entry map[string]string
+	// Failed counts the finish as one more failure in a row
+	// (LedgerState.Failures); Succeeded ends the row (Failures back to
+	// 0). With neither, the count stays as it is (a tick skipped, a run
+	// cut short).
+	Failed, Succeeded bool
+	// PauseAfter, if above 0, pauses the ledger in the same step when
+	// Failed brings the failures in a row to PauseAfter or more, and the
+	// ledger is not paused already: with Pause's By and Note (its Until
+	// is not used: such a pause lasts until a resume), and Claim.Paused
+	// says so. Once across every Client, whatever the retries.
+	PauseAfter int
+	Pause      PauseInfo
 }
+
+// Paused reports whether the claim's Finish paused the ledger: the
+// Record's failure brought the failures in a row to its PauseAfter. Of
+// the finishes of one ledger, only the one that paused it says so (a
+// retry of it included); read it after Finish returned.
+func (cl *Claim) Paused() bool { return cl.cl.Paused() }
 
 // Finish writes rec to the ledger and releases the lock (every hold of the
 // claim's lease) in one step, waking the lock's waiters.
@@ -249,7 +284,9 @@ type LedgerState struct {
 	Outcome  string    // the outcome recorded by the last Finish
 	Finished string    // the owner id of the last Finish
 	Held     bool      // the lock is held now (by a claim or a plain Lock)
-	Paused   bool      // Pause(true) was called and not undone: claims return ErrPaused
+	Paused   bool      // paused now: Pause(true) was called (or a Finish paused it, Record.PauseAfter), not undone, and its Until has not passed on the store's clock: claims return ErrPaused
+	Pause    PauseInfo // the pause in force when Paused: who, why, when, until; else zero
+	Failures int       // failed finishes in a row (Record.Failed), since the last one that succeeded or a resume
 	Triggers int64     // how many times Trigger was called
 	// Last is when each outcome was last recorded by a Finish, on the
 	// store's clock (as long as the ledger lives, LedgerTTL).
@@ -265,12 +302,20 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	return LedgerState(st), err
 }
 
-// Pause pauses the ledger (paused true) or resumes it: while it is paused,
-// every Claim returns ErrPaused without taking the lock, on every Client
-// of the store; the ticks claimed meanwhile count as seen. It does not
-// touch a claim under way. It returns lock.ErrBadKey if the key is not a
-// hash.
-func (g *Ledger) Pause(ctx context.Context, paused bool) error { return g.g.Pause(ctx, paused) }
+// Pause pauses the ledger (paused true) with p's By, Note and Until, or
+// resumes it (p is not used): while it is paused, every Claim returns
+// ErrPaused without taking the lock, on every Client of the store; the
+// ticks claimed meanwhile count as seen. The store records when (its
+// clock). A pause with an Until lifts itself then, decided on the store's
+// clock: no resume is needed, and LedgerState no longer reports it. A
+// pause replaces the one in force; a resume clears it and the failures in
+// a row (LedgerState.Failures). It does not touch a claim under way. It
+// returns lock.ErrInvalid, and changes nothing, for a Note longer than
+// MaxPauseNote or an Until not after the store's clock; lock.ErrBadKey if
+// the key is not a hash.
+func (g *Ledger) Pause(ctx context.Context, paused bool, p PauseInfo) error {
+	return g.g.Pause(ctx, paused, p)
+}
 
 // Trigger counts one more manual request for the task and returns the
 // count, which grows by one each time: a number to claim in a ledger of

@@ -178,6 +178,9 @@ func (j *Job) digest() string {
 	if j.AlertAfter > 0 {
 		fields = append(fields, "alert_after="+j.AlertAfter.String()) // likewise
 	}
+	if j.PauseAfterFailures > 0 {
+		fields = append(fields, "pause_after_failures="+strconv.Itoa(j.PauseAfterFailures)) // likewise
+	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)
 	}

@@ -50,33 +50,45 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (int64, error) {
 }
 
 // Pause pauses the job on every replica (paused true) or resumes it, by a
-// mark in the job's ledger: while it is paused, each replica counts the
-// job's ticks as paused and runs none of them; a run under way goes on.
-// Ticks due while paused are not missed: resuming does not run them. The
-// fleet hears of it in a message, and replicas record a paused job's
-// ticks without claiming them; a replica that missed the message learns
-// it from its next claim, and every 10 seconds a paused job's tick is
-// claimed again, so that a lost resume message delays the resume by that
-// much at most. It needs no Run. It returns ErrUnknownJob for a job the
-// Scheduler does not have, and the ledger's error.
-func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
+// mark in the job's ledger that keeps p: who paused (By), why (Note) and
+// until when (Until; zero: until a resume), and when, on the store's
+// clock. While it is paused, each replica counts the job's ticks as
+// paused and runs none of them; a run under way goes on. Ticks due while
+// paused are not missed: resuming does not run them. A pause with an
+// Until lifts itself then, on every replica, with no resume: the store's
+// clock decides (a claim goes through from then on), and each replica
+// stops taking the job for paused at Until on its own clock. A resume
+// also sets the job's failed runs in a row (Job.PauseAfterFailures) back
+// to 0. The fleet hears of it in a message, and replicas record a paused
+// job's ticks without claiming them; a replica that missed the message
+// learns it from its next claim, and every 10 seconds a paused job's tick
+// is claimed again, so that a lost resume message delays the resume by
+// that much at most. It needs no Run. It returns ErrUnknownJob for a job
+// the Scheduler does not have, and the ledger's error: one wrapping
+// lock.ErrInvalid, with nothing changed, for a note longer than
+// fleet.MaxPauseNote or an Until not after the store's clock.
+func (s *Scheduler) Pause(ctx context.Context, job string, paused bool, p fleet.PauseInfo) error {
 	e, err := s.entry(job)
 	if err != nil {
 		return err
 	}
-	if err := e.ledger.Pause(ctx, paused); err != nil {
+	if err := e.ledger.Pause(ctx, paused, p); err != nil {
 		return fmt.Errorf("scheduler: pause %q: %w", job, err)
 	}
-	e.setPaused(paused) // this replica knows at once; the others hear it
-	word := "resume"
+	word, msg := "resume", "resume\n"+job
+	var until time.Time
 	if paused {
-		word = "pause"
+		word, msg, until = "pause", "pause\n"+job, p.Until
+		if !until.IsZero() {
+			msg += "\n" + strconv.FormatInt(until.UnixMilli(), 10)
+		}
 	}
+	e.setPaused(paused, until) // this replica knows at once; the others hear it
 	// Tell the fleet, so that each replica stops claiming the job's ticks
 	// (or starts again) and says so in its log; the mark in the ledger is
 	// what counts, so a lost message costs claims, or a resume up to
 	// pauseRecheck late, and the line.
-	heard, err := s.store.Publish(ctx, controlTopic, word+"\n"+job)
+	heard, err := s.store.Publish(ctx, controlTopic, msg)
 	if err != nil {
 		s.log.Warn("job "+word+"d; the fleet was not told (its logs will not say so)", "job", job, "error", err)
 		return nil
@@ -90,22 +102,25 @@ func (s *Scheduler) Pause(ctx context.Context, job string, paused bool) error {
 // tick is claimed again, which learns a resume whose message was lost.
 const pauseRecheck = 10 * time.Second
 
-// setPaused records what this replica learnt of the job's pause: from a
-// pause or resume message of the fleet, or from a claim's answer.
-func (e *entry) setPaused(paused bool) {
+// setPaused records what this replica learnt of the job's pause, and
+// until when it lasts (zero: until a resume): from a pause or resume
+// message of the fleet, or from a claim's answer.
+func (e *entry) setPaused(paused bool, until time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.pausedAt, e.pausedUntil = time.Time{}, time.Time{}
 	if paused {
-		e.pausedAt = time.Now()
-	} else {
-		e.pausedAt = time.Time{}
+		e.pausedAt, e.pausedUntil = time.Now(), until
 	}
 }
 
 // paused reports whether the job is taken for paused: its ticks are
-// recorded paused without a claim. e.mu is held.
+// recorded paused without a claim, until pauseRecheck has passed since
+// the replica learnt it, or the pause's end on this replica's clock
+// (then a claim asks the store, whose clock decides). e.mu is held.
 func (e *entry) paused() bool {
-	return !e.pausedAt.IsZero() && time.Since(e.pausedAt) < pauseRecheck
+	now := time.Now()
+	return !e.pausedAt.IsZero() && now.Sub(e.pausedAt) < pauseRecheck && (e.pausedUntil.IsZero() || now.Before(e.pausedUntil))
 }
 
 // Running reports whether Run has started, no stop has begun, and the
@@ -145,13 +160,27 @@ func (s *Scheduler) listen() func() {
 // must not block.
 func (s *Scheduler) control(payload string) {
 	parts := strings.Split(payload, "\n")
-	if len(parts) == 2 && (parts[0] == "pause" || parts[0] == "resume") {
+	// "pause\n<job>[\n<until, ms>]" or "resume\n<job>".
+	if (len(parts) == 2 || len(parts) == 3 && parts[0] == "pause") && (parts[0] == "pause" || parts[0] == "resume") {
+		var until time.Time
+		if len(parts) == 3 {
+			ms, err := strconv.ParseInt(parts[2], 10, 64)
+			if err != nil || ms <= 0 {
+				s.log.Warn("malformed pause ignored", "request", payload)
+				return
+			}
+			until = time.UnixMilli(ms)
+		}
 		s.mu.Lock()
 		e := s.entries[parts[1]]
 		s.mu.Unlock()
 		if e != nil {
-			e.setPaused(parts[0] == "pause")
-			s.log.Info("heard: job "+parts[0]+"d fleet-wide", "job", parts[1])
+			e.setPaused(parts[0] == "pause", until)
+			if until.IsZero() {
+				s.log.Info("heard: job "+parts[0]+"d fleet-wide", "job", parts[1])
+			} else {
+				s.log.Info("heard: job paused fleet-wide", "job", parts[1], "until", until.UTC().Format(time.RFC3339))
+			}
 		}
 		return
 	}

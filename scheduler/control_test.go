@@ -28,7 +28,7 @@ func TestPauseResumeFleetWide(t *testing.T) {
 	settle(t, clk, 2, job, fleet...)
 
 	ctx := testkit.Context(t)
-	if err := fleet[0].s.Pause(ctx, job, true); err != nil {
+	if err := fleet[0].s.Pause(ctx, job, true, testPause); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
@@ -45,7 +45,7 @@ func TestPauseResumeFleetWide(t *testing.T) {
 	if len(views) != 1 || !views[0].Ledger.Paused || len(views[0].NextTicks) != 3 {
 		t.Fatalf("Jobs while paused: %+v", views)
 	}
-	if err := fleet[1].s.Pause(ctx, job, false); err != nil {
+	if err := fleet[1].s.Pause(ctx, job, false, testPause); err != nil {
 		t.Fatal(err)
 	}
 	step(t, clk, 2)
@@ -88,7 +88,7 @@ func TestTriggerRunsOnce(t *testing.T) {
 	})
 	first := len(j.all())
 
-	if err := sender.s.Pause(ctx, job, true); err != nil {
+	if err := sender.s.Pause(ctx, job, true, testPause); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sender.s.Trigger(ctx, job); err != nil {
@@ -266,7 +266,7 @@ func TestPausedJobSendsNoClaims(t *testing.T) {
 		return n
 	}
 	ctx := testkit.Context(t)
-	if err := fleet[0].s.Pause(ctx, job, true); err != nil {
+	if err := fleet[0].s.Pause(ctx, job, true, testPause); err != nil {
 		t.Fatal(err)
 	}
 	// Once each replica has recorded a tick paused (it heard the pause, or
@@ -300,7 +300,7 @@ func TestPausedJobSendsNoClaims(t *testing.T) {
 	if n := len(j.all()); n != runs {
 		t.Errorf("%d runs while paused", n-runs)
 	}
-	if err := fleet[1].s.Pause(ctx, job, false); err != nil {
+	if err := fleet[1].s.Pause(ctx, job, false, testPause); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 5*time.Second, "a run after the resume", func() bool { return len(j.all()) > runs })

@@ -288,10 +288,42 @@
 //
 // # Fleet control: pause, trigger
 //
-// Pause(ctx, job, true) marks the job's ledger paused: on every replica its
-// claims return at once and its ticks count as paused (they are not
+// Pause(ctx, job, true, p) marks the job's ledger paused: on every replica
+// its claims return at once and its ticks count as paused (they are not
 // missed: resuming runs the next tick, not the ones paused). A run under
-// way goes on. Trigger(ctx, job) counts a manual request in the job's
+// way goes on. The ledger keeps p (fleet.PauseInfo): who paused (By, free
+// text: the daemon writes the admin token's name, "loopback" or "cli:" and
+// the OS user, as its audit trail does), why (Note, at most
+// fleet.MaxPauseNote bytes: 1000, a sentence or two, as Temporal's
+// schedule notes; longer belongs in a ticket the note names), until when
+// (Until; zero until a resume), and when (the store's clock). A pause with
+// an Until lifts itself then, with no resume (Hangfire's request): the
+// store's clock decides, since claim.lua's paused check reads the end, and
+// each replica's cache of the pause (which spares it a claim per tick for
+// 10 seconds) ends at Until on its own clock too, so a replica with a fast
+// clock asks a little early and is told to wait, and one with a slow clock
+// is told at its next claim. An Until not after the store's clock is
+// refused (lock.ErrInvalid), and nothing changes. JobView.Ledger.Pause
+// shows the pause in force; one whose end has passed shows as none.
+// Pause(ctx, job, false, _) resumes, and clears the pause and the failed
+// runs in a row.
+//
+// Job.PauseAfterFailures = N pauses the job after N failed runs in a row
+// (OutcomeFailed, after retries; dkron's request). The count lives in the
+// ledger and is kept by the finish of each scheduled run, in the same
+// store step that records it (finish.lua): OutcomeFailed adds one,
+// OutcomeRan sets it to 0, other outcomes (skips, a lost lock, a stop, a
+// deadline missed) leave it, so it counts across the fleet whichever
+// replicas ran the runs, and a finish retried after a lost reply counts
+// once. The finish that brings it to N pauses the ledger in that step,
+// unless a pause is in force, with the note "paused after N failed runs in
+// a row" and the author "replica:" and its replica's id, and no end: once
+// for the fleet. That replica alone learns it (fleet.Claim.Paused): it
+// takes the job for paused at once, tells the fleet, logs a warning, and
+// calls WithOnRun with a Run of OutcomeAutoPaused (the daemon's notify
+// event auto_paused and audit entry). Manual runs do not count.
+//
+// Trigger(ctx, job) counts a manual request in the job's
 // ledger and publishes it (fleet.Store.Publish); every replica that runs
 // the job claims the manual run in a second ledger of manual runs, under
 // the job's lock, so one runs it once. jobs.Info.Tick is the time of the

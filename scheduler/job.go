@@ -77,6 +77,17 @@ type Job struct {
 	// The run is not stopped (Timeout does that). Default 0: no
 	// announcement, as an Airflow task without an sla.
 	AlertAfter time.Duration
+	// PauseAfterFailures, if above 0, pauses the job fleet-wide after so
+	// many failed runs in a row (OutcomeFailed, after its retries;
+	// whichever replicas ran them): the finish of the run that brings the
+	// count there pauses the job's ledger in the same step, once across
+	// the fleet, with the note "paused after N failed runs in a row" and
+	// the replica as its author; that replica logs a warning and calls
+	// WithOnRun with a Run of OutcomeAutoPaused. A run that succeeds
+	// (OutcomeRan) and a resume set the count back to 0; other outcomes
+	// leave it. Manual runs are not counted. Default 0: never, as dkron's
+	// jobs without their stop-after-failures.
+	PauseAfterFailures int
 	// Retries is how many times a failed try is tried again within the
 	// same tick, under the same lease. Default 0.
 	Retries int
@@ -333,6 +344,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 		{j.MisfireGrace < 0, "misfire_grace", fmt.Sprintf("%v is negative", j.MisfireGrace)},
 		{j.StartDeadline < 0, "start_deadline", fmt.Sprintf("%v is negative", j.StartDeadline)},
 		{j.AlertAfter < 0, "alert_after", fmt.Sprintf("%v is negative", j.AlertAfter)},
+		{j.PauseAfterFailures < 0, "pause_after_failures", fmt.Sprintf("%d is negative", j.PauseAfterFailures)},
 		{j.MaxConcurrency < 0, "max_concurrency", fmt.Sprintf("%d is negative", j.MaxConcurrency)},
 		{j.HistoryKeep < 0, "history.keep", fmt.Sprintf("%d is negative", j.HistoryKeep)},
 		{j.HistoryMaxAge < 0, "history.max_age", fmt.Sprintf("%v is negative", j.HistoryMaxAge)},

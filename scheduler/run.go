@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -42,6 +43,14 @@ const (
 	// run goes on past its job's AlertAfter. It is the Outcome of the Run
 	// that WithOnRunningLong hears, and never of a history entry.
 	OutcomeRunningLong Outcome = "running_long"
+
+	// OutcomeAutoPaused is not what became of a tick but an event: the
+	// run's failure brought the job's failed runs in a row to its
+	// PauseAfterFailures, and its finish paused the job fleet-wide. It is
+	// the Outcome of a second Run that WithOnRun hears after the failed
+	// run's (same job, tick, replica and token; Error is the pause's
+	// note), once across the fleet, and never of a history entry.
+	OutcomeAutoPaused Outcome = "auto_paused"
 )
 
 // outcomeStopped ends the span of a claim cut short by the stop while it
@@ -158,12 +167,13 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	if err != nil {
 		outcome := OutcomeError
+		var pe *fleet.PausedError
 		switch {
 		case errors.Is(err, fleet.ErrDone):
 			outcome = OutcomeSkippedDone
 		case errors.Is(err, lock.ErrLocked):
 			outcome = OutcomeSkippedBusy
-		case errors.Is(err, fleet.ErrPaused):
+		case errors.As(err, &pe):
 			outcome = OutcomePaused
 		case e.cancelled():
 			// Stopped (or removed) while waiting for another replica's
@@ -175,7 +185,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			log.Error("tick not claimed", "error", err)
 		}
 		if !c.manual && outcome != OutcomeError {
-			e.setPaused(outcome == OutcomePaused)
+			var until time.Time
+			if pe != nil {
+				until = pe.Until
+			}
+			e.setPaused(outcome == OutcomePaused, until)
 		}
 		s.tel.waited(e.job.Name, string(outcome), time.Since(fired))
 		s.record(e, tick, outcome)
@@ -187,7 +201,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
 	if !c.manual {
-		e.setPaused(false)
+		e.setPaused(false, time.Time{})
 	}
 	s.checkDefinition(e, cl, log)
 	span.SetAttributes(attrToken.Int64(cl.Token()), attrAttempt.Int(cl.Try))
@@ -446,7 +460,15 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if !r.manual {
 		seen = s.latestDue(r.e, r.tick).UnixMilli()
 	}
-	err := r.cl.Finish(ctx, fleet.Record{Done: outcome.Done(), Outcome: string(outcome), Tries: tries, Seen: seen, Entry: rr.fields()})
+	rec := fleet.Record{Done: outcome.Done(), Outcome: string(outcome), Tries: tries, Seen: seen, Entry: rr.fields()}
+	if !r.manual {
+		// The failures in a row count the scheduled runs alone.
+		rec.Failed, rec.Succeeded = outcome == OutcomeFailed, outcome == OutcomeRan
+		if n := r.e.job.PauseAfterFailures; n > 0 {
+			rec.PauseAfter, rec.Pause = n, fleet.PauseInfo{By: autoPauseBy + s.opt.replica, Note: autoPauseNote(n)}
+		}
+	}
+	err := r.cl.Finish(ctx, rec)
 	recorded := err == nil
 	if outcome == OutcomeLostLock && errors.Is(err, lock.ErrNotHeld) {
 		// A lost lease records nothing in the ledger (the tick is run
@@ -493,7 +515,35 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if recorded && s.opt.onRun != nil {
 		s.opt.onRun(rr)
 	}
+	if err == nil && r.cl.Paused() {
+		s.autoPaused(r.e, rr, rec.Pause, log)
+	}
 	return outcome
+}
+
+// autoPauseBy starts the author of a pause that a finish set
+// (Job.PauseAfterFailures): "replica:" and the replica's id.
+const autoPauseBy = "replica:"
+
+// autoPauseNote is the note of a pause after n failed runs in a row.
+func autoPauseNote(n int) string {
+	return fmt.Sprintf("paused after %d failed runs in a row", n)
+}
+
+// autoPaused tells of the pause that the finish of the failed run rr set
+// (Job.PauseAfterFailures): this replica at once, the fleet by a message
+// (the ledger is what counts), the log, and WithOnRun's event.
+func (s *Scheduler) autoPaused(e *entry, rr Run, p fleet.PauseInfo, log hclog.Logger) {
+	e.setPaused(true, time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	heard, err := s.store.Publish(ctx, controlTopic, "pause\n"+e.job.Name)
+	log.Warn("job paused fleet-wide: its failed runs in a row reached its pause_after_failures; resume it to run it again",
+		"pause_after_failures", e.job.PauseAfterFailures, "note", p.Note, "heard_by", heard, "publish_error", err)
+	if s.opt.onRun != nil {
+		rr.Outcome, rr.Error = OutcomeAutoPaused, p.Note
+		s.opt.onRun(rr)
+	}
 }
 
 // takeoverWhy tells why the tick of cl, taken over from another claim

@@ -101,6 +101,7 @@ type entry struct {
 	heard       heard                   // announcements of the fleet's claims and finishes (heardTick)
 	manualHeard manualHeard             // the same of the manual runs (heardManual)
 	pausedAt    time.Time               // when this replica last learnt the job is paused, zero if it is not (setPaused)
+	pausedUntil time.Time               // when that pause ends by itself; zero if it does not (setPaused)
 	waits       map[int64]*wait         // ticks (ms) fired here that wait for their fallback (claimsNow)
 	held        int                     // of them, those held off by a claim heard elsewhere: not in hand here
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)

@@ -260,7 +260,7 @@ func TestJobGauges(t *testing.T) {
 	if p, ok := o.m.gaugeValue(t, "lockcron.job.period", job); !ok || p != 1 {
 		t.Errorf("period = %v (%v), want 1 (@every 1s)", p, ok)
 	}
-	if err := o.s.Pause(ctx, job, true); err != nil {
+	if err := o.s.Pause(ctx, job, true, testPause); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := o.m.gaugeValue(t, "lockcron.job.paused", job); p != 1 {
@@ -274,7 +274,7 @@ func TestJobGauges(t *testing.T) {
 		})
 	}
 	heard("paused")
-	if err := o.s.Pause(ctx, job, false); err != nil {
+	if err := o.s.Pause(ctx, job, false, testPause); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := o.m.gaugeValue(t, "lockcron.job.paused", job); p != 0 {

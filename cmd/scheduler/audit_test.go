@@ -82,7 +82,7 @@ func TestAuditTrail(t *testing.T) {
 			}
 			got := es[0]
 			if got.Action != want.Action || got.Target != want.Target || got.Actor != want.Actor || got.Replica != want.Replica ||
-				got.Note != "" || !strings.HasPrefix(got.Remote, want.Remote) || (want.Remote == "") != (got.Remote == "") || time.Since(got.Time) > time.Minute || got.ID == "" {
+				got.Note != want.Note || !strings.HasPrefix(got.Remote, want.Remote) || (want.Remote == "") != (got.Remote == "") || time.Since(got.Time) > time.Minute || got.ID == "" {
 				t.Errorf("%s: newest entry %+v, want %+v", base, got, want)
 			}
 		}
@@ -97,10 +97,14 @@ func TestAuditTrail(t *testing.T) {
 	})
 	latest(1, daemon.AuditEntry{Action: "trigger", Target: "tick", Actor: "oncall", Replica: "r1", Remote: "127.0.0.1:"})
 	// Through r2's API.
-	if st, b, _ := httpDo(t, "POST", r2+"/api/jobs/tick/pause", adminTok); st != 200 {
+	if st, b, _ := httpBody(t, "POST", r2+"/api/jobs/tick/pause", adminTok, `{"note": "disk full", "until": "1h"}`); st != 200 {
 		t.Fatalf("pause: %d %s", st, b)
 	}
-	latest(2, daemon.AuditEntry{Action: "pause", Target: "tick", Actor: "deploy", Replica: "r2", Remote: "127.0.0.1:"})
+	es := auditAPI(t, r2, "limit=1", readTok)
+	if len(es) != 1 || !strings.HasPrefix(es[0].Note, "disk full (until ") {
+		t.Fatalf("the pause's entry: %+v, want its note and its end", es)
+	}
+	latest(2, daemon.AuditEntry{Action: "pause", Target: "tick", Actor: "deploy", Replica: "r2", Remote: "127.0.0.1:", Note: es[0].Note})
 	// Through the command: no replica's API, one entry of its own.
 	if r := cliEnv(t, dir, cliEnvs, "resume", "tick", "-config", cfg); r.code != 0 {
 		t.Fatalf("resume: %d %s", r.code, r.stderr)
@@ -223,8 +227,9 @@ log {
 `+execJob("tick", "@yearly", "1s", `true`))
 	p := startReplica(t, dir, cfg, "solo")
 	env := []string{"LOCKCRON_ADMIN__LISTEN=" + p.admin}
-	for _, action := range []string{"pause", "resume", "trigger"} {
-		if r := cliEnv(t, dir, env, action, "tick", "-config", cfg); r.code != 0 {
+	for _, args := range [][]string{{"pause", "tick", "-note", "test"}, {"resume", "tick"}, {"trigger", "tick"}} {
+		action := args[0]
+		if r := cliEnv(t, dir, env, append(args, "-config", cfg)...); r.code != 0 {
 			t.Fatalf("%s: exit %d %s", action, r.code, r.stderr)
 		}
 	}

@@ -93,6 +93,15 @@ func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Ac
 	}
 }
 
+// clickPause clicks the Pause button of job, answering the page's prompt
+// for a note with note (window.prompt replaced for the click).
+func clickPause(t *testing.T, ctx context.Context, what, job, note string) {
+	t.Helper()
+	q, _ := json.Marshal(note)
+	eval[bool](t, ctx, `(window.prompt = function () { return `+string(q)+`; }, true)`)
+	browse(t, ctx, what, chromedp.Click(button(job, "pause")))
+}
+
 // open loads url in the tab and waits for the page's live part.
 func open(t *testing.T, ctx context.Context, url string) {
 	t.Helper()
@@ -370,12 +379,14 @@ func TestBrowserPauseShowsOnBothReplicas(t *testing.T) {
 		waitJS(t, tab, fmt.Sprintf("r%d's page: tick active", i+1), row("tick")+` && `+row("tick")+`.dataset.paused === 'false'`)
 	}
 
-	browse(t, tab1, "click Pause on r1's page", chromedp.Click(button("tick", "pause")))
+	clickPause(t, tab1, "click Pause on r1's page", "tick", "nightly import broken, see INC-42")
 	waitJS(t, tab1, "r1's page says tick is paused", msgHas("tick: paused on every replica"))
 	paused := row("tick") + `.dataset.paused === 'true' && ` + row("tick") + `.querySelector('td.state').innerText.includes('paused') && !!` + row("tick") + `.querySelector('button[data-action="resume"]')`
 	// r2's page was not reloaded: it refreshes itself.
 	waitJS(t, tab1, "r1's page shows tick paused", paused)
 	waitJS(t, tab2, "r2's page shows tick paused", paused)
+	waitJS(t, tab2, "r2's page shows who paused tick and why", row("tick")+`.querySelector('.pause-note').textContent === 'nightly import broken, see INC-42' && `+
+		row("tick")+`.querySelector('.pause-info').dataset.pauseBy === 'loopback'`)
 
 	browse(t, tab2, "click Resume on r2's page", chromedp.Click(button("tick", "resume")))
 	waitJS(t, tab2, "r2's page says tick is resumed", msgHas("tick: resumed on every replica"))
@@ -456,7 +467,7 @@ func TestBrowserToken(t *testing.T) {
 	clearToken(t, ctx)
 	browse(t, ctx, "type the token", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#token-use")))
 	waitJS(t, ctx, "the jobs, once the token is given", `!document.getElementById('locked') && !!`+row("tick"))
-	browse(t, ctx, "click Pause with the token", chromedp.Click(button("tick", "pause")))
+	clickPause(t, ctx, "click Pause with the token", "tick", "test")
 	waitJS(t, ctx, "the page says tick is paused", msgHas("tick: paused on every replica"))
 	waitJS(t, ctx, "the page shows tick paused", row("tick")+`.dataset.paused === 'true'`)
 	if !apiJobAs(t, base, "tick", token).Paused {
@@ -508,7 +519,7 @@ func TestBrowserReadToken(t *testing.T) {
 	// A read token may not trigger or pause: refused, with the 403's message.
 	browse(t, ctx, "click Trigger with a read token", chromedp.Click(button("tick", "trigger")))
 	waitJS(t, ctx, "the page shows the refusal of trigger", msgHas("Refused: tick was not triggered", `token "viewer" has scope read: trigger needs a token of scope operate or admin`))
-	browse(t, ctx, "click Pause with a read token", chromedp.Click(button("tick", "pause")))
+	clickPause(t, ctx, "click Pause with a read token", "tick", "test")
 	waitJS(t, ctx, "the page shows the refusal of pause", msgHas("Refused: tick was not paused", "pause needs a token of scope operate or admin"))
 	j := apiJobAs(t, base, "tick", readTok)
 	if j.Paused || j.Fleet.Triggers != 0 {
@@ -518,7 +529,7 @@ func TestBrowserReadToken(t *testing.T) {
 	// An operate token in the box works them.
 	clearToken(t, ctx)
 	browse(t, ctx, "type the operate token", chromedp.SendKeys(chromedp.CSS("#token"), operateTok))
-	browse(t, ctx, "click Pause with an operate token", chromedp.Click(button("tick", "pause")))
+	clickPause(t, ctx, "click Pause with an operate token", "tick", "test")
 	waitJS(t, ctx, "the page says tick is paused", msgHas("tick: paused on every replica"))
 	if html := eval[string](t, ctx, `document.documentElement.outerHTML`); strings.Contains(html, readTok) || strings.Contains(html, operateTok) {
 		t.Errorf("the page's HTML shows a token")

@@ -894,7 +894,7 @@ func TestCommandsAgainstFleet(t *testing.T) {
 	}
 
 	// pause: no run of tick on any replica for 3 ticks.
-	r = mustCLI(t, 0, dir, "pause", "tick", "-config", cfg)
+	r = mustCLI(t, 0, dir, "pause", "tick", "-note", "maintenance", "-config", cfg)
 	paused := time.Now()
 	if strings.TrimSpace(r.stdout) != "tick: paused" {
 		t.Errorf("pause printed %q", r.stdout)
@@ -922,7 +922,7 @@ func TestCommandsAgainstFleet(t *testing.T) {
 		t.Errorf("jobs -json after pause tick: paused %v, %v; want true, false", jobs[0].Paused, jobs[1].Paused)
 	}
 	r = mustCLI(t, 0, dir, "jobs", "-config", cfg)
-	if !regexp.MustCompile(`(?m)^tick .* true$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`(?m)^tick .* by cli:\S+ at \S+: maintenance$`).MatchString(r.stdout) {
 		t.Errorf("jobs does not show tick paused:\n%s", r.stdout)
 	}
 

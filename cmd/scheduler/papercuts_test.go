@@ -118,7 +118,7 @@ log {
 		out  string
 	}{
 		{[]string{"trigger", "hello"}, "hello: triggered; 1 replica heard it, one runs it\n"},
-		{[]string{"pause", "hello"}, "hello: paused\n"},
+		{[]string{"pause", "hello", "-note", "test"}, "hello: paused\n"},
 		{[]string{"resume", "hello"}, "hello: resumed\n"},
 		{[]string{"reload"}, cfg + ": reloaded"},
 	} {
@@ -145,7 +145,7 @@ log {
 		t.Errorf("history of an unknown job without a config file: exit %d, %q", r.code, r.stderr)
 	}
 	// Without the token, the daemon refuses to act.
-	if r := cliEnv(t, elsewhere, env[:1], "pause", "hello"); r.code != 1 || !strings.Contains(r.stderr, "401") || strings.Contains(r.stderr, token) {
+	if r := cliEnv(t, elsewhere, env[:1], "pause", "hello", "-note", "test"); r.code != 1 || !strings.Contains(r.stderr, "401") || strings.Contains(r.stderr, token) {
 		t.Errorf("pause without the token: exit %d, %q", r.code, r.stderr)
 	}
 	// A config file in the working directory is read, as before: this one
@@ -163,7 +163,7 @@ func TestCommandErrors(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("backup", "@yearly", "1s", `true`)+execJob("report", "@yearly", "1s", `true`))
-	for _, args := range [][]string{{"pause", "nope"}, {"resume", "nope"}, {"trigger", "nope"}, {"history", "nope"}} {
+	for _, args := range [][]string{{"pause", "nope", "-note", "test"}, {"resume", "nope"}, {"trigger", "nope"}, {"history", "nope"}} {
 		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
 		if strings.Count(r.stderr, "scheduler:") != 1 || !strings.Contains(r.stderr, `unknown job "nope"`) ||
 			!strings.Contains(r.stderr, "backup, report") {
@@ -415,7 +415,7 @@ func TestMisspeltJobName(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+execJob("backup", "@yearly", "1s", `true`)+execJob("report", "@yearly", "1s", `true`))
-	for _, args := range [][]string{{"trigger", "bakup"}, {"pause", "backpu"}, {"history", "Backup"}} {
+	for _, args := range [][]string{{"trigger", "bakup"}, {"pause", "backpu", "-note", "test"}, {"history", "Backup"}} {
 		r := mustCLI(t, 1, dir, append(args, "-config", cfg)...)
 		if !strings.Contains(r.stderr, `(did you mean "backup"?)`) || !strings.Contains(r.stderr, "backup, report") {
 			t.Errorf("scheduler %q: %q, want a suggestion of backup", args, r.stderr)

@@ -227,7 +227,7 @@ func TestCommandsAgainstUnreachableRedis(t *testing.T) {
 		execJob("tick", "@every 1s", "1s", "true"))
 	for _, args := range [][]string{
 		{"jobs"}, {"jobs", "-json"}, {"locks"}, {"locks", "-json"},
-		{"trigger", "tick"}, {"pause", "tick"}, {"resume", "tick"},
+		{"trigger", "tick"}, {"pause", "tick", "-note", "test"}, {"resume", "tick"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			start := time.Now()

@@ -94,7 +94,7 @@ func TestScopedTokens(t *testing.T) {
 		{"reload, no token", "POST", "/api/reload", "", 401, "reload needs a token of scope admin"},
 		{"reload, admin", "POST", "/api/reload", adminTok, 200, `"status": "applied"`},
 	} {
-		st, b, h := httpDo(t, tc.method, base+tc.path, tc.token)
+		st, b, h := httpBody(t, tc.method, base+tc.path, tc.token, pauseNote(tc.path))
 		if st != tc.want || !strings.Contains(string(b), tc.msg) {
 			t.Errorf("%s: %s %s: %d %.300s, want %d with %q", tc.name, tc.method, tc.path, st, b, tc.want, tc.msg)
 		}
@@ -153,14 +153,14 @@ func TestScopedTokens(t *testing.T) {
 	if r := cliEnv(t, elsewhere, []string{listen, "LOCKCRON_TOKEN=" + readTok}, "jobs"); r.code != 0 || !strings.Contains(r.stdout, "\ntick ") {
 		t.Errorf("jobs with a read token: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := cliEnv(t, elsewhere, []string{listen, "LOCKCRON_TOKEN=" + readTok}, "pause", "tick"); r.code != 1 ||
+	if r := cliEnv(t, elsewhere, []string{listen, "LOCKCRON_TOKEN=" + readTok}, "pause", "tick", "-note", "test"); r.code != 1 ||
 		!strings.Contains(r.stderr, "403") || !strings.Contains(r.stderr, "pause needs a token of scope operate or admin") {
 		t.Errorf("pause with a read token: exit %d, %q", r.code, r.stderr)
 	}
 	if r := cliEnv(t, elsewhere, []string{listen}, "history", "tick"); r.code != 1 || !strings.Contains(r.stderr, "401") {
 		t.Errorf("history without a token: exit %d, %q", r.code, r.stderr)
 	}
-	if r := cliEnv(t, elsewhere, []string{listen, "LOCKCRON_TOKEN=" + operateTok}, "pause", "tick"); r.code != 0 {
+	if r := cliEnv(t, elsewhere, []string{listen, "LOCKCRON_TOKEN=" + operateTok}, "pause", "tick", "-note", "test"); r.code != 0 {
 		t.Errorf("pause with an operate token: exit %d, %q", r.code, r.stderr)
 	}
 	// With the config: its token of the smallest scope that suffices,
@@ -174,8 +174,9 @@ func TestScopedTokens(t *testing.T) {
 	if r := cliEnv(t, dir, []string{listen, "DEPLOY_TOKEN=" + adminTok}, "reload", "-config", cfg); r.code != 0 {
 		t.Errorf("reload -config with only deploy's variable set: exit %d, %q", r.code, r.stderr)
 	}
-	for _, action := range []string{"pause", "resume"} {
-		if r := cliEnv(t, dir, nil, action, "tick", "-config", cfg); r.code != 0 {
+	for _, args := range [][]string{{"pause", "tick", "-note", "test"}, {"resume", "tick"}} {
+		action := args[0]
+		if r := cliEnv(t, dir, nil, append(args, "-config", cfg)...); r.code != 0 {
 			t.Errorf("%s -config through Redis with no token variable set: exit %d, %q", action, r.code, r.stderr)
 		}
 	}

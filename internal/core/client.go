@@ -88,8 +88,10 @@ type ledgerBackend interface {
 	// lg.keep entries, those not older than lg.maxAge (the scripts trim
 	// both approximately, so the stream may hold more).
 	history(ctx context.Context, lg ledgerRef, limit int, before string) ([]Entry, error)
-	// ledgerPause sets or clears a ledger's paused field.
-	ledgerPause(ctx context.Context, key string, paused bool) error
+	// ledgerPause runs pause.lua: it sets a ledger's pause with p, or
+	// clears it (and the failures in a row). It reports false, changing
+	// nothing, for a p.until not after the store's clock.
+	ledgerPause(ctx context.Context, key string, paused bool, p pauseArgs) (bool, error)
 	// ledgerTrigger adds one to a ledger's triggers field and returns it.
 	ledgerTrigger(ctx context.Context, key string) (int64, error)
 	// ledger reads a ledger's fields (empty if there is none; an error
@@ -132,6 +134,18 @@ type finishArgs struct {
 	tries   int
 	seen    int64
 	entry   map[string]string
+	// streak: streakFailed, streakReset or streakKeep; pauseAfter,
+	// pauseBy and pauseNote: the pause a failure sets (Record.PauseAfter).
+	streak             string
+	pauseAfter         int
+	pauseBy, pauseNote string
+}
+
+// pauseArgs are a pause as pause.lua takes it (PauseInfo): until in ms on
+// the store's clock, 0 for none.
+type pauseArgs struct {
+	by, note string
+	until    int64
 }
 
 type acquireReply struct {

@@ -59,6 +59,7 @@ var diffScripts = map[string]string{
 	"claim.lua":          "claim",
 	"finish.lua":         "finish",
 	"pass.lua":           "ledgerPass",
+	"pause.lua":          "ledgerPause",
 	"fairacquire.lua":    "fairAcquire",
 	"fairrelease.lua":    "fairRelease",
 	"fairleave.lua":      "fairLeave",
@@ -660,6 +661,12 @@ func (d *diffRun) finishOp() diffOp {
 	holds := d.holdsArg(d.mutexHolds(k, owner))
 	outcome := []string{"ok", "failed", "skipped"}[d.rng.IntN(3)]
 	rec := Record{Done: d.rng.IntN(4) != 0, Outcome: outcome, Tries: int(st.tries), Seen: tick + int64(d.rng.IntN(2))}
+	// The failures in a row: the outcome's, and a pause after 1 to 3 of
+	// them, or none.
+	rec.Failed, rec.Succeeded = outcome == "failed", outcome == "ok"
+	if n := d.rng.IntN(4); rec.Failed && n > 0 {
+		rec.PauseAfter, rec.Pause = n, PauseInfo{By: "replica:" + owner, Note: fmt.Sprintf("paused after %d", n)}
+	}
 	if d.rng.IntN(10) < 7 {
 		rec.Entry = map[string]string{"tick": strconv.FormatInt(tick, 10), "outcome": outcome}
 	}
@@ -722,10 +729,21 @@ func (d *diffRun) historyOp() diffOp {
 
 func (d *diffRun) ledgerPauseOp() diffOp {
 	g, paused := d.ledger(), d.rng.IntN(10) < 3
+	// A pause with no end, an end far off, or one in the past (refused);
+	// ends that pass during the run are the tests' (TestPauseUntil).
+	p := pauseArgs{by: d.owner("p"), note: [...]string{"", "release freeze", "see INC-1"}[d.rng.IntN(3)]}
+	switch d.rng.IntN(3) {
+	case 1:
+		p.until = time.Now().Add(time.Hour).UnixMilli()
+	case 2:
+		p.until = time.Now().Add(-time.Hour).UnixMilli()
+	}
 	return diffOp{
-		desc: fmt.Sprintf("ledgerPause(%s, %t)", g.key, paused),
+		desc: fmt.Sprintf("ledgerPause(%s, %t, %+v)", g.key, paused, p),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			a.err(be.ledgerPause(ctx, g.key, paused))
+			ok, err := be.ledgerPause(ctx, g.key, paused, p)
+			a.err(err)
+			a.exact("ok", ok)
 			return a
 		},
 	}
@@ -1286,6 +1304,11 @@ func (a *diffAnswer) ledgerFields(f map[string]string) {
 		a.exact(k, f[k])
 	}
 	a.exact("paused", f["paused"] == "1")
+	a.exact("failures", num("failures"))
+	for _, k := range []string{"pausedby", "pausenote", "pauseduntil", "pausefinish"} {
+		a.exact(k, f[k])
+	}
+	a.near("pausedat", num("pausedat"))
 	a.near("since", num("since"))
 	var at []string
 	for k := range f {
@@ -1395,7 +1418,7 @@ func (d *diffRun) show(b int, a diffAnswer) string {
 // diffReplyValues are the values of an answer, beside its status, that
 // tell one reply of a method from another (see diffReplies); "woken" counts
 // as true (someone) or false (no one).
-var diffReplyValues = map[string]bool{"renewed": true, "published": true, "held": true, "position": true, "member": true}
+var diffReplyValues = map[string]bool{"renewed": true, "published": true, "held": true, "position": true, "member": true, "ok": true}
 
 // diffReplies are the replies that each run must meet, on both backends,
 // as "method what=value": every status and outcome that each script (and
@@ -1409,7 +1432,8 @@ var diffReplies = []string{
 	"release status=1", "release status=2", "release status=0", "release status=-5",
 	"forceUnlock status=1", "forceUnlock status=0",
 	"claim status=1", "claim status=0", "claim status=2", "claim status=3",
-	"finish status=1", "finish status=0", "finish status=-5",
+	"finish status=1", "finish status=2", "finish status=0", "finish status=-5",
+	"ledgerPause ok=true", "ledgerPause ok=false",
 	"ledgerPass status=1", "ledgerPass status=0",
 	"ledger held=true", "ledger held=false",
 	"fairAcquire status=1", "fairAcquire status=0",

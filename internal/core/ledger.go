@@ -14,8 +14,51 @@ import (
 var ErrDone = errors.New("fleet: tick already done")
 
 // ErrPaused: Ledger.Claim found the ledger paused (Ledger.Pause); nothing
-// was taken.
+// was taken. The error Claim returns is a *PausedError, which says until
+// when.
 var ErrPaused = errors.New("fleet: ledger paused")
+
+// PausedError is the error of a Claim that found the ledger paused: it
+// matches ErrPaused (errors.Is), and says when the pause lifts itself.
+type PausedError struct {
+	Lock, Ledger string
+	Tick         int64
+	// Until is when the pause lifts itself, on the store's clock; zero if
+	// it lasts until a resume.
+	Until time.Time
+}
+
+func (e *PausedError) Error() string {
+	s := fmt.Sprintf("lock %q: ledger %q: tick %d: %v", e.Lock, e.Ledger, e.Tick, ErrPaused)
+	if !e.Until.IsZero() {
+		s += " until " + e.Until.UTC().Format(time.RFC3339Nano)
+	}
+	return s
+}
+
+// Is makes a PausedError match ErrPaused.
+func (e *PausedError) Is(target error) bool { return target == ErrPaused }
+
+// PauseInfo is a pause as the ledger keeps it (Ledger.Pause,
+// LedgerState.Pause): who paused, why, and until when.
+type PauseInfo struct {
+	// By names who paused: an operator, a token, a replica; free text.
+	By string
+	// Note says why; at most MaxPauseNote bytes.
+	Note string
+	// Until is when the pause lifts itself, decided on the store's clock
+	// (Redis TIME): from then on claims go through again, with no resume.
+	// Zero: the pause lasts until a resume.
+	Until time.Time
+	// At is when the pause was set, on the store's clock. Pause ignores
+	// it: the store sets it.
+	At time.Time
+}
+
+// MaxPauseNote is the longest PauseInfo.Note, in bytes: a sentence or
+// two, as a commit message's subject and body; a longer text belongs in
+// a ticket that the note names.
+const MaxPauseNote = 1000
 
 // LedgerTTL is how long a ledger outlives its last claim or finish, at
 // least (up to ledgerRenew more: the key's lifetime is renewed once per
@@ -65,7 +108,15 @@ func (g *Ledger) ref() ledgerRef {
 
 // args are rec as the backend takes it.
 func (rec Record) args() finishArgs {
-	return finishArgs{done: rec.Done, outcome: rec.Outcome, tries: rec.Tries, seen: rec.Seen, entry: rec.Entry}
+	fa := finishArgs{done: rec.Done, outcome: rec.Outcome, tries: rec.Tries, seen: rec.Seen, entry: rec.Entry}
+	switch {
+	case rec.Failed:
+		fa.streak = streakFailed
+		fa.pauseAfter, fa.pauseBy, fa.pauseNote = rec.PauseAfter, rec.Pause.By, rec.Pause.Note
+	case rec.Succeeded:
+		fa.streak = streakReset
+	}
+	return fa
 }
 
 // Ledger returns the ledger named id beside the lock named lockName, with
@@ -153,7 +204,14 @@ type Claim struct {
 
 	g         *Ledger
 	announced bool // the claim was announced: so is its finish
+	paused    bool // its Finish paused the ledger (Record.PauseAfter)
 }
+
+// Paused reports whether the claim's Finish paused the ledger: the
+// Record's failure brought the failures in a row to its PauseAfter. Of
+// the finishes of one ledger, only the one that paused it says so (a
+// retry of it included); read it after Finish returned.
+func (cl *Claim) Paused() bool { return cl.paused }
 
 // Claim takes the lock for tick, unless the ledger says it is done. While
 // another owner holds the lock for the same tick, Claim waits (no polling:
@@ -256,7 +314,11 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
-		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w", m.k.name, g.id, tick, ErrPaused)
+		pe := &PausedError{Lock: m.k.name, Ledger: g.id, Tick: tick}
+		if r.value > 0 {
+			pe.Until = time.UnixMilli(r.value)
+		}
+		return nil, 0, nil, pe
 	case claimHeld:
 		if r.extra == tick || queue {
 			return nil, time.Duration(r.value) * time.Millisecond, nil, nil
@@ -299,6 +361,18 @@ type Record struct {
 	// when the finish is recorded, in the same step: once, whatever the
 	// retries.
 	Entry map[string]string
+	// Failed counts the finish as one more failure in a row
+	// (LedgerState.Failures); Succeeded ends the row (Failures back to
+	// 0). With neither, the count stays as it is (a tick skipped, a run
+	// cut short).
+	Failed, Succeeded bool
+	// PauseAfter, if above 0, pauses the ledger in the same step when
+	// Failed brings the failures in a row to PauseAfter or more, and the
+	// ledger is not paused already: with Pause's By and Note (its Until
+	// is not used: such a pause lasts until a resume), and Claim.Paused
+	// says so. Once across every Client, whatever the retries.
+	PauseAfter int
+	Pause      PauseInfo
 }
 
 // Finish writes rec to the ledger and releases the lock (every hold of the
@@ -342,6 +416,9 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 		// entry): our own listeners hear of it here, and so do the claims
 		// of this Client that the wake-up below sends to the store (the
 		// message is not ours to hear).
+		if n == finishPaused {
+			cl.paused, n = true, relReleased
+		}
 		recorded := err == nil && (n == relReleased || n == historyType)
 		switch n {
 		case finishLedgerType:
@@ -384,7 +461,9 @@ type LedgerState struct {
 	Outcome  string    // the outcome recorded by the last Finish
 	Finished string    // the owner id of the last Finish
 	Held     bool      // the lock is held now (by a claim or a plain Lock)
-	Paused   bool      // Pause(true) was called and not undone: claims return ErrPaused
+	Paused   bool      // paused now: Pause(true) was called (or a Finish paused it, Record.PauseAfter), not undone, and its Until has not passed on the store's clock: claims return ErrPaused
+	Pause    PauseInfo // the pause in force when Paused: who, why, when, until; else zero
+	Failures int       // failed finishes in a row (Record.Failed), since the last one that succeeded or a resume
 	Triggers int64     // how many times Trigger was called
 	// Last is when each outcome was last recorded by a Finish, on the
 	// store's clock (as long as the ledger lives, LedgerTTL).
@@ -411,7 +490,16 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	st = LedgerState{
 		Done: num("done"), Seen: num("seen"), Running: num("running"),
 		Owner: f["owner"], Tries: int(num("tries")), Outcome: f["outcome"], Finished: f["finished"],
-		Held: held, Paused: f["paused"] == "1", Triggers: num("triggers"),
+		Held: held, Paused: f["paused"] == "1", Failures: int(num("failures")), Triggers: num("triggers"),
+	}
+	if st.Paused {
+		st.Pause = PauseInfo{By: f["pausedby"], Note: f["pausenote"]}
+		if ms := num("pausedat"); ms != 0 {
+			st.Pause.At = time.UnixMilli(ms)
+		}
+		if ms := num("pauseduntil"); ms != 0 {
+			st.Pause.Until = time.UnixMilli(ms)
+		}
 	}
 	if ms := num("since"); ms != 0 {
 		st.Since = time.UnixMilli(ms)
@@ -432,16 +520,34 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	return st, nil
 }
 
-// Pause pauses the ledger (paused true) or resumes it: while it is paused,
-// every Claim returns ErrPaused without taking the lock, on every Client
-// of the store; the ticks claimed meanwhile count as seen. It does not
-// touch a claim under way. It returns ErrBadKey if the key is not a hash.
-func (g *Ledger) Pause(ctx context.Context, paused bool) error {
+// Pause pauses the ledger (paused true) with p's By, Note and Until, or
+// resumes it (p is not used): while it is paused, every Claim returns
+// ErrPaused without taking the lock, on every Client of the store; the
+// ticks claimed meanwhile count as seen. The store records when (its
+// clock). A pause with an Until lifts itself then, decided on the store's
+// clock: no resume is needed, and LedgerState no longer reports it. A
+// pause replaces the one in force; a resume clears it and the failures in
+// a row (LedgerState.Failures). It does not touch a claim under way. It
+// returns ErrInvalid, and changes nothing, for a Note longer than
+// MaxPauseNote or an Until not after the store's clock; ErrBadKey if the
+// key is not a hash.
+func (g *Ledger) Pause(ctx context.Context, paused bool, p PauseInfo) error {
 	if g.c.isClosed() {
 		return fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	if err := g.c.be.ledgerPause(ctx, g.key, paused); err != nil {
+	if paused && len(p.Note) > MaxPauseNote {
+		return fmt.Errorf("lock %q: ledger %q: pause note of %d bytes: at most %d: %w", g.m.k.name, g.id, len(p.Note), MaxPauseNote, ErrInvalid)
+	}
+	var until int64
+	if paused && !p.Until.IsZero() {
+		until = max(p.Until.UnixMilli(), 1) // 0 is none
+	}
+	ok, err := g.c.be.ledgerPause(ctx, g.key, paused, pauseArgs{by: p.By, note: p.Note, until: until})
+	if err != nil {
 		return g.ledgerErr(err)
+	}
+	if !ok {
+		return fmt.Errorf("lock %q: ledger %q: pause until %s: not after the store's clock: %w", g.m.k.name, g.id, p.Until.UTC().Format(time.RFC3339Nano), ErrInvalid)
 	}
 	return nil
 }
@@ -491,4 +597,15 @@ const (
 	claimQueueType  = -7
 
 	finishLedgerType = -6
+	// finishPaused: finish.lua finished, and its failure paused the
+	// ledger (Record.PauseAfter).
+	finishPaused = 2
+)
+
+// A finish's effect on the ledger's failures in a row (finish.lua's
+// ARGV[15]).
+const (
+	streakKeep   = ""  // neither
+	streakFailed = "+" // one more
+	streakReset  = "0" // back to 0
 )

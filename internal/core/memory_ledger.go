@@ -14,12 +14,26 @@ type memLedger struct {
 	done, seen, running, tries int64
 	triggers                   int64
 	paused                     bool
+	pause                      memPause // when paused (pause.lua's fields)
+	failures                   int64    // failed finishes in a row
 	owner, outcome, finished   string
 	from                       string           // the owner before owner, when tries > 1
 	since                      int64            // ms of the claim of running
 	definition, defOwner       string           // recorded by the latest claim that had one, and its owner
 	last                       map[string]int64 // at:<outcome>: ms of its last finish
 	expires                    time.Time
+}
+
+// memPause is a ledger's pause: pause.lua's fields.
+type memPause struct {
+	by, note  string
+	at, until int64  // ms; until 0: until a resume
+	finish    string // the owner of the finish that paused it
+}
+
+// pausedAt reports whether g is paused at now (ms), its pause not over.
+func (g *memLedger) pausedAt(now int64) bool {
+	return g.paused && (g.pause.until == 0 || g.pause.until > now)
 }
 
 // ledgerAt returns the live ledger at key; with create, a new one if
@@ -65,9 +79,9 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		}
 	}
 	switch {
-	case g.paused:
+	case g.pausedAt(now.UnixMilli()):
 		leave()
-		return claimReply{status: claimPaused}, nil
+		return claimReply{status: claimPaused, value: g.pause.until}, nil
 	case g.done >= tick:
 		leave()
 		return claimReply{status: claimDone, value: g.done}, nil
@@ -125,9 +139,21 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 	now := time.Now()
 	// record writes the finish to the ledger and its history, as the
 	// script's record.
+	paused := false
 	record := func(g *memLedger) {
 		if rec.done && g.done < tick {
 			g.done = tick
+		}
+		switch rec.streak {
+		case streakFailed:
+			g.failures++
+			if rec.pauseAfter > 0 && g.failures >= int64(rec.pauseAfter) && !g.pausedAt(now.UnixMilli()) {
+				paused = true
+				g.paused = true
+				g.pause = memPause{by: rec.pauseBy, note: rec.pauseNote, at: now.UnixMilli(), finish: owner}
+			}
+		case streakReset:
+			g.failures = 0
 		}
 		g.seen = max(g.seen, rec.seen)
 		g.outcome, g.tries, g.finished = rec.outcome, int64(rec.tries), owner
@@ -143,6 +169,9 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 		g := s.ledgerAt(lg.key, now, false)
 		if g != nil && g.finished == owner {
 			s.mu.Unlock()
+			if g.paused && g.pause.finish == owner {
+				return finishPaused, nil
+			}
 			return relReleased, nil // as the script: a repeat
 		}
 		if l == nil && g != nil && rec.done && g.owner == owner && g.running == tick && g.done < tick {
@@ -155,6 +184,9 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 			for _, sub := range subs {
 				sub.heard(k.channel, TickEvent{Tick: tick, Done: true}, lg.id)
 				sub.wake(k.channel)
+			}
+			if paused {
+				return finishPaused, nil
 			}
 			return relReleased, nil
 		}
@@ -181,6 +213,9 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 		} else {
 			sub.wake(k.channel)
 		}
+	}
+	if paused {
+		return finishPaused, nil
 	}
 	return relReleased, nil
 }
@@ -314,6 +349,19 @@ func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[st
 		"owner": g.owner, "outcome": g.outcome, "finished": g.finished,
 		"paused": map[bool]string{true: "1", false: ""}[g.paused], "triggers": n(g.triggers),
 	}
+	if g.failures != 0 {
+		f["failures"] = n(g.failures)
+	}
+	if g.paused {
+		f["pausedby"], f["pausenote"], f["pausedat"] = g.pause.by, g.pause.note, n(g.pause.at)
+		if g.pause.until != 0 {
+			f["pauseduntil"] = n(g.pause.until)
+		}
+		if g.pause.finish != "" {
+			f["pausefinish"] = g.pause.finish
+		}
+	}
+	pauseOver(f, now.UnixMilli())
 	if g.since != 0 {
 		f["since"] = n(g.since)
 	}
@@ -323,14 +371,23 @@ func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[st
 	return f, held, nil
 }
 
-func (b *memoryBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
+func (b *memoryBackend) ledgerPause(ctx context.Context, key string, paused bool, p pauseArgs) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
-	b.s.ledgerAt(key, time.Now(), true).paused = paused
-	return nil
+	now := time.Now()
+	if paused && p.until != 0 && p.until <= now.UnixMilli() {
+		return false, nil // as the script: nothing written
+	}
+	g := b.s.ledgerAt(key, now, true)
+	if !paused {
+		g.paused, g.pause, g.failures = false, memPause{}, 0
+		return true, nil
+	}
+	g.paused, g.pause = true, memPause{by: p.by, note: p.note, at: now.UnixMilli(), until: p.until}
+	return true, nil
 }
 
 func (b *memoryBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {

@@ -34,6 +34,8 @@ var (
 	finishSrc string
 	//go:embed scripts/pass.lua
 	passSrc string
+	//go:embed scripts/pause.lua
+	pauseSrc string
 
 	// Run sends EVALSHA, and EVAL on NOSCRIPT.
 	acquireScript     = redis.NewScript(libSrc + acquireSrc)
@@ -43,6 +45,7 @@ var (
 	claimScript       = redis.NewScript(libSrc + claimSrc)
 	finishScript      = redis.NewScript(libSrc + finishSrc)
 	passScript        = redis.NewScript(libSrc + passSrc)
+	pauseScript       = redis.NewScript(libSrc + pauseSrc)
 )
 
 // tokenTTL is how long a fencing token counter lives after it was seeded.

@@ -67,7 +67,8 @@ func (b *redisBackend) finish(ctx context.Context, k *keys, g ledgerRef, owner s
 		keys = append(keys, k.queue, k.timeout)
 	}
 	args := append([]any{owner, holds, tick, d, rec.outcome, rec.tries, ledgerLife.Milliseconds(), tickTail(g.id, tick, rec.done), rec.seen, f,
-		g.keep, g.maxAge.Milliseconds(), ledgerRenew.Milliseconds(), g.historyRenew().Milliseconds()}, flatten(rec.entry)...)
+		g.keep, g.maxAge.Milliseconds(), ledgerRenew.Milliseconds(), g.historyRenew().Milliseconds(),
+		rec.streak, rec.pauseAfter, rec.pauseBy, rec.pauseNote}, flatten(rec.entry)...)
 	return b.runBatched(ctx, finishScript, keys, args...).Int64()
 }
 
@@ -133,17 +134,19 @@ func idLess(a, b string) bool {
 	return aseq < bseq
 }
 
-func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool) error {
-	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if paused {
-			p.HSet(ctx, key, "paused", 1)
-		} else {
-			p.HDel(ctx, key, "paused")
-		}
-		p.PExpire(ctx, key, ledgerLife)
-		return nil
-	})
-	return err
+func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool, p pauseArgs) (bool, error) {
+	on := 0
+	if paused {
+		on = 1
+	}
+	n, err := pauseScript.Run(ctx, b.rdb, []string{key}, on, ledgerLife.Milliseconds(), p.by, p.note, p.until).Int64()
+	switch {
+	case err != nil:
+		return false, err
+	case n == claimLedgerType:
+		return false, ErrBadKey
+	}
+	return n == 1, nil
 }
 
 func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
@@ -162,9 +165,11 @@ func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, er
 func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
 	var fields *redis.MapStringStringCmd
 	var exists *redis.IntCmd
+	var now *redis.TimeCmd
 	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		fields = p.HGetAll(ctx, key)
 		exists = p.Exists(ctx, k.lock)
+		now = p.Time(ctx)
 		return nil
 	})
 	if err != nil {
@@ -173,7 +178,20 @@ func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[str
 		}
 		return nil, false, err
 	}
-	return fields.Val(), exists.Val() == 1, nil
+	f := fields.Val()
+	pauseOver(f, now.Val().UnixMilli())
+	return f, exists.Val() == 1, nil
+}
+
+// pauseOver removes from a ledger's fields f a pause whose pauseduntil is
+// not after now (ms on the store's clock): it is over, as claim.lua reads
+// it.
+func pauseOver(f map[string]string, now int64) {
+	if until, _ := strconv.ParseInt(f["pauseduntil"], 10, 64); until != 0 && until <= now {
+		for _, k := range []string{"paused", "pausedby", "pausenote", "pausedat", "pauseduntil", "pausefinish"} {
+			delete(f, k)
+		}
+	}
 }
 
 // entryTime is the store's time of an entry id: its milliseconds.

@@ -66,8 +66,8 @@ notify "late" {
   on  = ["deadline_missed"]
 }
 `+job)
-	if on := cfg.Notify[0].On; !slices.Equal(on, []string{"failed", "lost_lock", "missed", "deadline_missed", "running_long"}) {
-		t.Errorf("default on = %v, want failed, lost_lock, missed, deadline_missed, running_long", on)
+	if on := cfg.Notify[0].On; !slices.Equal(on, []string{"failed", "lost_lock", "missed", "deadline_missed", "running_long", "auto_paused"}) {
+		t.Errorf("default on = %v, want failed, lost_lock, missed, deadline_missed, running_long, auto_paused", on)
 	}
 	if on := cfg.Notify[1].On; !slices.Equal(on, []string{"deadline_missed"}) {
 		t.Errorf("on = %v, want deadline_missed", on)

@@ -106,6 +106,7 @@ type (
 		MisfireGrace     string     `hcl:"misfire_grace,optional" json:"misfire_grace,omitempty"`
 		StartDeadline    string     `hcl:"start_deadline,optional" json:"start_deadline,omitempty"`
 		AlertAfter       string     `hcl:"alert_after,optional" json:"alert_after,omitempty"`
+		PauseAfter       int        `hcl:"pause_after_failures,optional" json:"pause_after_failures,omitempty"`
 		Retries          int        `hcl:"retries,optional" json:"retries,omitempty"`
 		Backoff          string     `hcl:"backoff,optional" json:"backoff,omitempty"`
 		OnShutdown       string     `hcl:"on_shutdown,optional" json:"on_shutdown,omitempty"`

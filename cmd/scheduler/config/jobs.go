@@ -54,7 +54,7 @@ func (d *decoder) decodeJobs(cfg *Config) {
 func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Config) Job {
 	j := Job{Job: scheduler.Job{Name: b.Name, Schedule: b.Schedule, LockName: b.LockName, LockKind: scheduler.LockKind(b.LockKind),
 		Overlap: scheduler.Overlap(b.Overlap), Misfire: scheduler.Misfire(b.Misfire), OnShutdown: scheduler.ShutdownPolicy(b.OnShutdown),
-		Retries: b.Retries, MaxConcurrency: b.MaxConcurrency, ConcurrencyGroup: b.ConcurrencyGroup},
+		Retries: b.Retries, MaxConcurrency: b.MaxConcurrency, ConcurrencyGroup: b.ConcurrencyGroup, PauseAfterFailures: b.PauseAfter},
 		Pos: posOf(b.At), Digest: jobDigest(b)}
 	if b.OldLock != nil {
 		d.errf(jp("lock"), "renamed: write lock_kind = %q (the lock's kind; lock_name names the lock)", *b.OldLock)

@@ -28,16 +28,18 @@ const (
 )
 
 // DefaultNotifyOn are the outcomes a notify block reports when it names
-// none: the runs an operator must look at, and the event running_long.
+// none: the runs an operator must look at, and the events running_long
+// and auto_paused (a job that paused itself runs no more until an
+// operator resumes it: whoever hears of its failures must hear of that).
 var DefaultNotifyOn = []string{string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
-	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong)}
+	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong), string(scheduler.OutcomeAutoPaused)}
 
 // notifyOutcomes are the outcomes a run in the history can have, and the
-// event running_long: those a notify block may name.
+// events running_long and auto_paused: those a notify block may name.
 var notifyOutcomes = []string{
 	string(scheduler.OutcomeRan), string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
 	string(scheduler.OutcomeInterrupted), string(scheduler.OutcomeHandedOff), string(scheduler.OutcomeError),
-	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong),
+	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong), string(scheduler.OutcomeAutoPaused),
 }
 
 // Notify is a notify "name" { ... } block: a webhook that the daemon calls

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -141,6 +142,7 @@ type JobJSON struct {
 	Lock        string            `json:"lock"`
 	Next        []time.Time       `json:"next"`
 	Paused      bool              `json:"paused"`
+	Pause       *PauseJSON        `json:"pause,omitempty"`        // the pause in force: who, when, why, until
 	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
 	LastOutcome scheduler.Outcome `json:"last_outcome,omitempty"` // its outcome here
 	RunningHere bool              `json:"running_here"`
@@ -178,6 +180,7 @@ type FleetJSON struct {
 	Held        bool              `json:"held"`                   // the job's lock is held now
 	Tries       int               `json:"tries,omitempty"`
 	Triggers    int64             `json:"triggers,omitempty"`
+	Failures    int               `json:"failures,omitempty"` // failed runs in a row (pause_after_failures counts them)
 }
 
 // JobsJSON converts scheduler views to their JSON form.
@@ -193,12 +196,12 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 	for _, v := range views {
 		j := JobJSON{
 			Name: v.Job, Schedule: v.Schedule, Zone: v.Zone, Lock: v.Lock, Next: v.NextTicks,
-			Paused: v.Ledger.Paused, LastOutcome: v.LastOutcome, RunningHere: v.Running,
+			Paused: v.Ledger.Paused, Pause: pauseJSON(v.Ledger), LastOutcome: v.LastOutcome, RunningHere: v.Running,
 			Digest: v.Digest, OtherDigest: v.OtherDigest,
 			Fleet: FleetJSON{
 				DoneTick: ms(v.Ledger.Done), Outcome: scheduler.Outcome(v.Ledger.Outcome), FinishedBy: v.Ledger.Finished,
 				RunningTick: ms(v.Ledger.Running), Owner: v.Ledger.Owner, Held: v.Ledger.Held,
-				Tries: v.Ledger.Tries, Triggers: v.Ledger.Triggers,
+				Tries: v.Ledger.Tries, Triggers: v.Ledger.Triggers, Failures: v.Ledger.Failures,
 			},
 		}
 		if !v.LastTick.IsZero() {
@@ -406,25 +409,43 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	var heard int64
+	var pause fleet.PauseInfo
 	switch action {
 	case "trigger":
 		heard, err = a.s.Trigger(r.Context(), name) // this replica hears it
 	case "pause":
-		err = a.s.Pause(r.Context(), name, true)
+		if !slices.Contains(a.jobNames(), name) {
+			err = scheduler.ErrUnknownJob // 404 before the body's 400
+			break
+		}
+		if pause, err = pauseBody(r); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		err = a.s.Pause(r.Context(), name, true, pause)
 	case "resume":
-		err = a.s.Pause(r.Context(), name, false)
+		err = a.s.Pause(r.Context(), name, false, fleet.PauseInfo{})
 	}
 	switch {
 	case errors.Is(err, scheduler.ErrUnknownJob):
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": a.unknownJob(name), "jobs": a.jobNames()})
+	case errors.Is(err, lock.ErrInvalid):
+		// An until that the store's clock has passed: nothing changed.
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 	case err != nil:
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 	default:
 		a.log.Info("admin request", "action", action, "job", name, "actor", actor(r.Context()), "remote", r.RemoteAddr)
-		a.record(r, action, name, "")
+		a.record(r, action, name, auditNote(pause))
 		resp := map[string]any{"job": name, "action": action, "status": "ok"}
 		if action == "trigger" {
 			resp["heard_by"] = heard // replicas that heard the request; 0: nothing will run it
+		}
+		if action == "pause" {
+			resp["note"] = pause.Note
+			if !pause.Until.IsZero() {
+				resp["until"] = pause.Until.UTC()
+			}
 		}
 		writeJSON(w, http.StatusOK, resp)
 	}

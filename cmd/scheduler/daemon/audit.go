@@ -406,21 +406,27 @@ func readAudit(cmd *cobra.Command, path string, o Options, limit int, before str
 	return es, nil
 }
 
-// auditCLI appends the entry of an action the command sent through Redis:
-// the actor is "cli:" and the OS user. A failure is printed as a warning:
-// the action was taken.
-func auditCLI(ctx context.Context, cmd *cobra.Command, cfg *config.Config, action, target string) {
+// cliActor is the actor of the command's own actions: "cli:" and the OS
+// user that runs it.
+func cliActor() string {
 	who := "unknown"
 	if u, err := user.Current(); err == nil {
 		who = u.Username
 	}
+	return actorCLI + who
+}
+
+// auditCLI appends the entry of an action the command sent through Redis:
+// the actor is "cli:" and the OS user. A failure is printed as a warning:
+// the action was taken.
+func auditCLI(ctx context.Context, cmd *cobra.Command, cfg *config.Config, action, target, note string) {
 	err := func() error {
 		a, closeAudit, err := openAudit(cfg)
 		if err != nil {
 			return err
 		}
 		defer closeAudit()
-		return a.append(ctx, action, target, actorCLI+who, "", "")
+		return a.append(ctx, action, target, cliActor(), "", note)
 	}()
 	if err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "scheduler: warning: %s of %q done, but not in the audit trail: %v\n", action, target, storeError(cfg, err))

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -254,12 +257,18 @@ running replica hears the request; the run is still lock-guarded, so one
 replica runs it, with a tick of its own (LOCKCRON_TICK differs from any
 scheduled run's). It says how many replicas heard it, and fails when none
 did. A trigger of a paused job runs it.`, &cfgPath, o),
-		controlCommand("pause", "Pause a job on every replica", `pause stops JOB's scheduled ticks on every replica, until resume: each
-replica hears it at once, and the pause is kept in Redis, so replicas that
-start later see it too. A run under way goes on to its end. A paused job can
-still be triggered.`, &cfgPath, o),
-		controlCommand("resume", "Resume a paused job on every replica", `resume lets JOB's scheduled ticks run again on every replica after a pause.
-Ticks that fell due while it was paused are not made up.`, &cfgPath, o),
+		controlCommand("pause", "Pause a job on every replica, with a note and an optional end", `pause stops JOB's scheduled ticks on every replica, until resume or until
+-until: each replica hears it at once, and the pause is kept in Redis, so
+replicas that start later see it too. -note says why (required, at most 1000
+bytes); -until ends the pause by itself, on every replica, at a time in RFC
+3339 (2026-12-01T09:00:00Z) or after a duration from now (2h30m). Redis keeps
+who paused (the OS user, as cli:alice, or the admin token's name), when, the
+note and the end; jobs shows them. A run under way goes on to its end. A
+paused job can still be triggered.`, &cfgPath, o),
+		controlCommand("resume", "Resume a paused job on every replica", `resume lets JOB's scheduled ticks run again on every replica after a pause,
+and clears the pause's note and end and the job's failed runs in a row
+(pause_after_failures). Ticks that fell due while it was paused are not made
+up.`, &cfgPath, o),
 		reloadCommand(&cfgPath, o),
 		auditCommand(&cfgPath, o),
 		&cobra.Command{
@@ -551,8 +560,14 @@ func unreadLedgers(views []JobJSON, cfg *config.Config) error {
 // controlCommand is trigger, pause or resume: through Redis to the whole
 // fleet; without Redis, through the running daemon's admin API.
 func controlCommand(action, short, long string, cfgPath *string, o Options) *cobra.Command {
-	return &cobra.Command{
-		Use:   action + " JOB",
+	var note, until string
+	var pause fleet.PauseInfo // pause: checked by Args
+	use := action + " JOB"
+	if action == "pause" {
+		use += " -note TEXT [-until TIME|DURATION]"
+	}
+	c := &cobra.Command{
+		Use:   use,
 		Short: short,
 		Long: long + `
 
@@ -563,6 +578,12 @@ passes it on to the fleet.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("%s takes one job name, got %d arguments", action, len(args))}
+			}
+			if action == "pause" {
+				var err error
+				if pause, err = (PauseRequest{Note: note, Until: until}).info(cliActor(), time.Now()); err != nil {
+					return usageError{fmt.Errorf("-%w", err)}
+				}
 			}
 			return nil
 		},
@@ -587,7 +608,7 @@ passes it on to the fleet.`,
 				ctx, cancel := commandContext(cmd)
 				defer cancel()
 				var err error
-				if heard, err = viaAdmin(ctx, cfg, o.Environ, job, action); err != nil {
+				if heard, err = viaAdmin(ctx, cfg, o.Environ, job, action, note, until); err != nil {
 					return err
 				}
 				done()
@@ -596,7 +617,7 @@ passes it on to the fleet.`,
 			return withScheduler(cmd.Context(), *cfgPath, o, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
 				var err error
 				if !cfg.UsesRedis() {
-					heard, err = viaAdmin(ctx, cfg, o.Environ, job, action)
+					heard, err = viaAdmin(ctx, cfg, o.Environ, job, action, note, until)
 				} else {
 					switch action {
 					case "trigger":
@@ -610,17 +631,19 @@ passes it on to the fleet.`,
 						}
 						onCluster = cluster
 					case "pause":
-						err = s.Pause(ctx, job, true)
+						err = s.Pause(ctx, job, true, pause)
 					case "resume":
-						err = s.Pause(ctx, job, false)
+						err = s.Pause(ctx, job, false, fleet.PauseInfo{})
 					}
 					switch {
 					case errors.Is(err, scheduler.ErrUnknownJob):
 						err = unknownJob(cfg, job)
+					case errors.Is(err, lock.ErrInvalid):
+						// An until that Redis's clock has passed.
 					case err != nil:
 						err = storeError(cfg, err)
 					default:
-						auditCLI(ctx, cmd, cfg, action, job)
+						auditCLI(ctx, cmd, cfg, action, job, auditNote(pause))
 					}
 				}
 				if err != nil {
@@ -631,6 +654,11 @@ passes it on to the fleet.`,
 			})
 		},
 	}
+	if action == "pause" {
+		c.Flags().StringVar(&note, "note", "", "why the job is paused (required, at most 1000 bytes)")
+		c.Flags().StringVar(&until, "until", "", "when the pause ends by itself: a time in RFC 3339, or a duration from now such as 2h")
+	}
+	return c
 }
 
 // unknownJob is the error for a job name the config does not have: it
@@ -648,10 +676,15 @@ func unknownJob(cfg *config.Config, job string) error {
 
 // viaAdmin sends a control request to the daemon's admin API. For a
 // trigger, it returns how many replicas heard it (the answer's heard_by).
-func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action string) (int64, error) {
+func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action, note, until string) (int64, error) {
 	req, err := adminRequest(ctx, cfg, env, actionScope[action], http.MethodPost, "/api/jobs/"+neturl.PathEscape(job)+"/"+action)
 	if err != nil {
 		return 0, err
+	}
+	if action == "pause" {
+		b, _ := json.Marshal(PauseRequest{Note: note, Until: until})
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -719,6 +752,16 @@ func printSummary(out, errOut io.Writer, cfg *config.Config) error {
 func printJobs(w io.Writer, views []JobJSON) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT\tLAST DONE\tOUTCOME\tHOLDER\tPAUSED")
+	paused := func(v JobJSON) string {
+		p := v.Pause
+		switch {
+		case p == nil:
+			return strconv.FormatBool(v.Paused)
+		case p.Until != nil:
+			return fmt.Sprintf("until %s by %s: %s", fmtTime(p.Until), p.By, oneLine(p.Note))
+		}
+		return fmt.Sprintf("by %s at %s: %s", p.By, fmtTime(&p.At), oneLine(p.Note))
+	}
 	for _, v := range views {
 		var next []string
 		for _, t := range v.Next {
@@ -735,7 +778,7 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		if outcome == "" {
 			outcome = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", v.Name, v.Schedule, strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, v.Paused)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Schedule, strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, paused(v))
 	}
 	return tw.Flush()
 }

@@ -199,14 +199,24 @@ func Run(ctx context.Context, path string, o Options) error {
 	// The webhooks hear each run the scheduler records, and each run of
 	// this replica going on past its alert_after; they are sent until the
 	// scheduler has stopped, then drained (within closeTimeout).
+	notify := func(scheduler.Run) {}
 	if n := newNotifier(cfg, log.Named("notify")); n != nil {
-		sopts = append(sopts, scheduler.WithOnRun(n.onRun), scheduler.WithOnRunningLong(n.onRun))
+		notify = n.onRun
+		sopts = append(sopts, scheduler.WithOnRunningLong(n.onRun))
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 			defer cancel()
 			n.close(cctx)
 		}()
 	}
+	// A job that paused itself (pause_after_failures) is in the audit
+	// trail, appended by the replica whose finish paused it: once.
+	sopts = append(sopts, scheduler.WithOnRun(func(r scheduler.Run) {
+		if r.Outcome == scheduler.OutcomeAutoPaused {
+			aud.autoPaused(r, log.Named("admin").Warn)
+		}
+		notify(r)
+	}))
 	s, err := newScheduler(cfg, locks, o.Registry, log, sopts...)
 	if err != nil {
 		return err

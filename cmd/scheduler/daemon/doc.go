@@ -10,11 +10,12 @@
 //	scheduler run      -config FILE   the daemon; SIGTERM/SIGINT stop it gracefully, a second signal at once;
 //	                                  SIGHUP reloads its config (see Reloading)
 //	scheduler validate -config FILE   every error with its place (exit 1), or a summary of the jobs
-//	scheduler jobs     -config FILE   next three fire times, last outcome, holder, paused (-json)
+//	scheduler jobs     -config FILE   next three fire times, last outcome, holder, paused: by whom, until when, why (-json)
 //	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
 //	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json)
 //	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
-//	scheduler pause    JOB -config FILE   pause a job on every replica
+//	scheduler pause    JOB -note TEXT [-until TIME|DURATION] -config FILE   pause a job on every replica, saying why;
+//	                                  -until (RFC 3339, or a Go duration from now) ends it by itself (see pause.go)
 //	scheduler resume   JOB -config FILE   resume it
 //	scheduler reload   -config FILE   the running daemon (admin.listen) reads its config again, and
 //	                                  prints what it did (-json: its answer); exit 1 if the file is invalid
@@ -101,7 +102,8 @@
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
 //	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks, this replica's last tick
 //	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
-//	                                since when, paused); "revision", the digest of the job's config block
+//	                                since when, paused, "failures" in a row); "pause", the pause in force
+//	                                (by, at, note, until); "revision", the digest of the job's config block
 //	                                this replica runs; "config_digest" and "config_loaded_at", the SHA-256
 //	                                of the config file in effect and when it was loaded
 //	GET  /api/jobs/{name}           JSON: that job as in /api/jobs, and "runs": its latest 20 runs, newest
@@ -111,7 +113,8 @@
 //	                                ?before=ID for those older than the run ID (the next page)
 //	GET  /api/locks                 JSON: the locks in the store (lock.Client.Locks)
 //	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it);
-//	                                pause and resume likewise
+//	                                pause and resume likewise; pause takes {"note": "why", "until": "2h"}
+//	                                (PauseRequest: note required; 400 for bad input, nothing changed)
 //	POST /api/reload                read the config file again (see Reloading): 200 with what was done
 //	                                (ReloadJSON), 422 with the errors of an invalid file
 //	GET  /                          status page: the jobs, who holds each, the last 20 outcomes
@@ -149,7 +152,9 @@
 // escapes every value), with a style sheet and a small script embedded
 // in the binary; it needs nothing else. It refreshes its content every 3
 // seconds in place. Its Trigger, Pause and Resume buttons call the POST
-// API and say on the page what came of it. With tokens, a page requested
+// API and say on the page what came of it; Pause asks for the note first
+// (a prompt; cancel sends nothing), and a paused job's row shows who paused
+// it, when, until when and why. With tokens, a page requested
 // without one (or with a wrong one) answers 401 locked: the token box and
 // the reason, nothing of the daemon; the token used (Use, Enter, or a
 // button) is kept in the tab's sessionStorage and sent as a bearer token
@@ -218,6 +223,10 @@
 // scheduler records to them (scheduler.WithOnRun, once per run across the
 // fleet), and each of this replica's runs going on past its alert_after as
 // the event running_long (scheduler.WithOnRunningLong, likewise once),
+// and each job that paused itself (pause_after_failures) as the event
+// auto_paused (scheduler.WithOnRun, from the replica whose finish paused
+// it, which also appends its audit entry: action pause, actor "replica:"
+// and its id, the note),
 // keeps those whose outcome and job a block wants on a queue of
 // 256 (more are dropped, with a WARN at most once a minute), and sends
 // them from one goroutine: POST, JSON (NotificationJSON) or Slack's

@@ -309,6 +309,14 @@ func summary(r scheduler.Run, slack bool) string {
 	if r.Outcome == scheduler.OutcomeMissed {
 		return fmt.Sprintf("lockcron: job %s missed %d tick(s), up to %s, while no replica ran it", job, max(r.Missed, 1), tick)
 	}
+	if r.Outcome == scheduler.OutcomeAutoPaused {
+		// Error is the pause's note: "paused after 3 failed runs in a row".
+		note, replica := r.Error, r.Replica
+		if slack {
+			note, replica = slackEscape(note), slackEscape(replica)
+		}
+		return fmt.Sprintf("lockcron: job %s paused itself on every replica, %s (the last failed on %s, %s); resume it to run it again", job, note, replica, tick)
+	}
 	if what == "" {
 		what = string(r.Outcome)
 	}

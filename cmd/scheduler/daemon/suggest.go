@@ -61,15 +61,21 @@ func flagError(c *cobra.Command, err error) error {
 // as -c onfg (and then a misspelt flag is refused, with a suggestion).
 // Shorthands take their value after a space or "=" (-c FILE, -n=5), or, for
 // a number, right after the letter (-n5). Arguments after "--" are left
-// alone.
+// alone, and so is the value of a flag given after a space, which may
+// start with a dash (-until -5m, -note "-- see INC-1").
 func longFlags(root *cobra.Command, args []string) []string {
-	// The shorthands of the flags that take a value, of every command.
+	// The shorthands and names of the flags that take a value, of every
+	// command.
 	valued := map[byte]bool{}
+	valuedName := map[string]bool{}
 	var visit func(c *cobra.Command)
 	visit = func(c *cobra.Command) {
 		add := func(f *pflag.Flag) {
 			if f.Shorthand != "" && f.NoOptDefVal == "" {
 				valued[f.Shorthand[0]] = true
+			}
+			if f.NoOptDefVal == "" {
+				valuedName[f.Name] = true
 			}
 		}
 		c.LocalFlags().VisitAll(add)
@@ -80,16 +86,25 @@ func longFlags(root *cobra.Command, args []string) []string {
 	}
 	visit(root)
 	out := make([]string, len(args))
+	value := false // a is the value of the flag before it
 	for i, a := range args {
 		out[i] = a
+		if value {
+			value = false
+			continue
+		}
 		if a == "--" {
 			copy(out[i:], args[i:])
 			break
 		}
-		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
+		if !strings.HasPrefix(a, "-") {
 			continue
 		}
-		name, _, _ := strings.Cut(a[1:], "=")
+		name, _, eq := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		value = !eq && (valuedName[name] && len(name) > 1 || len(name) == 1 && valued[name[0]])
+		if strings.HasPrefix(a, "--") {
+			continue
+		}
 		if len(name) > 1 && !(valued[name[0]] && name[1] >= '0' && name[1] <= '9') {
 			out[i] = "-" + a
 		}

@@ -47,7 +47,9 @@
 -- none), at the server's time of the claim in ms (TIME: the clock a
 -- start deadline is measured on, the same for every claimant);
 -- {2, tick} the tick, or the later one returned, is done or under way;
--- {3, 0} the ledger is paused (its field paused is 1): nothing is taken;
+-- {3, until} the ledger is paused (its field paused is 1, and its field
+-- pauseduntil, if any, is after the server's clock; see pause.lua): nothing
+-- is taken; until is pauseduntil, 0 if none;
 -- {0, pttl, running} held by another owner, who claimed the tick running
 -- (0: a tick already done, or a plain lock);
 -- {-2, 0} KEYS[1] is not a hash; {-3, 0} KEYS[1] has no TTL; {-4, 0} KEYS[2]
@@ -58,7 +60,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil')
 if f.err then
   return {-6, 0}
 end
@@ -85,9 +87,12 @@ local function leave()
     redis.pcall('ZREM', KEYS[5], owner)
   end
 end
-if f[5] == '1' then
+-- A pause with an end (pauseduntil) is over once the server's clock is
+-- there: the claim goes on.
+local pausedUntil = tonumber(f[10]) or 0
+if f[5] == '1' and (pausedUntil == 0 or pausedUntil > millis(redis.call('TIME'))) then
   leave()
-  return answer({3, 0})
+  return answer({3, pausedUntil})
 end
 if done >= tick then
   leave()

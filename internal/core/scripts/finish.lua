@@ -34,9 +34,18 @@
 --         older than ARGV[12] dropped, ms (the ledger's field hrenewed): the
 --         stream then lives ARGV[12] + ARGV[14], so that it outlives its
 --         last entry by ARGV[12] at least
--- ARGV[15..] the run's history entry: field-value pairs appended to
+-- ARGV[15] the failures in a row (the ledger's field failures): "+" the
+--         run failed, one more; "0" it succeeded, back to 0 (the field
+--         goes); "" neither, as they are
+-- ARGV[16] with "+": the failures in a row that pause the ledger, 0 never:
+--         when the count reaches it and the ledger is not paused (or its
+--         pause is over, see pause.lua), the finish pauses it (paused,
+--         pausedby ARGV[17], pausenote ARGV[18], pausedat, pausefinish the
+--         owner ARGV[1]; no pauseduntil) and answers 2
+-- ARGV[19..] the run's history entry: field-value pairs appended to
 --         KEYS[4] when the ledger records the finish (none: no entry)
--- Returns 1 finished; 0 the caller does not hold the lock (nothing
+-- Returns 1 finished; 2 finished, and the finish paused the ledger
+-- (ARGV[16]; a repeat of it answers 2 again); 0 the caller does not hold the lock (nothing
 -- touched); 1 also when the lock has expired under a claim whose run ended
 -- while the caller could not reach the server (a partition, a paused
 -- server) and no one has claimed the tick since (the ledger's running and
@@ -53,12 +62,14 @@
 -- of the last finish of each outcome (at:<outcome>, ms on the server's
 -- clock: the history entry's, else TIME), and its entry to the history;
 -- false if the history is of another type; and the time it wrote.
--- f is the ledger's done, seen, renewed and hrenewed (HMGET).
+-- f is the ledger's done, seen, renewed, hrenewed, failures, paused and
+-- pauseduntil (HMGET). Its third answer is true when the finish paused the
+-- ledger (ARGV[16]).
 local function record(f)
   local renewed, hrenewed = tonumber(f[3]) or 0, tonumber(f[4]) or 0
   local histEvery = tonumber(ARGV[14]) or 0
   -- The entry's id is its time on the server's clock: no TIME then.
-  local histOK, now = appendHistory(KEYS[4], ARGV[11], 15)
+  local histOK, now = appendHistory(KEYS[4], ARGV[11], 19)
   -- (abs: also when the server's clock went back past the last renewal)
   if now and math.abs(now - hrenewed) >= histEvery then
     renewHistory(KEYS[4], tonumber(ARGV[12]), histEvery, now)
@@ -76,6 +87,24 @@ local function record(f)
     fields[#fields + 1] = 'seen'
     fields[#fields + 1] = ARGV[9]
   end
+  local paused = false
+  if ARGV[15] == '+' then
+    local failures = (tonumber(f[5]) or 0) + 1
+    fields[#fields + 1] = 'failures'
+    fields[#fields + 1] = failures
+    local after = tonumber(ARGV[16]) or 0
+    local untilMs = tonumber(f[7]) or 0
+    local inForce = f[6] == '1' and (untilMs == 0 or untilMs > now)
+    if after > 0 and failures >= after and not inForce then
+      paused = true
+      for _, v in ipairs({'paused', 1, 'pausedby', ARGV[17], 'pausenote', ARGV[18], 'pausedat', now, 'pausefinish', ARGV[1]}) do
+        fields[#fields + 1] = v
+      end
+      redis.call('HDEL', KEYS[3], 'pauseduntil')
+    end
+  elseif ARGV[15] == '0' and f[5] then
+    redis.call('HDEL', KEYS[3], 'failures')
+  end
   redis.call('HSET', KEYS[3], unpack(fields))
   -- Once per period, not at each finish (the HSET apart, so that the
   -- common finish builds no longer list).
@@ -86,7 +115,7 @@ local function record(f)
     redis.call('HSET', KEYS[3], 'renewed', now)
     redis.call('PEXPIRE', KEYS[3], ARGV[7])
   end
-  return histOK, now
+  return histOK, now, paused
 end
 local holds = redis.pcall('HGET', KEYS[1], ARGV[1])
 if type(holds) == 'table' then
@@ -94,21 +123,27 @@ if type(holds) == 'table' then
 end
 holds = tonumber(holds)
 if not holds then
-  local f = redis.pcall('HMGET', KEYS[3], 'finished', 'owner', 'running', 'done', 'seen', 'renewed', 'hrenewed')
+  local f = redis.pcall('HMGET', KEYS[3], 'finished', 'owner', 'running', 'done', 'seen', 'renewed', 'hrenewed', 'failures', 'paused', 'pauseduntil', 'pausefinish')
   if f.err then
     return 0
   end
   if f[1] == ARGV[1] then
+    if f[11] == ARGV[1] then
+      return 2
+    end
     return 1
   end
   if ARGV[4] == '1' and f[2] == ARGV[1] and tonumber(f[3]) == tonumber(ARGV[3])
       and (tonumber(f[4]) or 0) < tonumber(ARGV[3]) and redis.call('EXISTS', KEYS[1]) == 0 then
-    local histOK = record({f[4], f[5], f[6], f[7]})
+    local histOK, _, paused = record({f[4], f[5], f[6], f[7], f[8], f[9], f[10]})
     -- The lock is free already: the message only tells listeners the
     -- tick is done.
     redis.call('PUBLISH', KEYS[2], ARGV[1] .. ARGV[8])
     if not histOK then
       return -8
+    end
+    if paused then
+      return 2
     end
     return 1
   end
@@ -118,11 +153,11 @@ if holds ~= tonumber(ARGV[2]) then
   return -5
 end
 -- The ledger's type is checked by the call that reads it.
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'seen', 'renewed', 'hrenewed')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'seen', 'renewed', 'hrenewed', 'failures', 'paused', 'pauseduntil')
 local ok = not f.err
-local histOK, now = true, nil
+local histOK, now, paused = true, nil, false
 if ok then
-  histOK, now = record(f)
+  histOK, now, paused = record(f)
 end
 redis.call('DEL', KEYS[1])
 -- The message names the tick only when the ledger recorded it.
@@ -137,5 +172,8 @@ if not ok then
 end
 if not histOK then
   return -8
+end
+if paused then
+  return 2
 end
 return 1

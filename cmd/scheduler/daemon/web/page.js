@@ -64,12 +64,21 @@
       return;
     }
     var headers = authHeaders('application/json', tok);
+    var body;
+    if (action === 'pause') {
+      // A pause needs a note: why, shown with the pause and in the audit
+      // trail. Cancel sends nothing.
+      var note = window.prompt('Pause ' + job + ' on every replica. Why? (required; shown with the pause and in the audit trail)', '');
+      if (note === null) { return; }
+      body = JSON.stringify({ note: note });
+      headers['Content-Type'] = 'application/json';
+    }
     button.disabled = true;
     button.setAttribute('aria-busy', 'true');
     say(job + ': ' + action + '…', 'info');
     try {
       var r = await fetch('/api/jobs/' + encodeURIComponent(job) + '/' + action, {
-        method: 'POST', headers: headers, cache: 'no-store', credentials: 'same-origin'
+        method: 'POST', headers: headers, body: body, cache: 'no-store', credentials: 'same-origin'
       });
       var res = {};
       try { res = await r.json(); } catch (e) { /* not JSON */ }

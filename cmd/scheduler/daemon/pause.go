@@ -1,0 +1,139 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/scheduler"
+)
+
+// A pause with a reason and an end: `scheduler pause JOB -note TEXT
+// [-until TIME|DURATION]` and POST /api/jobs/{name}/pause with the JSON
+// body {"note": ..., "until": ...}. The note is required (at most
+// fleet.MaxPauseNote bytes, 1000: a sentence or two, as Temporal's
+// schedule notes; a longer text belongs in a ticket the note names);
+// until is optional: a time in RFC 3339 or a Go duration from now, in the
+// future. The ledger keeps them with who paused (the actor, as the audit
+// trail names it: the token's name, "loopback", or "cli:" and the OS user)
+// and when (the store's clock); the pause lifts itself at until on every
+// replica. Bad input is refused before anything is sent: nothing changes.
+
+// PauseRequest is the JSON body of POST /api/jobs/{name}/pause.
+type PauseRequest struct {
+	Note  string `json:"note"`            // why: required
+	Until string `json:"until,omitempty"` // when it lifts itself: RFC 3339, or a Go duration from now; "" until a resume
+}
+
+// PauseJSON is a job's pause in force, in the admin API and `scheduler
+// jobs -json`.
+type PauseJSON struct {
+	By    string     `json:"by"`              // who paused: the actor, or "replica:" and the id of the replica whose finish paused the job (pause_after_failures)
+	At    time.Time  `json:"at"`              // when, on the store's clock
+	Note  string     `json:"note"`            // why
+	Until *time.Time `json:"until,omitempty"` // when it lifts itself; absent: at a resume
+}
+
+// maxPauseBody bounds the body of a pause request: a note of the longest
+// kind fits many times over.
+const maxPauseBody = 64 << 10
+
+// info checks p and returns the pause it asks for, by who, at now. The
+// error names what is at fault; nothing has been changed.
+func (p PauseRequest) info(by string, now time.Time) (fleet.PauseInfo, error) {
+	note := strings.TrimSpace(p.Note)
+	switch {
+	case note == "":
+		return fleet.PauseInfo{}, errors.New("note: missing: say why the job is paused (it is shown with the pause, and in the audit trail)")
+	case len(p.Note) > fleet.MaxPauseNote:
+		return fleet.PauseInfo{}, fmt.Errorf("note: %d bytes, at most %d: name a ticket or a page instead of pasting it", len(p.Note), fleet.MaxPauseNote)
+	}
+	info := fleet.PauseInfo{By: by, Note: p.Note}
+	if p.Until != "" {
+		until, err := parseUntil(p.Until, now)
+		if err != nil {
+			return fleet.PauseInfo{}, err
+		}
+		info.Until = until
+	}
+	return info, nil
+}
+
+// parseUntil reads an end: a time in RFC 3339, or a Go duration from now;
+// it must be in the future.
+func parseUntil(s string, now time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		d, derr := time.ParseDuration(s)
+		if derr != nil {
+			return time.Time{}, fmt.Errorf("until %q: neither a time in RFC 3339 (such as 2026-12-01T09:00:00Z) nor a duration from now (such as 2h30m)", s)
+		}
+		t = now.Add(d)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("until %q: %s is not in the future", s, t.UTC().Format(time.RFC3339))
+	}
+	return t, nil
+}
+
+// auditNote is the note of a pause's audit entry: its note, and its end.
+func auditNote(p fleet.PauseInfo) string {
+	if p.Until.IsZero() {
+		return p.Note
+	}
+	return p.Note + " (until " + p.Until.UTC().Format(time.RFC3339) + ")"
+}
+
+// oneLine is s on one line, for a table: its line breaks as spaces.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// pauseJSON is st's pause in force, if any.
+func pauseJSON(st fleet.LedgerState) *PauseJSON {
+	if !st.Paused {
+		return nil
+	}
+	p := &PauseJSON{By: st.Pause.By, At: st.Pause.At.UTC(), Note: st.Pause.Note}
+	if !st.Pause.Until.IsZero() {
+		t := st.Pause.Until.UTC()
+		p.Until = &t
+	}
+	return p
+}
+
+// pauseBody reads and checks the body of POST /api/jobs/{name}/pause.
+func pauseBody(r *http.Request) (fleet.PauseInfo, error) {
+	var p PauseRequest
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxPauseBody))
+	if err != nil {
+		return fleet.PauseInfo{}, fmt.Errorf("body: %w (at most %d bytes)", err, maxPauseBody)
+	}
+	if len(strings.TrimSpace(string(b))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return fleet.PauseInfo{}, fmt.Errorf("body: not a pause request, {\"note\": \"why\", \"until\": \"2h\"}: %w", err)
+		}
+	}
+	return p.info(actor(r.Context()), time.Now())
+}
+
+// autoPausedAudit appends the audit entry of a pause that a finish set
+// (pause_after_failures, the run r of scheduler.OutcomeAutoPaused): the
+// action pause, by the actor "replica:" and the id of the replica whose
+// finish set it, from no address, with the pause's note. A failure is
+// logged.
+func (a *audit) autoPaused(r scheduler.Run, warn func(msg string, args ...any)) {
+	ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
+	defer cancel()
+	if err := a.append(ctx, "pause", r.Job, "replica:"+r.Replica, "", r.Error); err != nil {
+		warn("audit entry not appended", "action", "pause", "target", r.Job, "error", err)
+	}
+}
