@@ -178,6 +178,9 @@ func (j *Job) digest() string {
 	if j.AlertAfter > 0 {
 		fields = append(fields, "alert_after="+j.AlertAfter.String()) // likewise
 	}
+	if len(j.Exclude) > 0 {
+		fields = append(fields, "exclude="+calendarNames(j.Exclude)) // likewise
+	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)
 	}
