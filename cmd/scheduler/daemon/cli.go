@@ -260,6 +260,8 @@ start later see it too. A run under way goes on to its end. A paused job can
 still be triggered.`, &cfgPath, o),
 		controlCommand("resume", "Resume a paused job on every replica", `resume lets JOB's scheduled ticks run again on every replica after a pause.
 Ticks that fell due while it was paused are not made up.`, &cfgPath, o),
+		freezeCommand(&cfgPath, o),
+		unfreezeCommand(&cfgPath, o),
 		reloadCommand(&cfgPath, o),
 		auditCommand(&cfgPath, o),
 		&cobra.Command{
@@ -620,7 +622,7 @@ passes it on to the fleet.`,
 					case err != nil:
 						err = storeError(cfg, err)
 					default:
-						auditCLI(ctx, cmd, cfg, action, job)
+						auditCLI(ctx, cmd, cfg, action, job, "")
 					}
 				}
 				if err != nil {
@@ -737,7 +739,10 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", v.Name, v.Schedule, strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, v.Paused)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printSkipped(w, views)
 }
 
 func printLocks(w io.Writer, ls []LockJSON) error {
