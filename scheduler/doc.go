@@ -294,10 +294,10 @@
 //   - An excluded tick is recorded in the history as OutcomeExcluded, once
 //     across the fleet (by the replica whose fleet.Ledger.Pass of it came
 //     first, once the store's clock has reached it), with Run.Reason
-//     "excluded by calendar NAME" or "freeze ID: NOTE", and counted in
-//     lockcron.job.runs by that replica; it goes to WithOnRun (a notify
-//     block may name "excluded"). It is not a failure, and Status's last
-//     outcome on each replica says excluded. The calendars come first: a
+//     "excluded by calendar NAME" or "freeze ID: NOTE"; it goes to
+//     WithOnRun there (a notify block may name "excluded"). Every replica
+//     that fires the tick counts it in lockcron.job.runs and in Status's
+//     last outcome, as it does a paused tick. It is not a failure. The calendars come first: a
 //     tick in both is the calendar's.
 //   - Freezes live in the store (fleet.Store.AddFreeze, a hash beside the
 //     locks that expires with its last freeze), so replicas that start

@@ -403,7 +403,7 @@ func LocksJSON(ls []lock.LockInfo) []LockJSON {
 func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	need, ok := actionScope[action]
-	if !ok || action == "reload" {
+	if !ok || action == "reload" || action == "freeze" || action == "unfreeze" {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown action " + action + ": trigger, pause or resume"})
 		return
 	}
