@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/scheduler"
@@ -132,6 +131,9 @@ calendar "today" {
 			}
 		}
 	}
+	if st, b, _ := httpDo(t, "GET", base+"/", ""); st != 200 || !strings.Contains(string(b), `data-cause="freeze:f1"`) || !strings.Contains(string(b), `data-outcome="excluded"`) {
+		t.Errorf("status page: %d; want the ticks skipped by f1 and the excluded runs of holiday:\n%s", st, b)
+	}
 	if out := mustCLI(t, 0, dir, "jobs", "-config", cfg).stdout; !strings.Contains(out, "SKIPPED TICK") || !strings.Contains(out, "freeze f1: release freeze") {
 		t.Errorf("jobs: no skipped ticks with their reason:\n%s", out)
 	}
@@ -178,5 +180,4 @@ calendar "today" {
 	if lines := fileLines(t, filepath.Join(dir, "holiday.log")); len(lines) != 0 {
 		t.Errorf("holiday ran on its calendar's day: %q", lines)
 	}
-	_ = daemon.JobJSON{}
 }
