@@ -117,7 +117,9 @@
 //	                                while connecting to Redis at start-up, and from the moment a graceful
 //	                                stop begins, so that a load balancer drains it
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
-//	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks, this replica's last tick
+//	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks that will run ("next",
+//	                                calendars and freezes applied) and the skipped ones before them with why
+//	                                ("skipped": tick, cause, reason), this replica's last tick
 //	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
 //	                                since when, paused); "revision", the digest of the job's config block
 //	                                this replica runs; "config_digest" and "config_loaded_at", the SHA-256
@@ -130,6 +132,10 @@
 //	GET  /api/locks                 JSON: the locks in the store (lock.Client.Locks)
 //	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it);
 //	                                pause and resume likewise
+//	GET  /api/freezes               JSON: the freezes that have not ended (id, jobs, until, created, note)
+//	POST /api/freezes               freeze jobs on every replica: {"jobs": GLOB, "until": TIME|DURATION,
+//	                                "note": TEXT}; 200 with the freeze (its "id"), 400 for bad input
+//	DELETE /api/freezes/{id}        end a freeze at once; 404 for an id that names none (or one ended)
 //	POST /api/reload                read the config file again (see Reloading): 200 with what was done
 //	                                (ReloadJSON), 422 with the errors of an invalid file
 //	GET  /                          status page: the jobs, who holds each, the last 20 outcomes
@@ -145,9 +151,8 @@
 // Tokens (access.go): each admin token block, and the single admin.token
 // (scope admin, named "admin.token"), is a bearer token with a scope:
 // read may GET the JSON API and the status page; operate may also
-// trigger, pause and resume; admin may also reload. actionScope is the
-// table of what each change needs (freeze and unfreeze will join it as
-// operate). With any token configured, every call of the JSON API and the
+// trigger, pause, resume, freeze and unfreeze; admin may also reload.
+// actionScope is the table of what each change needs. With any token configured, every call of the JSON API and the
 // page needs "Authorization: Bearer TOKEN" of a scope that suffices, but
 // /healthz, /readyz, /metrics and /static stay open, and
 // admin.public_read opens the reads. No token or a wrong one: 401 (with
