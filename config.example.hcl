@@ -205,8 +205,8 @@ history {
 }
 
 # The audit trail (scheduler audit, GET /api/audit, the status page's
-# Audit page): every trigger, pause, resume and reload made through the
-# admin API or the command, one entry each across the fleet, with its
+# Audit page): every trigger, pause, resume, freeze, unfreeze and reload
+# made through the admin API or the command, one entry each across the fleet, with its
 # time, action, target, actor, replica, remote address and note. Kept in
 # Redis as one capped stream (key_prefix:audit): the latest `keep`
 # entries, none older than `max_age`. Without Redis it is kept in the
@@ -231,6 +231,26 @@ audit {
 #   timeout = "5s"
 #   retries = 3
 # }
+
+# Calendars: calendar "name" { ... }, one block each: times in which the
+# ticks of the jobs whose exclude names the calendar are not run. Such a
+# tick is not claimed; it is recorded once across the fleet in the history
+# as "excluded", with the calendar's name as its reason. A tick falls in a
+# calendar when its day is one of dates ("2026-12-25", or "*-12-25" every
+# year) or in one of ranges (inclusive, whole dates), or when its minute
+# matches one of cron (five fields, robfig/cron). Each is read in time_zone,
+# default the zone of the job that excludes it. A calendar no job excludes
+# is warned about. Default: none.
+# calendar "holidays" {
+#   dates     = ["2026-12-25", "*-01-01"]
+#   ranges    = [["2026-12-24", "2027-01-03"]]
+#   cron      = ["* * * * SAT,SUN"]            # every minute of the weekend
+#   time_zone = "Europe/Berlin"                # default the job's
+# }
+#
+# Freezes are made at run time, not here: scheduler freeze -until 2h -note
+# "release" stops the ticks of every job (or -jobs "report-*") on every
+# replica until then.
 
 # Jobs: job "name" { ... }, one block each. The name is unique, without
 # braces; it names the job's lock (unless lock_name says otherwise), tick
@@ -299,6 +319,10 @@ job "hello" {
   # that succeeds starts the count again; `scheduler resume` lifts the
   # pause and starts it again. Default 0: never.
   # pause_after_failures = 0
+
+  # Calendars whose times this job's ticks are not run in (see calendar
+  # above). Default: none.
+  # exclude = ["holidays"]
 
   # A failed try is tried again up to retries times within the same tick,
   # waiting backoff (default 1s) before the first retry, doubling each time

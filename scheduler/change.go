@@ -181,6 +181,9 @@ func (j *Job) digest() string {
 	if j.PauseAfterFailures > 0 {
 		fields = append(fields, "pause_after_failures="+strconv.Itoa(j.PauseAfterFailures)) // likewise
 	}
+	if len(j.Exclude) > 0 {
+		fields = append(fields, "exclude="+calendarNames(j.Exclude)) // likewise
+	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)
 	}

@@ -160,6 +160,10 @@ func (s *Scheduler) listen() func() {
 // must not block.
 func (s *Scheduler) control(payload string) {
 	parts := strings.Split(payload, "\n")
+	if payload == "freezes" {
+		s.rereadFreezes()
+		return
+	}
 	// "pause\n<job>[\n<until, ms>]" or "resume\n<job>".
 	if (len(parts) == 2 || len(parts) == 3 && parts[0] == "pause") && (parts[0] == "pause" || parts[0] == "resume") {
 		var until time.Time
@@ -346,8 +350,13 @@ func (s *Scheduler) claimsManual(e *entry, n int64) bool {
 // schedule, its ledger, and its local status.
 type JobView struct {
 	Status
-	// NextTicks are the job's next three ticks from now.
+	// NextTicks are the job's next three ticks from now that will run:
+	// those its calendars (Job.Exclude) and the fleet's freezes exclude
+	// are left out, and listed in Skipped.
 	NextTicks []time.Time
+	// Skipped are the ticks before the last of NextTicks (at most three,
+	// the first ones) that will not run, each with why.
+	Skipped []Skip
 	// Ledger is the job's ledger: the latest tick done, the last outcome,
 	// the claim under way, whether it is paused and whether its lock is
 	// held.
@@ -363,7 +372,7 @@ type JobView struct {
 }
 
 // Jobs returns a view of every job, in the order they were added, reading
-// each job's ledger (one round trip per job). ctx bounds the reads. It
+// the fleet's freezes and each job's ledger (one round trip each). ctx bounds the reads. It
 // needs no Run.
 func (s *Scheduler) Jobs(ctx context.Context) []JobView {
 	order := s.ordered()
@@ -371,15 +380,13 @@ func (s *Scheduler) Jobs(ctx context.Context) []JobView {
 	out := make([]JobView, len(order))
 	now := s.opt.clock.Now()
 	runs := s.localRuns()
+	fs, err := s.Freezes(ctx) // this Scheduler may not run, and read none
+	if err != nil {
+		fs = s.knownFreezes()
+	}
 	for i, e := range order {
 		v := JobView{Status: status[i]}
-		for t := now; len(v.NextTicks) < 3; {
-			t = e.sched.Next(t)
-			if t.IsZero() {
-				break
-			}
-			v.NextTicks = append(v.NextTicks, t)
-		}
+		v.NextTicks, v.Skipped = upcoming(e, now, 3, fs)
 		v.Ledger, v.LedgerErr = e.ledger.State(ctx)
 		since := v.Ledger.Since // of the run holding the lock
 		if v.LedgerErr == nil && v.Ledger.Held && v.Ledger.Running == 0 {

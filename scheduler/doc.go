@@ -278,6 +278,44 @@
 //     clock plus AlertAfter), so another replica may mark it early or late
 //     by the clocks' skew.
 //
+// # Calendars and freezes
+//
+// Job.Exclude holds Calendars (Quartz's calendars; the daemon's calendar
+// blocks): a tick that falls in one is not claimed nor run. Freezes
+// (Freeze, Unfreeze, Freezes) do the same fleet-wide at run time for the
+// jobs whose names match a glob (path.Match), from the freeze's start to
+// its until, as Temporal's schedule exclusions and a release freeze do.
+// The choices where the issue is silent:
+//
+//   - A tick is judged by its scheduled time, never by the clock: a
+//     calendar gets it in the job's zone (its CRON_TZ=, else Location), so
+//     every replica decides the same; a freeze covers the ticks from its
+//     Created to its Until, both on the store's clock (Redis TIME).
+//   - An excluded tick is recorded in the history as OutcomeExcluded, once
+//     across the fleet (by the replica whose fleet.Ledger.Pass of it came
+//     first, once the store's clock has reached it), with Run.Reason
+//     "excluded by calendar NAME" or "freeze ID: NOTE"; it goes to
+//     WithOnRun there (a notify block may name "excluded"). Every replica
+//     that fires the tick counts it in lockcron.job.runs and in Status's
+//     last outcome, as it does a paused tick. It is not a failure. The calendars come first: a
+//     tick in both is the calendar's.
+//   - Freezes live in the store (fleet.Store.AddFreeze, a hash beside the
+//     locks that expires with its last freeze), so replicas that start
+//     later honour them and none is lost with the replica that made it.
+//     Each running Scheduler reads them every second (one script call of
+//     a small hash per replica; a read that fails keeps the last ones) and
+//     at once when a Freeze or Unfreeze on any replica says so on the
+//     control topic; so a new freeze is honoured within a second, and a
+//     tick fired in that second may still run. A freeze ends at its until
+//     by itself; its ticks are not made up.
+//   - A freeze needs a note (at most MaxFreezeNote bytes), an until after
+//     the store's time, and a pattern that matches one of the Scheduler's
+//     jobs; anything else is ErrInvalid and nothing is stored. Manual runs
+//     (Trigger) are not excluded by either.
+//   - JobView.NextTicks are the next ticks that will run, calendars and
+//     freezes applied; JobView.Skipped the ones before them that will not,
+//     with their cause and reason.
+//
 // # Retries and timeouts
 //
 // A failed try is tried again Retries times within the same tick and lease,
@@ -405,7 +443,8 @@
 //
 // Each tick handled by a replica ends with one outcome: ran, failed,
 // skipped_done, skipped_busy, lost_lock, interrupted, handed_off, paused,
-// deadline_missed (see "Start deadline"), or error (the lock's backend could
+// deadline_missed (see "Start deadline"), excluded (see "Calendars and
+// freezes"), or error (the lock's backend could
 // not be reached); missed counts ticks no replica claimed. A replica that stops while it waits for another's run records
 // nothing. Each tick handled records a "job.tick" span (attributes
 // lockcron.job, lockcron.tick, lockcron.lock, lockcron.replica,

@@ -62,7 +62,8 @@ type Run struct {
 	TraceID string `json:"trace_id,omitempty"`
 	// Error is the tail of the run's error, at most MaxErrorTail bytes,
 	// with secrets redacted.
-	Error string `json:"error,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Missed is, for an OutcomeMissed entry, how many ticks were missed,
 	// up to Tick.
 	Missed int64 `json:"missed,omitempty"`
@@ -110,6 +111,7 @@ const (
 	hToken    = "token"
 	hTrace    = "trace"
 	hError    = "error"
+	hReason   = "reason"
 	hMissed   = "missed"
 )
 
@@ -138,6 +140,9 @@ func (r Run) fields() map[string]string {
 	if r.Error != "" {
 		f[hError] = r.Error
 	}
+	if r.Reason != "" {
+		f[hReason] = r.Reason
+	}
 	return f
 }
 
@@ -152,7 +157,7 @@ func runFromEntry(job string, ent fleet.Entry) Run {
 		ID: ent.ID, Job: job, Tick: at(hTick), Trigger: num(hTrigger), Replica: f[hReplica],
 		Attempt: int(num(hAttempt)), Start: at(hStart), End: at(hEnd),
 		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: Outcome(f[hOutcome]),
-		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Missed: num(hMissed),
+		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Reason: f[hReason], Missed: num(hMissed),
 	}
 }
 

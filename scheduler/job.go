@@ -115,6 +115,13 @@ type Job struct {
 	// HistoryMaxAge is how long an entry of the run history is kept.
 	// Default the Scheduler's (WithHistory, 30 days).
 	HistoryMaxAge time.Duration
+	// Exclude are calendars whose times the job's ticks are not run in
+	// (Calendar): a tick that falls in one is not claimed, and it is
+	// recorded once across the fleet in the history as OutcomeExcluded,
+	// its reason naming the calendar. The names are part of the
+	// definition digest (Digest), not what the calendars hold (the daemon
+	// puts that in Revision). Default none.
+	Exclude []Calendar
 	// Revision names the version of what Run does, which the Scheduler
 	// cannot see (a func): the daemon sets it to a digest of the job's
 	// config block. It is part of the job's definition digest (Digest),
@@ -404,6 +411,11 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	s, err := parseJobSchedule(j.Schedule, j.Name, j.Jitter, j.Location)
 	if err != nil {
 		bad("schedule", "%q: %v", j.Schedule, err)
+	}
+	for i, c := range j.Exclude {
+		if c == nil {
+			bad("exclude", "calendar %d is nil", i)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

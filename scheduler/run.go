@@ -39,6 +39,11 @@ const (
 	// whose claim found it late.
 	OutcomeDeadlineMissed Outcome = "deadline_missed"
 
+	// OutcomeExcluded: the tick falls in a calendar of the job's Exclude,
+	// or in a freeze (Freeze), and was not claimed nor run; recorded once
+	// across the fleet, with the calendar or the freeze as its reason.
+	OutcomeExcluded Outcome = "excluded"
+
 	// OutcomeRunningLong is not what became of a tick but an event: the
 	// run goes on past its job's AlertAfter. It is the Outcome of the Run
 	// that WithOnRunningLong hears, and never of a history entry.
@@ -67,7 +72,7 @@ func (o Outcome) Done() bool { return o != OutcomeHandedOff && o != OutcomeError
 // returned.
 func (o Outcome) failure() bool {
 	switch o {
-	case OutcomeSkippedDone, OutcomeSkippedBusy, OutcomePaused, outcomeStopped:
+	case OutcomeSkippedDone, OutcomeSkippedBusy, OutcomePaused, OutcomeExcluded, outcomeStopped:
 		return false
 	}
 	return true

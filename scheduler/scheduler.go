@@ -42,6 +42,12 @@ type Scheduler struct {
 
 	changeMu sync.Mutex // serialises Update and Remove
 
+	// The fleet's freezes as last read (readFreezes); freezeNow asks for a
+	// read at once.
+	freezeMu  sync.Mutex
+	freezes   []Freeze
+	freezeNow chan struct{}
+
 	// The waits of every job (claimsNow), so that a stop settles them;
 	// waitsClosed once it has.
 	waitMu      sync.Mutex
@@ -70,6 +76,8 @@ type entry struct {
 	manual *fleet.Ledger // manual runs (Trigger), numbered by the ledger's trigger count
 	runner jobs.Runner   // job.Run with Recover and Timeout
 	digest string        // of the definition (Job.digest), recorded by each claim
+
+	loc *time.Location // the zone the job's ticks are read in (jobLocation): its calendars get them in it
 
 	// ctx is the parent of the entry's claims and runs: a child of the
 	// Scheduler's stopCtx that Remove's CancelRuns cancels (ErrRemoved).
@@ -156,6 +164,8 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 		closed:   make(chan struct{}),
 		entries:  make(map[string]*entry),
 		active:   make(map[*run]struct{}),
+
+		freezeNow: make(chan struct{}, 1),
 	}
 	s.tel = newTelemetry(o, s.log)
 	if o.fallback > 0 {
@@ -223,7 +233,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
-	e := &entry{job: j, sched: sched, ledger: g, manual: manual, digest: digest,
+	e := &entry{job: j, sched: sched, ledger: g, manual: manual, digest: digest, loc: jobLocation(&j),
 		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout)),
 		quit:   make(chan struct{}), done: make(chan struct{})}
 	e.ctx, e.cancel = context.WithCancelCause(s.stopCtx)
@@ -269,6 +279,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	s.started = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.readFreezes()
+	}()
 	for _, e := range s.order {
 		s.startLoop(e)
 	}
@@ -673,6 +688,14 @@ func (s *Scheduler) localRuns() map[string]localRun {
 // fire starts handling tick, unless this replica already handles as many
 // ticks of the job as its overlap policy allows.
 func (s *Scheduler) fire(e *entry, tick time.Time) {
+	if cause, reason, ok := s.exclusion(e, tick); ok {
+		s.record(e, tick, OutcomeExcluded)
+		if s.log.IsDebug() {
+			s.log.Debug("tick excluded", "job", e.job.Name, "tick", fmtTick(tick), "cause", cause)
+		}
+		s.recordSkip(e, tick, OutcomeExcluded, cause, reason)
+		return
+	}
 	limit := 1
 	if e.job.Overlap == OverlapQueue {
 		limit = 2

@@ -34,6 +34,7 @@ type backend interface {
 	eventBackend
 	inspectBackend
 	memberBackend
+	freezeBackend
 
 	// acquire runs acquire.lua: holds is 0 for a new lease.
 	acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error)

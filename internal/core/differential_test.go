@@ -74,6 +74,7 @@ var diffScripts = map[string]string{
 	"semforceunlock.lua": "semForceUnlock",
 	"inspect.lua":        "locks",
 	"members.lua":        "members",
+	"freeze.lua":         "freezes",
 	"lib.lua":            "",
 	"rwlib.lua":          "",
 }
@@ -132,6 +133,7 @@ var diffMethods = []diffMethod{
 	{"semForceUnlock", 1, (*diffRun).semForceUnlockOp},
 	{"locks", 3, (*diffRun).locksOp},
 	{"members", 3, (*diffRun).membersOp},
+	{"freezes", 2, (*diffRun).freezesOp},
 	{"publish", 1, (*diffRun).publishOp},
 	{"ping", 1, (*diffRun).pingOp},
 }
@@ -1054,6 +1056,43 @@ func (d *diffRun) membersOp() diffOp {
 			slices.Sort(m) // the order is the caller's (Client.Heartbeat)
 			a.exact("others", strings.Join(slices.DeleteFunc(slices.Clone(m), func(x string) bool { return x == member }), " "))
 			a.exact("member", slices.Contains(m, member))
+			return a
+		},
+	}
+}
+
+func (d *diffRun) freezesOp() diffOp {
+	key := d.prefix + ":freezes:{freezes}"
+	op, args := "list", []string(nil)
+	switch d.rng.IntN(3) {
+	case 0:
+		until := time.Now().Add(diffLease) // not at its end before the run's
+		if d.rng.IntN(4) == 0 {
+			until = time.Now().Add(-diffLease) // refused
+		}
+		op, args = "add", []string{strconv.FormatInt(until.UnixMilli(), 10), d.name() + "*", "note\nof " + d.name()}
+	case 1:
+		op, args = "del", []string{"f" + strconv.Itoa(1+d.rng.IntN(4))}
+	}
+	return diffOp{
+		desc: fmt.Sprintf("freezes(%s, %s, %q)", key, op, args),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			st, now, rest, err := be.freezes(ctx, key, key+":seq", op, args...)
+			a.err(err)
+			a.exact("status", st)
+			a.near("now", now-time.Now().UnixMilli())
+			var list []string
+			for i := 0; i+1 < len(rest); i += 2 {
+				p := strings.SplitN(rest[i+1], "\n", 3) // until, created (the backend's clock), the rest
+				if len(p) == 3 {
+					list = append(list, rest[i]+" "+p[0]+" "+p[2])
+				}
+			}
+			if op != "list" {
+				list = rest
+			}
+			slices.Sort(list) // a hash's order is the backend's
+			a.exact("reply", strings.Join(list, "|"))
 			return a
 		},
 	}

@@ -18,8 +18,8 @@
 // config.example.hcl, at the root of the repository, shows and explains
 // every setting with its default: replica_id, shutdown_timeout, watch; the
 // blocks fleet, redis, lock, admin, telemetry, log and history; one
-// job "name" { ... } block per job and one notify "name" { ... } block per
-// webhook. It is HCL's native syntax: durations are strings ("500ms",
+// job "name" { ... } block per job, one notify "name" { ... } block per
+// webhook and one calendar "name" { ... } block per calendar. It is HCL's native syntax: durations are strings ("500ms",
 // "30s", "1h30m") and must be positive; lists are [...]; maps (exec.env,
 // http.headers) are { NAME = "value" }; a block written on one line holds
 // one argument. HCL converts a number to a string, and a numeric string to
@@ -41,6 +41,19 @@
 // errors at the file's settings (exec.command[0]), exec.grace shorter than
 // shutdown_timeout, one max_concurrency per concurrency_group and one
 // lock_kind per lock_name, and the lease against redis.timeout.
+//
+// A calendar block (Calendar, a scheduler.Calendar) holds dates
+// ("2026-12-25"; "*-12-25" for every year, "*-02-29" too), ranges
+// (inclusive, [from, to] of whole dates, across a year end if need be) and
+// cron (five fields, robfig/cron's parser with descriptors: a tick is in
+// the calendar when its minute matches, Next(minute - 1ns) == minute), each
+// read in time_zone, default the zone of the job that excludes it. A job's
+// exclude names calendars of the file. Errors at the setting's place: a
+// date that does not exist, a range whose end is before its start, a bad
+// cron, an unknown zone, an empty calendar, a duplicate name, an exclude
+// naming no calendar (with the nearest name, Suggest); a calendar no job
+// excludes is a warning. A job's Digest covers the blocks of the calendars
+// it excludes, so that a reload applies a changed calendar to its jobs.
 //
 // # The environment
 //

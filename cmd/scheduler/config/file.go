@@ -24,6 +24,8 @@ type (
 		Audit           *historyBlock `hcl:"audit,block"`
 		Notify          []notifyBlock `hcl:"notify,block"`
 		Jobs            []jobBlock    `hcl:"job,block"`
+
+		Calendars []calendarBlock `hcl:"calendar,block"`
 	}
 	fleetBlock struct {
 		Ranking       *bool  `hcl:"ranking,optional"`
@@ -90,6 +92,14 @@ type (
 		Retries int       `hcl:"retries,optional"`
 		At      hcl.Range `hcl:",type_range"`
 	}
+	calendarBlock struct {
+		Name     string     `hcl:"name,label" json:"name"`
+		Dates    []string   `hcl:"dates,optional" json:"dates,omitempty"`
+		Ranges   [][]string `hcl:"ranges,optional" json:"ranges,omitempty"`
+		Cron     []string   `hcl:"cron,optional" json:"cron,omitempty"`
+		TimeZone string     `hcl:"time_zone,optional" json:"time_zone,omitempty"`
+		At       hcl.Range  `hcl:",type_range" json:"-"`
+	}
 	// jobBlock is a job block as written. Its JSON (without the place) is
 	// what its digest is taken of.
 	jobBlock struct {
@@ -114,6 +124,7 @@ type (
 		ConcurrencyGroup string     `hcl:"concurrency_group,optional" json:"concurrency_group,omitempty"`
 		HistoryKeep      int        `hcl:"history_keep,optional" json:"history_keep,omitempty"`
 		HistoryMaxAge    string     `hcl:"history_max_age,optional" json:"history_max_age,omitempty"`
+		Exclude          []string   `hcl:"exclude,optional" json:"exclude,omitempty"`
 		Exec             *execBlock `hcl:"exec,block" json:"exec,omitempty"`
 		HTTP             *httpBlock `hcl:"http,block" json:"http,omitempty"`
 		Func             *string    `hcl:"func,optional" json:"func,omitempty"`

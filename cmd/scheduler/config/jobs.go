@@ -25,6 +25,7 @@ var schedulerFields = map[string]string{"history.keep": "history_keep", "history
 // rest (defaults, enums, bounds, the schedule) by scheduler.Job.Validate,
 // whose errors are put at their settings' places.
 func (d *decoder) decodeJobs(cfg *Config) {
+	cals, used := d.decodeCalendars(), make(map[string]bool)
 	first := make(map[string]Pos)
 	for i := range d.raw.Jobs {
 		b := &d.raw.Jobs[i]
@@ -43,11 +44,13 @@ func (d *decoder) decodeJobs(cfg *Config) {
 		}
 		nameOK := len(d.errs) == nerrs
 		j := d.decodeJob(b, jp, cfg)
+		j.Exclude, j.Digest = d.decodeExclude(b, jp, cals, used, j.Digest)
 		if nameOK {
 			cfg.Jobs = append(cfg.Jobs, j)
 		}
 	}
 	d.checkGroups(cfg)
+	d.checkCalendarsUsed(cals, used)
 }
 
 // decodeJob decodes one job.

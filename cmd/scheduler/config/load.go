@@ -136,7 +136,7 @@ func (d *decoder) index(b *hclsyntax.Body, path []string) {
 	n := 0
 	for _, blk := range b.Blocks {
 		p := append(slices.Clone(path), blk.Type)
-		labelled := len(path) == 0 && (blk.Type == "job" || blk.Type == "notify") ||
+		labelled := len(path) == 0 && (blk.Type == "job" || blk.Type == "notify" || blk.Type == "calendar") ||
 			pathKey(path...) == "admin" && blk.Type == "token"
 		switch {
 		case !labelled:

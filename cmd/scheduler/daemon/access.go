@@ -26,13 +26,16 @@ import (
 // goes on the request's context as the call's actor.
 
 // actionScope is the scope each call that changes something needs, by
-// its action (POST /api/jobs/{name}/{action}, and "reload"). A new call
-// joins the table (freeze and unfreeze will need operate).
+// its action (POST /api/jobs/{name}/{action}, "freeze" for POST
+// /api/freezes, "unfreeze" for DELETE /api/freezes/{id}, and "reload"). A
+// new call joins the table.
 var actionScope = map[string]config.Scope{
-	"trigger": config.ScopeOperate,
-	"pause":   config.ScopeOperate,
-	"resume":  config.ScopeOperate,
-	"reload":  config.ScopeAdmin,
+	"trigger":  config.ScopeOperate,
+	"pause":    config.ScopeOperate,
+	"resume":   config.ScopeOperate,
+	"freeze":   config.ScopeOperate,
+	"unfreeze": config.ScopeOperate,
+	"reload":   config.ScopeAdmin,
 }
 
 // actorLoopback is the actor of a change taken from loopback, when no
@@ -120,9 +123,9 @@ func authorizeLoopback(r *http.Request, need config.Scope) (string, int, string)
 	case need == config.ScopeRead:
 		return "", http.StatusOK, ""
 	case !loopbackAddr(r.RemoteAddr):
-		return "", http.StatusForbidden, "refused: no admin token is set, so trigger, pause, resume and reload are taken only from loopback, and this call came from " + r.RemoteAddr + "; add a token block to admin (or set admin.token_env) to allow them from elsewhere"
+		return "", http.StatusForbidden, "refused: no admin token is set, so trigger, pause, resume, freeze, unfreeze and reload are taken only from loopback, and this call came from " + r.RemoteAddr + "; add a token block to admin (or set admin.token_env) to allow them from elsewhere"
 	case !loopbackHost(r.Host):
-		return "", http.StatusForbidden, fmt.Sprintf("refused: no admin token is set, so trigger, pause, resume and reload are taken only when addressed to an IP address or localhost, not to host %q; add a token block to admin (or set admin.token_env)", r.Host)
+		return "", http.StatusForbidden, fmt.Sprintf("refused: no admin token is set, so trigger, pause, resume, freeze, unfreeze and reload are taken only when addressed to an IP address or localhost, not to host %q; add a token block to admin (or set admin.token_env)", r.Host)
 	}
 	return actorLoopback, http.StatusOK, ""
 }

@@ -102,7 +102,8 @@ func TestAuthorizeWithoutTokens(t *testing.T) {
 // The scope each call needs: operate for what works jobs, admin for
 // reload.
 func TestActionScope(t *testing.T) {
-	want := map[string]config.Scope{"trigger": config.ScopeOperate, "pause": config.ScopeOperate, "resume": config.ScopeOperate, "reload": config.ScopeAdmin}
+	want := map[string]config.Scope{"trigger": config.ScopeOperate, "pause": config.ScopeOperate, "resume": config.ScopeOperate,
+		"freeze": config.ScopeOperate, "unfreeze": config.ScopeOperate, "reload": config.ScopeAdmin}
 	for a, s := range want {
 		if actionScope[a] != s {
 			t.Errorf("%s needs %v, want %v", a, actionScope[a], s)

@@ -63,6 +63,9 @@ type admin struct {
 //	POST /api/jobs/{name}/trigger   run the job once now, on one replica of the fleet
 //	POST /api/jobs/{name}/pause     pause the job on every replica
 //	POST /api/jobs/{name}/resume    resume it
+//	GET  /api/freezes               the freezes that have not ended: id, jobs (a glob), until, created, note
+//	POST /api/freezes               freeze jobs on every replica: {"jobs", "until", "note"} (FreezeRequestJSON); 400 for bad input
+//	DELETE /api/freezes/{id}        end a freeze; 404 for an unknown id
 //	POST /api/reload                read the config file again and apply its jobs (ReloadJSON)
 //	GET  /api/audit                 the audit trail, newest first: ?limit= (default 50, at most 1000), ?before=ID (audit.go)
 //	GET  /                          status page: the jobs, their holders and their last outcomes
@@ -93,6 +96,9 @@ func (a *admin) handler() http.Handler {
 	mux.HandleFunc("GET /api/jobs/{name}/runs", a.reader(a.needStore(a.runs)))
 	mux.HandleFunc("GET /api/locks", a.reader(a.needStore(a.lockList)))
 	mux.HandleFunc("POST /api/jobs/{name}/{action}", a.needStore(a.act))
+	mux.HandleFunc("GET /api/freezes", a.reader(a.needStore(a.freezeList)))
+	mux.HandleFunc("POST /api/freezes", a.needStore(a.freezeAdd))
+	mux.HandleFunc("DELETE /api/freezes/{id}", a.needStore(a.freezeDelete))
 	mux.HandleFunc("POST /api/reload", a.reloadConfig)
 	mux.HandleFunc("GET /api/audit", a.reader(a.needStore(a.auditList)))
 	a.pageRoutes(mux)
@@ -140,7 +146,8 @@ type JobJSON struct {
 	Schedule    string            `json:"schedule"`
 	Zone        string            `json:"zone"` // the time zone the schedule is read in
 	Lock        string            `json:"lock"`
-	Next        []time.Time       `json:"next"`
+	Next        []time.Time       `json:"next"`              // the next ticks that will run: calendars and freezes applied
+	Skipped     []scheduler.Skip  `json:"skipped,omitempty"` // the ticks before the last of Next that will not, each with why
 	Paused      bool              `json:"paused"`
 	Pause       *PauseJSON        `json:"pause,omitempty"`        // the pause in force: who, when, why, until
 	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
@@ -195,7 +202,7 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 	}
 	for _, v := range views {
 		j := JobJSON{
-			Name: v.Job, Schedule: v.Schedule, Zone: v.Zone, Lock: v.Lock, Next: v.NextTicks,
+			Name: v.Job, Schedule: v.Schedule, Zone: v.Zone, Lock: v.Lock, Next: v.NextTicks, Skipped: v.Skipped,
 			Paused: v.Ledger.Paused, Pause: pauseJSON(v.Ledger), LastOutcome: v.LastOutcome, RunningHere: v.Running,
 			Digest: v.Digest, OtherDigest: v.OtherDigest,
 			Fleet: FleetJSON{
@@ -399,7 +406,7 @@ func LocksJSON(ls []lock.LockInfo) []LockJSON {
 func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	need, ok := actionScope[action]
-	if !ok || action == "reload" {
+	if !ok || action == "reload" || action == "freeze" || action == "unfreeze" {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown action " + action + ": trigger, pause or resume"})
 		return
 	}

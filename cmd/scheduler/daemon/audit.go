@@ -23,7 +23,7 @@ import (
 )
 
 // The audit trail: every change made through the admin API or the
-// command (trigger, pause, resume, reload; any action name, so that a new
+// command (trigger, pause, resume, freeze, unfreeze, reload; any action name, so that a new
 // one joins with one call to audit.append) is one entry, with the time,
 // the action, its target, the actor, the replica that took it, the remote
 // address and the note.
@@ -71,8 +71,8 @@ const actorCLI = "cli:"
 type AuditEntry struct {
 	ID      string    `json:"id"`      // "<ms>-<seq>": grows from entry to entry; ?before= takes it
 	Time    time.Time `json:"time"`    // when it was appended, on the store's clock
-	Action  string    `json:"action"`  // trigger, pause, resume, reload, ...
-	Target  string    `json:"target"`  // the job; for reload, the config file
+	Action  string    `json:"action"`  // trigger, pause, resume, freeze, unfreeze, reload, ...
+	Target  string    `json:"target"`  // the job; for reload, the config file; for freeze, the jobs' pattern; for unfreeze, the freeze's id
 	Actor   string    `json:"actor"`   // the token's name, "loopback", or "cli:" and the OS user
 	Replica string    `json:"replica"` // the replica that took it
 	Remote  string    `json:"remote"`  // the caller's address; "" for the command
@@ -324,9 +324,9 @@ func auditCommand(cfgPath *string, o Options) *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "audit",
-		Short: "List the changes operators made: trigger, pause, resume, reload",
+		Short: "List the changes operators made: trigger, pause, resume, freeze, unfreeze, reload",
 		Long: `audit lists the latest entries of the audit trail, newest first: every change
-made through the admin API or this command (trigger, pause, resume, reload),
+made through the admin API or this command (trigger, pause, resume, freeze, unfreeze, reload),
 with its time, action, target, actor (the admin token's name, "loopback", or
 "cli:" and the OS user for this command through Redis), the replica that took
 it, the remote address and the note. -before ID lists the entries older than

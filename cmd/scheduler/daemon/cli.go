@@ -269,6 +269,8 @@ paused job can still be triggered.`, &cfgPath, o),
 and clears the pause's note and end and the job's failed runs in a row
 (pause_after_failures). Ticks that fell due while it was paused are not made
 up.`, &cfgPath, o),
+		freezeCommand(&cfgPath, o),
+		unfreezeCommand(&cfgPath, o),
 		reloadCommand(&cfgPath, o),
 		auditCommand(&cfgPath, o),
 		&cobra.Command{
@@ -780,7 +782,10 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Schedule, strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, paused(v))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printSkipped(w, views)
 }
 
 func printLocks(w io.Writer, ls []LockJSON) error {

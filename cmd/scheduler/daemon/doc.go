@@ -10,13 +10,19 @@
 //	scheduler run      -config FILE   the daemon; SIGTERM/SIGINT stop it gracefully, a second signal at once;
 //	                                  SIGHUP reloads its config (see Reloading)
 //	scheduler validate -config FILE   every error with its place (exit 1), or a summary of the jobs
-//	scheduler jobs     -config FILE   next three fire times, last outcome, holder, paused: by whom, until when, why (-json)
+//	scheduler jobs     -config FILE   next three ticks that will run (calendars and freezes applied), last
+//	                                  outcome, holder, paused: by whom, until when, why; then the skipped
+//	                                  ticks with why (-json)
 //	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
 //	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json)
 //	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
 //	scheduler pause    JOB -note TEXT [-until TIME|DURATION] -config FILE   pause a job on every replica, saying why;
 //	                                  -until (RFC 3339, or a Go duration from now) ends it by itself (see pause.go)
 //	scheduler resume   JOB -config FILE   resume it
+//	scheduler freeze   [-jobs PATTERN] -until TIME|DURATION -note TEXT -config FILE
+//	                                  stop the ticks of the jobs matching PATTERN (a glob; default all) on every
+//	                                  replica until TIME (RFC 3339) or for DURATION; prints the freeze's id
+//	scheduler unfreeze ID -config FILE   end a freeze at once
 //	scheduler reload   -config FILE   the running daemon (admin.listen) reads its config again, and
 //	                                  prints what it did (-json: its answer); exit 1 if the file is invalid
 //	scheduler audit    -config FILE   the audit trail, newest first (-limit N, -before ID, -json; see audit.go)
@@ -44,7 +50,7 @@
 //
 // Without a config file (no -config, no LOCKCRON_CONFIG, and no
 // lockcron.hcl in the working directory), jobs, locks, history, trigger,
-// pause, resume and reload ask the running daemon's admin API, as nomad's
+// pause, resume, freeze, unfreeze and reload ask the running daemon's admin API, as nomad's
 // commands ask the agent at NOMAD_ADDR: at $LOCKCRON_ADMIN__LISTEN, else
 // 127.0.0.1:9090 (admin.listen's default, where `make run` serves), with
 // $LOCKCRON_TOKEN, else $LOCKCRON_ADMIN__TOKEN, as the bearer token if it
@@ -65,6 +71,19 @@
 // exits 1 if any job's ledger could not be read. Against a config without
 // Redis, jobs and locks, like history, ask the daemon's admin API. trigger
 // prints how many replicas heard it.
+//
+// freeze and unfreeze go through Redis (fleet.Store: the freezes are kept
+// there, and every replica reads them every second), or, without Redis in
+// the config or without a config, through the daemon's admin API (POST
+// /api/freezes, DELETE /api/freezes/{id}); both need an operate token
+// there, and are in the audit trail with the pattern or id as the target
+// and the freeze's note. -until and the API's until take a time (RFC
+// 3339) or a duration from now ("2h"; write -until=-1m for a negative one,
+// which is refused). A missing or empty -note, a note over 1,000 bytes, an
+// until not in the future (on Redis's clock), a pattern that matches no
+// job (or is malformed) and an unknown id are refused, and nothing is
+// changed: exit 2 for the command line, 1 for the rest; 400 and 404 from
+// the API.
 //
 // # Start-up
 //
@@ -100,7 +119,9 @@
 //	                                while connecting to Redis at start-up, and from the moment a graceful
 //	                                stop begins, so that a load balancer drains it
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
-//	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks, this replica's last tick
+//	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks that will run ("next",
+//	                                calendars and freezes applied) and the skipped ones before them with why
+//	                                ("skipped": tick, cause, reason), this replica's last tick
 //	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
 //	                                since when, paused, "failures" in a row); "pause", the pause in force
 //	                                (by, at, note, until); "revision", the digest of the job's config block
@@ -115,6 +136,10 @@
 //	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it);
 //	                                pause and resume likewise; pause takes {"note": "why", "until": "2h"}
 //	                                (PauseRequest: note required; 400 for bad input, nothing changed)
+//	GET  /api/freezes               JSON: the freezes that have not ended (id, jobs, until, created, note)
+//	POST /api/freezes               freeze jobs on every replica: {"jobs": GLOB, "until": TIME|DURATION,
+//	                                "note": TEXT}; 200 with the freeze (its "id"), 400 for bad input
+//	DELETE /api/freezes/{id}        end a freeze at once; 404 for an id that names none (or one ended)
 //	POST /api/reload                read the config file again (see Reloading): 200 with what was done
 //	                                (ReloadJSON), 422 with the errors of an invalid file
 //	GET  /                          status page: the jobs, who holds each, the last 20 outcomes
@@ -130,9 +155,8 @@
 // Tokens (access.go): each admin token block, and the single admin.token
 // (scope admin, named "admin.token"), is a bearer token with a scope:
 // read may GET the JSON API and the status page; operate may also
-// trigger, pause and resume; admin may also reload. actionScope is the
-// table of what each change needs (freeze and unfreeze will join it as
-// operate). With any token configured, every call of the JSON API and the
+// trigger, pause, resume, freeze and unfreeze; admin may also reload.
+// actionScope is the table of what each change needs. With any token configured, every call of the JSON API and the
 // page needs "Authorization: Bearer TOKEN" of a scope that suffices, but
 // /healthz, /readyz, /metrics and /static stay open, and
 // admin.public_read opens the reads. No token or a wrong one: 401 (with

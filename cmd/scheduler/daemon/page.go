@@ -322,6 +322,7 @@ var outcomeLooks = map[scheduler.Outcome]outcomeLook{
 	scheduler.OutcomeSkippedDone:    {"S", "muted", "skipped: done"},
 	scheduler.OutcomeSkippedBusy:    {"B", "muted", "skipped: busy"},
 	scheduler.OutcomePaused:         {"P", "muted", "paused"},
+	scheduler.OutcomeExcluded:       {"X", "muted", "excluded"},
 }
 
 func lookOf(outcome scheduler.Outcome) outcomeLook {

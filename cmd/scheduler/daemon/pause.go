@@ -65,9 +65,13 @@ func (p PauseRequest) info(by string, now time.Time) (fleet.PauseInfo, error) {
 	return info, nil
 }
 
-// parseUntil reads an end: a time in RFC 3339, or a Go duration from now;
-// it must be in the future.
+// parseUntil reads the end of a pause or a freeze: a time in RFC 3339, or
+// a Go duration from now; it must be in the future.
 func parseUntil(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, errors.New(`until: missing: give a time in RFC 3339 (such as 2026-12-01T09:00:00Z) or a duration from now (such as 2h30m)`)
+	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		d, derr := time.ParseDuration(s)

@@ -5,28 +5,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agext/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 // suggest returns the name of names closest to s, if one is near enough to
-// be a misspelling of it (at most two edits, or a third for a name longer
-// than eight letters), else "". It is how a misspelt flag or job name gets
-// a "did you mean".
-func suggest(s string, names []string) string {
-	best, bestDist := "", 0
-	for _, n := range names {
-		limit := 2
-		if len(n) > 8 {
-			limit = 3
-		}
-		if d := levenshtein.Distance(strings.ToLower(s), strings.ToLower(n), nil); d <= limit && (best == "" || d < bestDist) {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
+// be a misspelling of it (config.Suggest).
+func suggest(s string, names []string) string { return config.Suggest(s, names) }
 
 // didYouMean is ` (did you mean "NAME"?)` for the name of names closest to
 // s, or "" when none is near.
