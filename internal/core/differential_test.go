@@ -73,6 +73,7 @@ var diffScripts = map[string]string{
 	"semforceunlock.lua": "semForceUnlock",
 	"inspect.lua":        "locks",
 	"members.lua":        "members",
+	"replicas.lua":       "replicas",
 	"lib.lua":            "",
 	"rwlib.lua":          "",
 }
@@ -131,6 +132,7 @@ var diffMethods = []diffMethod{
 	{"semForceUnlock", 1, (*diffRun).semForceUnlockOp},
 	{"locks", 3, (*diffRun).locksOp},
 	{"members", 3, (*diffRun).membersOp},
+	{"replicas", 2, (*diffRun).replicasOp},
 	{"publish", 1, (*diffRun).publishOp},
 	{"ping", 1, (*diffRun).pingOp},
 }
@@ -1036,6 +1038,35 @@ func (d *diffRun) membersOp() diffOp {
 			slices.Sort(m) // the order is the caller's (Client.Heartbeat)
 			a.exact("others", strings.Join(slices.DeleteFunc(slices.Clone(m), func(x string) bool { return x == member }), " "))
 			a.exact("member", slices.Contains(m, member))
+			return a
+		},
+	}
+}
+
+// replicasOp reads the replicas' reports, or records one: live for a
+// lease, or stopped. None runs out in a run, none is dropped (keep is a
+// lease): TestReplicaReports sees them go.
+func (d *diffRun) replicasOp() diffOp {
+	key := d.prefix + ":replicas"
+	id, ttl, report := "", time.Duration(0), fmt.Sprintf("report %d", d.rng.IntN(3))
+	switch d.rng.IntN(4) {
+	case 0: // a read
+	case 1:
+		id = d.owner("o") // stopped
+	default:
+		id, ttl = d.owner("o"), diffLease
+	}
+	return diffOp{
+		desc: fmt.Sprintf("replicas(%s, %q, %q, ttl %v)", key, id, report, ttl),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			rs, err := be.replicas(ctx, key, id, report, ttl, diffLease)
+			a.err(err)
+			slices.SortFunc(rs, func(x, y ReplicaReport) int { return strings.Compare(x.ID, y.ID) }) // the order is the caller's (Client.replicas)
+			a.exact("replicas", len(rs))
+			for _, r := range rs {
+				a.exact(r.ID, fmt.Sprintf("%q stopped=%t gone=%t", r.Report, r.Stopped, !r.Gone.IsZero()))
+				a.near(r.ID+" seen", r.Seen.UnixMilli())
+			}
 			return a
 		},
 	}

@@ -24,6 +24,7 @@ type MemoryStore struct {
 	sems   map[string]memSem                // semaphores' permits, by permits key
 	rw     map[string]*memRW                // read-write locks, by lock key
 	groups map[string]map[string]time.Time  // groups' members and their deadlines (Heartbeat), by key
+	reps   map[string]map[string]memReplica // replicas' reports (ReportReplica), by key
 
 	released map[string]time.Time // release marks (release.lua), by key, until they expire
 }
@@ -48,6 +49,7 @@ func NewMemoryStore() *MemoryStore {
 		sems:   make(map[string]memSem),
 		rw:     make(map[string]*memRW),
 		groups: make(map[string]map[string]time.Time),
+		reps:   make(map[string]map[string]memReplica),
 
 		released: make(map[string]time.Time),
 	}
