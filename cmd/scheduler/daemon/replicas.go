@@ -133,33 +133,38 @@ func (rp *reporter) report() string {
 	return string(b)
 }
 
-// start reports at once, then every replicaBeat, until stop; stop waits
-// for the reports to end, then reports this replica stopped (within
-// replicaStopTimeout). A failed report is logged as a warning, once until
-// one succeeds again.
+// start reports once (before it returns: a replica lists itself once
+// its scheduler starts), then every replicaBeat until stop, on a goroutine
+// of its own; stop ends it and waits for it, then reports this replica
+// stopped (within replicaStopTimeout). A failed report is logged as a
+// warning, once until one succeeds again.
 func (rp *reporter) start() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	failing := false
+	beat := func() {
+		rctx, rcancel := context.WithTimeout(ctx, replicaBeat)
+		_, err := rp.store.Report(rctx, rp.id, rp.report(), replicaTTL)
+		rcancel()
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			rp.log.Warn("replica report failed: the fleet's Replicas page shows this replica gone until one succeeds", "error", err)
+			failing = true
+		case err == nil && failing:
+			rp.log.Info("replica report succeeded again")
+			failing = false
+		}
+	}
+	beat()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(replicaBeat)
 		defer t.Stop()
-		failing := false
 		for {
-			rctx, rcancel := context.WithTimeout(ctx, replicaBeat)
-			_, err := rp.store.Report(rctx, rp.id, rp.report(), replicaTTL)
-			rcancel()
-			switch {
-			case err != nil && ctx.Err() == nil && !failing:
-				rp.log.Warn("replica report failed: the fleet's Replicas page shows this replica gone until one succeeds", "error", err)
-				failing = true
-			case err == nil && failing:
-				rp.log.Info("replica report succeeded again")
-				failing = false
-			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				beat()
 			}
 		}
 	})
