@@ -155,7 +155,9 @@ func TestReplicasInView(t *testing.T) {
 	// gone.
 	ctx := newBrowser(t)
 	open(t, ctx, "http://"+r1.admin+"/replicas")
-	sel := func(id string) string { return fmt.Sprintf(`document.querySelector('#replicas tr[data-replica=%s]')`, strconv.Quote(id)) }
+	sel := func(id string) string {
+		return fmt.Sprintf(`document.querySelector('#replicas tr[data-replica=%s]')`, strconv.Quote(id))
+	}
 	waitJS(t, ctx, "three rows, r3 on another config, r2 stopped",
 		`document.querySelectorAll('#replicas tbody tr').length === 3 && `+
 			sel("r3")+`.dataset.otherConfig === 'true' && `+sel("r3")+`.innerText.includes('other config') && `+
