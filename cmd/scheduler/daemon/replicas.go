@@ -147,7 +147,7 @@ func (rp *reporter) start() (stop func()) {
 		rcancel()
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
-			rp.log.Warn("replica report failed: the fleet's Replicas page shows this replica gone until one succeeds", "error", err)
+			rp.log.Warn("replica report failed: the fleet shows this replica gone until one succeeds", "error", err)
 			failing = true
 		case err == nil && failing:
 			rp.log.Info("replica report succeeded again")
