@@ -266,12 +266,13 @@ func Run(ctx context.Context, path string, o Options) error {
 	}
 	a.connected.Store(true)
 
-	// The scheduler runs until this function stops it: Shutdown's error
-	// tells whether the graceful stop was cut short.
 	// This replica reports itself to the fleet until its scheduler has
 	// stopped, then reports itself stopped (replicas.go).
 	rp := &reporter{store: fleet.New(locks), id: cfg.ReplicaID, s: s, reload: rl, started: loadedAt, log: log.Named("replicas")}
 	stopReports := rp.start()
+
+	// The scheduler runs until this function stops it: Shutdown's error
+	// tells whether the graceful stop was cut short.
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(context.Background()) }()
 
