@@ -114,4 +114,11 @@
 // prefix:members:{group}, deadlines on the server's clock; Store.Leave
 // removes one at once): the scheduler's replicas rank each other with it,
 // so that one claims each tick first.
+//
+// Store.Report keeps the replicas' reports (one hash at prefix:replicas,
+// replica id → its report, stamped with the server's clock; a replica is
+// gone ttl after its last report, at once after Store.ReportStopped, and
+// dropped ReplicaKeep after that, in the same script): the scheduler
+// command's daemon reports its version, config, jobs and runs there, per
+// process, where memberships are per group of jobs.
 package fleet

@@ -415,6 +415,11 @@ type Status struct {
 	LastTick    time.Time // the last tick this replica handled
 	LastOutcome Outcome   // its outcome here
 	Running     bool      // a tick of the job is being claimed or run here
+	// RunTick and RunStart are the tick of the job's run under way here
+	// (its oldest, with overlap "queue") and when it started, on this
+	// replica's clock; zero while none runs (Running may be set while a
+	// tick is claimed, before its run starts).
+	RunTick, RunStart time.Time
 	// Digest is a digest of the job's definition on this replica (every
 	// Job field but Run, with Revision), which each claim records in the
 	// job's ledger.
@@ -429,11 +434,13 @@ type Status struct {
 func (s *Scheduler) Status() []Status {
 	order := s.ordered()
 	out := make([]Status, 0, len(order))
+	runs := s.localRuns()
 	for _, e := range order {
 		e.mu.Lock()
 		out = append(out, Status{
 			Job: e.job.Name, Schedule: e.job.Schedule, Zone: e.job.zone(), Lock: e.job.LockName,
 			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight+e.manuals > 0,
+			RunTick: runs[e.job.Name].tick, RunStart: runs[e.job.Name].start,
 			Digest: e.digest, OtherDigest: e.otherDigest,
 		})
 		e.mu.Unlock()
@@ -659,6 +666,7 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 
 // localRun is what this replica knows of a run of a job under way here.
 type localRun struct {
+	tick  time.Time
 	start time.Time // on this replica's clock
 	long  time.Time // when it went past its job's AlertAfter, if it was announced
 }
@@ -676,7 +684,7 @@ func (s *Scheduler) localRuns() map[string]localRun {
 	out := make(map[string]localRun, len(active))
 	for _, r := range active {
 		r.mu.Lock()
-		lr := localRun{start: r.start, long: r.long}
+		lr := localRun{tick: r.tick, start: r.start, long: r.long}
 		r.mu.Unlock()
 		if o, ok := out[r.e.job.Name]; !ok || lr.start.Before(o.start) {
 			out[r.e.job.Name] = lr

@@ -1007,6 +1007,14 @@ func TestMakeRun(t *testing.T) {
 	if r := cliEnv(t, root, at, "trigger", "hello"); r.code != 0 || r.stdout != "hello: triggered; 1 replica heard it, one runs it\n" {
 		t.Errorf("trigger hello after make run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The in-memory backend's fleet is this one replica, live, on the
+	// Replicas page and in `scheduler replicas`.
+	if r := cliEnv(t, root, at, "replicas"); r.code != 0 || len(strings.Split(strings.TrimSpace(r.stdout), "\n")) != 2 || !strings.Contains(r.stdout, " live ") || !strings.Contains(r.stdout, " hello ") {
+		t.Errorf("replicas after make run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if st, b, _ := httpDo(t, "GET", "http://"+addr+"/replicas", ""); st != 200 || strings.Count(string(b), "data-replica=") != 1 || !strings.Contains(string(b), `data-state="live"`) {
+		t.Errorf("the Replicas page after make run: %d\n%s", st, b)
+	}
 	var sched int
 	for _, pid := range testkit.Descendants(mk.cmd.Process.Pid) {
 		if st, ok := readStat(pid); ok && st.comm == "scheduler" {

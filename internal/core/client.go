@@ -25,7 +25,7 @@ const cleanupTimeout = 5 * time.Second
 // follow the Lua scripts in scripts/; the Client does everything else.
 // Each kind of lock and the fleet's store add their part (fairBackend,
 // rwBackend, semBackend, ledgerBackend, eventBackend, inspectBackend,
-// memberBackend); both backends have every part.
+// memberBackend, replicaBackend); both backends have every part.
 type backend interface {
 	fairBackend
 	rwBackend
@@ -35,6 +35,7 @@ type backend interface {
 	inspectBackend
 	memberBackend
 	freezeBackend
+	replicaBackend
 
 	// acquire runs acquire.lua: holds is 0 for a new lease.
 	acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error)

@@ -75,6 +75,7 @@ var diffScripts = map[string]string{
 	"inspect.lua":        "locks",
 	"members.lua":        "members",
 	"freeze.lua":         "freezes",
+	"replicas.lua":       "replicas",
 	"lib.lua":            "",
 	"rwlib.lua":          "",
 }
@@ -134,6 +135,7 @@ var diffMethods = []diffMethod{
 	{"locks", 3, (*diffRun).locksOp},
 	{"members", 3, (*diffRun).membersOp},
 	{"freezes", 2, (*diffRun).freezesOp},
+	{"replicas", 2, (*diffRun).replicasOp},
 	{"publish", 1, (*diffRun).publishOp},
 	{"ping", 1, (*diffRun).pingOp},
 }
@@ -1093,6 +1095,35 @@ func (d *diffRun) freezesOp() diffOp {
 			}
 			slices.Sort(list) // a hash's order is the backend's
 			a.exact("reply", strings.Join(list, "|"))
+			return a
+		},
+	}
+}
+
+// replicasOp reads the replicas' reports, or records one: live for a
+// lease, or stopped. None runs out in a run, none is dropped (keep is a
+// lease): TestReplicaReports sees them go.
+func (d *diffRun) replicasOp() diffOp {
+	key := d.prefix + ":replicas"
+	id, ttl, report := "", time.Duration(0), fmt.Sprintf("report %d", d.rng.IntN(3))
+	switch d.rng.IntN(4) {
+	case 0: // a read
+	case 1:
+		id = d.owner("o") // stopped
+	default:
+		id, ttl = d.owner("o"), diffLease
+	}
+	return diffOp{
+		desc: fmt.Sprintf("replicas(%s, %q, %q, ttl %v)", key, id, report, ttl),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			rs, err := be.replicas(ctx, key, id, report, ttl, diffLease)
+			a.err(err)
+			slices.SortFunc(rs, func(x, y ReplicaReport) int { return strings.Compare(x.ID, y.ID) }) // the order is the caller's (Client.replicas)
+			a.exact("replicas", len(rs))
+			for _, r := range rs {
+				a.exact(r.ID, fmt.Sprintf("%q stopped=%t gone=%t", r.Report, r.Stopped, !r.Gone.IsZero()))
+				a.near(r.ID+" seen", r.Seen.UnixMilli())
+			}
 			return a
 		},
 	}

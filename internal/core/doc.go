@@ -6,15 +6,15 @@
 //
 // Package lock is its face for the lock family (its doc says what a lock
 // promises and how it is kept); package fleet is its face for the
-// scheduler's store (ledgers of ticks, history, membership, control
-// messages). Both share one Client: fleet.New takes a lock.Client and
+// scheduler's store (ledgers of ticks, history, membership, replicas'
+// reports, control messages). Both share one Client: fleet.New takes a lock.Client and
 // reaches its engine through Ref. Nothing outside this module imports it.
 //
 // # Files
 //
 // The seam to a store is the backend interface (client.go), one method per
 // store operation (most run one script), in parts by kind (fairBackend, rwBackend, semBackend,
-// ledgerBackend, eventBackend, inspectBackend, memberBackend, each beside
+// ledgerBackend, eventBackend, inspectBackend, memberBackend, replicaBackend, each beside
 // its front-end); its methods take plain values (keys, owner ids, numbers,
 // a ledgerRef and finishArgs), never the front-end's types. The Redis
 // backend lives in redis*.go, the in-memory one (MemoryStore) in

@@ -25,6 +25,7 @@ type MemoryStore struct {
 	rw     map[string]*memRW                // read-write locks, by lock key
 	groups map[string]map[string]time.Time  // groups' members and their deadlines (Heartbeat), by key
 	freeze map[string]*memFreezes           // the fleet's freezes (AddFreeze), by key
+	reps   map[string]map[string]memReplica // replicas' reports (ReportReplica), by key
 
 	released map[string]time.Time // release marks (release.lua), by key, until they expire
 }
@@ -50,6 +51,7 @@ func NewMemoryStore() *MemoryStore {
 		rw:     make(map[string]*memRW),
 		groups: make(map[string]map[string]time.Time),
 		freeze: make(map[string]*memFreezes),
+		reps:   make(map[string]map[string]memReplica),
 
 		released: make(map[string]time.Time),
 	}

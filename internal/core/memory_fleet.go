@@ -100,3 +100,39 @@ func (b *memoryBackend) members(ctx context.Context, key, member string, ttl tim
 	}
 	return out, nil
 }
+
+// memReplica is a replica's report, as replicas.lua keeps it.
+type memReplica struct {
+	seen, until time.Time // to the millisecond, as Redis TIME in the script
+	report      string
+}
+
+func (b *memoryBackend) replicas(ctx context.Context, key, id, report string, ttl, keep time.Duration) ([]ReplicaReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.UnixMilli(time.Now().UnixMilli())
+	rs := s.reps[key]
+	if id != "" {
+		if rs == nil {
+			rs = make(map[string]memReplica)
+			s.reps[key] = rs
+		}
+		rs[id] = memReplica{seen: now, until: now.Add(ttl.Truncate(time.Millisecond)), report: report}
+	}
+	out := make([]ReplicaReport, 0, len(rs))
+	for rid, r := range rs {
+		if !now.Before(r.until.Add(keep)) {
+			delete(rs, rid)
+			continue
+		}
+		out = append(out, replicaReport(rid, r.report, r.seen, r.until, now))
+	}
+	if len(rs) == 0 {
+		delete(s.reps, key)
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -104,4 +105,31 @@ func (b *redisBackend) heardTail(channel, tail string) {
 	if ev, ledger, ok := parseTickTail(tail); ok {
 		b.heard(channel, ev, ledger)
 	}
+}
+
+var (
+	//go:embed scripts/replicas.lua
+	replicasSrc    string
+	replicasScript = redis.NewScript(replicasSrc)
+)
+
+func (b *redisBackend) replicas(ctx context.Context, key, id, report string, ttl, keep time.Duration) ([]ReplicaReport, error) {
+	v, err := replicasScript.Run(ctx, b.rdb, []string{key}, id, ttl.Milliseconds(), report, keep.Milliseconds()).Slice()
+	if err != nil {
+		return nil, err
+	}
+	ms, ok := v[0].(int64)
+	if len(v)%2 != 1 || !ok {
+		return nil, fmt.Errorf("replicas.lua: unexpected reply %v", v)
+	}
+	now := time.UnixMilli(ms)
+	out := make([]ReplicaReport, 0, len(v)/2)
+	for i := 1; i+1 < len(v); i += 2 {
+		rid, _ := v[i].(string)
+		val, _ := v[i+1].(string)
+		if r, ok := parseReplica(rid, val, now); ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

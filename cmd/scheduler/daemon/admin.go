@@ -68,10 +68,12 @@ type admin struct {
 //	DELETE /api/freezes/{id}        end a freeze; 404 for an unknown id
 //	POST /api/reload                read the config file again and apply its jobs (ReloadJSON)
 //	GET  /api/audit                 the audit trail, newest first: ?limit= (default 50, at most 1000), ?before=ID (audit.go)
+//	GET  /api/replicas              the fleet's replicas: version, config digest, jobs, runs, last heartbeat (replicas.go)
 //	GET  /                          status page: the jobs, their holders and their last outcomes
 //	GET  /jobs/{name}               status page: the job's run history, paged with ?before=ID
 //	GET  /locks                     status page: the locks in the store
 //	GET  /audit                     status page: the audit trail, paged with ?before=ID
+//	GET  /replicas                  status page: the fleet's replicas
 //	GET  /static/{file}             the status page's style sheet and script
 //
 // An unknown job is a 404 that names it and lists the known ones; a bad
@@ -101,6 +103,7 @@ func (a *admin) handler() http.Handler {
 	mux.HandleFunc("DELETE /api/freezes/{id}", a.needStore(a.freezeDelete))
 	mux.HandleFunc("POST /api/reload", a.reloadConfig)
 	mux.HandleFunc("GET /api/audit", a.reader(a.needStore(a.auditList)))
+	mux.HandleFunc("GET /api/replicas", a.reader(a.needStore(a.replicaList)))
 	a.pageRoutes(mux)
 	return mux
 }

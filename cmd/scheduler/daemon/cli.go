@@ -109,8 +109,8 @@ an unreachable store, a stop cut short), 2 a bad command line.
 Flags may be written -config or --config.
 
 The config file is -config FILE, else $LOCKCRON_CONFIG, else lockcron.hcl in
-the working directory. With none of these, jobs, locks, history, audit, trigger,
-pause, resume and reload ask the running daemon at $LOCKCRON_ADMIN__LISTEN (default
+the working directory. With none of these, jobs, locks, history, audit, replicas,
+trigger, pause, resume and reload ask the running daemon at $LOCKCRON_ADMIN__LISTEN (default
 127.0.0.1:9090, where make run serves it).
 
 Commands that call the admin API send $LOCKCRON_TOKEN as their bearer token if
@@ -273,6 +273,7 @@ up.`, &cfgPath, o),
 		unfreezeCommand(&cfgPath, o),
 		reloadCommand(&cfgPath, o),
 		auditCommand(&cfgPath, o),
+		replicasCommand(&cfgPath, o),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version of scheduler",

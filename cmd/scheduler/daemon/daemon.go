@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/jobs/execjob"
 	"github.com/lockcron/lockcron/lock"
@@ -158,7 +159,7 @@ func Run(ctx context.Context, path string, o Options) error {
 	if err != nil {
 		return err
 	}
-	loadedAt := time.Now()
+	loadedAt := time.Now() // also the start reported to the fleet (replicas.go)
 	log := newLogger(cfg, o.Stderr)
 	logRedisTo(log, cfg.Redact)
 	for _, w := range cfg.Warnings {
@@ -275,6 +276,11 @@ func Run(ctx context.Context, path string, o Options) error {
 	}
 	a.connected.Store(true)
 
+	// This replica reports itself to the fleet until its scheduler has
+	// stopped, then reports itself stopped (replicas.go).
+	rp := &reporter{store: fleet.New(locks), id: cfg.ReplicaID, s: s, reload: rl, started: loadedAt, log: log.Named("replicas")}
+	stopReports := rp.start()
+
 	// The scheduler runs until this function stops it: Shutdown's error
 	// tells whether the graceful stop was cut short.
 	ran := make(chan error, 1)
@@ -316,5 +322,6 @@ func Run(ctx context.Context, path string, o Options) error {
 		forceStop()
 		<-ran
 	}
+	stopReports()
 	return closeAdmin(stopErr)
 }

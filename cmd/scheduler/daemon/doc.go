@@ -26,6 +26,8 @@
 //	scheduler reload   -config FILE   the running daemon (admin.listen) reads its config again, and
 //	                                  prints what it did (-json: its answer); exit 1 if the file is invalid
 //	scheduler audit    -config FILE   the audit trail, newest first (-limit N, -before ID, -json; see audit.go)
+//	scheduler replicas -config FILE   the fleet's replicas: state, version, config digest, start, last heartbeat,
+//	                                  jobs, runs under way (-json; see replicas.go)
 //	scheduler version                    the version (also --version)
 //
 // validate, jobs, locks and history only read: they load the config with
@@ -147,6 +149,9 @@
 //	GET  /locks                     status page: the locks in the store
 //	GET  /api/audit                 JSON: the audit trail, newest first (?limit=N, ?before=ID; see audit.go)
 //	GET  /audit                     status page: the audit trail, paged (?before=ID)
+//	GET  /api/replicas              JSON: the fleet's replicas (ReplicaJSON; see replicas.go and "The fleet
+//	                                in view" below)
+//	GET  /replicas                  status page: the fleet's replicas, another config and gone ones marked
 //
 // An unknown job is a 404 whose error names it and lists the jobs (also
 // in "jobs"); a bad limit or before is a 400 whose error names the
@@ -263,6 +268,29 @@
 // then gives up on the rest. Logs name the block, the job and the tick,
 // never the URL. The daemon's logs give durations as Go duration strings
 // (newLogger), in JSON too.
+//
+// # The fleet in view
+//
+// Each daemon reports itself in the store (fleet.Store.Report): its
+// replica id, version (Version: the module's, and the commit of a build
+// from a checkout), config digest (of the config in effect, so a reload
+// shows), start time, jobs, and the runs under way on it (job, tick, since;
+// scheduler.Status). It reports once before its scheduler starts, then
+// every 5s on a goroutine of its own (one script call per replica per 5s;
+// the store stamps each report with its own clock, Redis TIME), and once
+// more after its scheduler has stopped, to say it stopped ("stopped", at
+// once). A replica whose reports stop (SIGKILL, a lost network) is "gone"
+// 15s after its last one (three missed reports). Either is listed, with
+// when it was last seen and gone, for fleet.ReplicaKeep (an hour), then
+// dropped. These are constants, not settings. A replica whose config
+// digest differs from that of most live replicas is marked other_config
+// (on a tie, the answering replica's, or the command's config file, counts
+// as most); other_version likewise for its version. GET /api/replicas, the
+// Replicas page and `scheduler replicas` (through Redis, or the daemon's
+// admin API without Redis or without a config file) show the same list.
+// On the in-memory backend the fleet is the one daemon. These are per
+// replica process; the scheduler's memberships, which rank replicas for
+// each tick, are per group of jobs.
 //
 // # Stopping
 //

@@ -39,7 +39,7 @@ const (
 )
 
 // pages are the status page's templates: each page file with the layout.
-var pages = parsePages("jobs.html", "job.html", "locks.html", "audit.html")
+var pages = parsePages("jobs.html", "job.html", "locks.html", "audit.html", "replicas.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(pageFuncs).ParseFS(webFS, "web/layout.html", "web/parts.html"))
@@ -56,6 +56,7 @@ func (a *admin) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /jobs/{name}", a.pageReader("job.html", a.jobPage))
 	mux.HandleFunc("GET /locks", a.pageReader("locks.html", a.locksPage))
 	mux.HandleFunc("GET /audit", a.pageReader("audit.html", a.auditPage))
+	mux.HandleFunc("GET /replicas", a.pageReader("replicas.html", a.replicasPage))
 	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
 		f := r.PathValue("file")
 		if f != "style.css" && f != "page.js" {
@@ -71,7 +72,7 @@ func (a *admin) pageRoutes(mux *http.ServeMux) {
 // pageData is what a page's template gets.
 type pageData struct {
 	Title   string
-	Nav     string    // the nav entry to mark: "jobs", "locks" or "audit"
+	Nav     string    // the nav entry to mark: "jobs", "locks", "audit" or "replicas"
 	Replica string    // this replica's id
 	Now     time.Time // when the page was rendered
 	Refresh int64     // milliseconds between refreshes of the live part
@@ -112,6 +113,9 @@ type pageData struct {
 
 	// The audit page (paged with Before, Older and Limit).
 	Audit []AuditEntry
+
+	// The replicas page.
+	Replicas []ReplicaJSON
 }
 
 // jobRow is a job on the jobs page.
