@@ -72,7 +72,7 @@ calendar "today" {
 	}{
 		{[]string{"-until", "5s"}, 2, "-note is missing"},
 		{[]string{"-until=-1m", "-note", "n"}, 2, `until "-1m": `},
-		{[]string{"-until", "2020-01-01T00:00:00Z", "-note", "n"}, 1, "is not in the future"},
+		{[]string{"-until", "2020-01-01T00:00:00Z", "-note", "n"}, 2, "is not in the future"},
 		{[]string{"-until", "5s", "-note", strings.Repeat("x", 10_000)}, 1, "note: 10000 bytes, over the 1000"},
 		{[]string{"-jobs", "nothing*", "-until", "5s", "-note", "n"}, 1, `jobs: "nothing*" matches no job`},
 	} {
