@@ -124,9 +124,9 @@ type RunningJSON struct {
 // reporter reports this replica in the store. Its report reads the
 // scheduler's status and the config in effect each time.
 type reporter struct {
-	store   *fleet.Store
-	id      string
-	s       *scheduler.Scheduler
+	store  *fleet.Store
+	id     string
+	s      *scheduler.Scheduler
 	reload *reloader // nil: no config digest
 	log    hclog.Logger
 }
