@@ -22,8 +22,8 @@ import (
 )
 
 // The fleet in view: each daemon reports itself in the store (its replica
-// id, version, config digest, start time, jobs and the runs under way
-// here), and GET /api/replicas, the Replicas page and `scheduler replicas`
+// id, version, config digest, jobs and the runs under way here; the store
+// keeps when its process first and last reported), and GET /api/replicas, the Replicas page and `scheduler replicas`
 // list every replica's last report, as Sidekiq's processes page and
 // dkron's nodes do.
 //
