@@ -115,10 +115,13 @@
 // removes one at once): the scheduler's replicas rank each other with it,
 // so that one claims each tick first.
 //
-// Store.Report keeps the replicas' reports (one hash at prefix:replicas,
-// replica id → its report, stamped with the server's clock; a replica is
-// gone ttl after its last report, at once after Store.ReportStopped, and
-// dropped ReplicaKeep after that, in the same script): the scheduler
-// command's daemon reports its version, config, jobs and runs there, per
-// process, where memberships are per group of jobs.
+// Store.Report keeps the replicas' reports (a hash at
+// prefix:replicas:{replicas}, replica id → its report, stamped with the
+// server's clock, and a sorted set beside it of when each is dropped; a
+// replica is gone ttl after its last report, at once after
+// Store.ReportStopped, and dropped ReplicaKeep after that, by the next
+// report or read): the scheduler command's daemon reports its version,
+// config, jobs and runs there, per process, where memberships are per
+// group of jobs. A report writes its own entry and drops those due, O(log
+// n) amortised; Store.Replicas reads them all.
 package fleet

@@ -18,20 +18,26 @@ type Replica = core.ReplicaReport
 
 // Report records report as what the replica id says of itself (the
 // scheduler command's daemon puts its version, config digest, jobs and
-// runs there), live for ttl from now on the store's clock (Redis TIME:
-// the replicas' clocks do not matter), and returns every replica's
-// report, sorted by id, its own included. Call it every ttl/3 or so: a
-// replica that stops is gone ttl after its last report (Replica.Gone);
-// ReportStopped makes it gone at once. A report gone for ReplicaKeep is
-// dropped, in the same step. One round trip (one script).
+// runs there), live for ttl from now on the store's clock (Redis TIME),
+// and drops the reports gone for ReplicaKeep. It does not read the
+// others (Replicas does): one script call that writes report and drops
+// the reports due, each once, so O(log n) amortised in the n reports kept,
+// whatever the fleet's size. Call it every ttl/3 or so: a replica that
+// stops is gone ttl after its last report (Replica.Gone); ReportStopped
+// makes it gone at once. Replica.Started is the first report of this
+// process (this Store's lock.Client) under id, on the store's clock. Once
+// a process has reported id stopped, its later reports of id are ignored,
+// so a report delayed past the stop does not make it live again; a new
+// process may report id anew.
 //
-// The reports live in one hash at prefix:replicas, expiring ReplicaKeep
-// after the newest. Replicas of a Store are per process, where the
+// The reports live in a hash at prefix:replicas:{replicas} with a sorted
+// set of when each is dropped beside it, both expiring ReplicaKeep after
+// the newest report. Replicas of a Store are per process, where the
 // scheduler's memberships (Heartbeat) are per group of jobs. It returns
 // lock.ErrInvalid for an empty id or a ttl under a millisecond,
-// lock.ErrBadKey if the key holds another type, lock.ErrClosed after
-// Close; ctx bounds the call.
-func (s *Store) Report(ctx context.Context, id, report string, ttl time.Duration) ([]Replica, error) {
+// lock.ErrBadKey if a key holds another type, lock.ErrClosed after Close;
+// ctx bounds the call.
+func (s *Store) Report(ctx context.Context, id, report string, ttl time.Duration) error {
 	return s.c.ReportReplica(ctx, id, report, ttl)
 }
 
@@ -43,8 +49,9 @@ func (s *Store) ReportStopped(ctx context.Context, id, report string) error {
 }
 
 // Replicas returns every replica's report (Report), sorted by id, without
-// reporting one; the reports gone for ReplicaKeep are dropped. It returns
-// lock.ErrBadKey if the key holds another type, lock.ErrClosed after Close.
+// reporting one; the reports gone for ReplicaKeep are dropped. It reads
+// the whole hash: O(n) in the reports kept and their size. It returns
+// lock.ErrBadKey if a key holds another type, lock.ErrClosed after Close.
 func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
 	return s.c.Replicas(ctx)
 }

@@ -97,9 +97,9 @@ func TestReplicasInView(t *testing.T) {
 		t.Fatalf("config digests: r1 %q, r2 %q, r3 %q; want r1's and r2's alike, r3's another", a.ConfigDigest, replicaOf(rs, "r2").ConfigDigest, b.ConfigDigest)
 	}
 	for _, r := range rs {
-		if r.OtherConfig != (r.ID == "r3") || r.OtherVersion || !strings.HasPrefix(r.Version, "devel") || r.StartedAt.IsZero() ||
-			!slices.Equal(r.Jobs, []string{"slow", "tick"}) || r.Error != "" || r.GoneAt != nil {
-			t.Errorf("replica %s: %+v; want live, version devel, jobs slow and tick, other_config only for r3", r.ID, r)
+		if r.OtherConfig != (r.ID == "r3") || r.OtherVersion || !strings.HasPrefix(r.Version, "devel") || r.StartedAt.IsZero() || r.StartedAt.After(r.LastSeen) ||
+			!slices.Equal(r.Jobs, []string{"slow", "tick"}) || r.JobCount != 2 || r.Error != "" || r.GoneAt != nil {
+			t.Errorf("replica %s: %+v; want live, started before its last heartbeat, version devel, jobs slow and tick, other_config only for r3", r.ID, r)
 		}
 	}
 
@@ -166,7 +166,9 @@ func TestReplicasInView(t *testing.T) {
 			sel("r1")+`.innerText.includes('this page') && `+sel("r1")+`.innerText.includes('slow')`)
 
 	// r3 is killed: gone once it misses its heartbeats (15s after its
-	// last), with when it was last seen; the page shows it gone too.
+	// last), with when it was last seen, no longer marked as another
+	// config (a gone replica is not a change half rolled out); the page
+	// shows it gone too.
 	r3.signal(t, syscall.SIGKILL)
 	r3.awaitExit(t, 10*time.Second)
 	var gone daemon.ReplicaJSON
@@ -174,8 +176,12 @@ func TestReplicasInView(t *testing.T) {
 		gone = replicaOf(apiReplicas(t, r1.admin), "r3")
 		return gone.State == "gone"
 	})
-	if gone.GoneAt == nil || !gone.GoneAt.Equal(gone.LastSeen.Add(15*time.Second)) {
-		t.Errorf("r3 killed: %+v; want gone 15s after it was last seen", gone)
+	if gone.GoneAt == nil || !gone.GoneAt.Equal(gone.LastSeen.Add(15*time.Second)) || gone.OtherConfig {
+		t.Errorf("r3 killed: %+v; want gone 15s after it was last seen, not marked other_config", gone)
 	}
-	waitJS(t, ctx, "r3 gone on the page", sel("r3")+`.dataset.state === 'gone' && `+sel("r3")+`.classList.contains('gone')`)
+	if table := mustCLI(t, 0, dir, "replicas", "-config", cfgA).stdout; strings.Contains(table, "(other)") {
+		t.Errorf("scheduler replicas marks a gone replica:\n%s", table)
+	}
+	waitJS(t, ctx, "r3 gone on the page, not marked", sel("r3")+`.dataset.state === 'gone' && `+sel("r3")+`.classList.contains('gone') && `+
+		sel("r3")+`.dataset.otherConfig === 'false' && !`+sel("r3")+`.innerText.includes('other config')`)
 }

@@ -75,6 +75,7 @@ var diffScripts = map[string]string{
 	"inspect.lua":        "locks",
 	"members.lua":        "members",
 	"freeze.lua":         "freezes",
+	"replicareport.lua":  "reportReplica",
 	"replicas.lua":       "replicas",
 	"lib.lua":            "",
 	"rwlib.lua":          "",
@@ -135,7 +136,8 @@ var diffMethods = []diffMethod{
 	{"locks", 3, (*diffRun).locksOp},
 	{"members", 3, (*diffRun).membersOp},
 	{"freezes", 2, (*diffRun).freezesOp},
-	{"replicas", 2, (*diffRun).replicasOp},
+	{"reportReplica", 2, (*diffRun).reportReplicaOp},
+	{"replicas", 1, (*diffRun).replicasOp},
 	{"publish", 1, (*diffRun).publishOp},
 	{"ping", 1, (*diffRun).pingOp},
 }
@@ -1103,26 +1105,37 @@ func (d *diffRun) freezesOp() diffOp {
 // replicasOp reads the replicas' reports, or records one: live for a
 // lease, or stopped. None runs out in a run, none is dropped (keep is a
 // lease): TestReplicaReports sees them go.
-func (d *diffRun) replicasOp() diffOp {
+// reportReplicaOp reports a replica, live or stopped, from one of two
+// processes (nonces): a live report of a process after its stop is
+// ignored, one of the other process is not.
+func (d *diffRun) reportReplicaOp() diffOp {
 	key := d.prefix + ":replicas"
-	id, ttl, report := "", time.Duration(0), fmt.Sprintf("report %d", d.rng.IntN(3))
-	switch d.rng.IntN(4) {
-	case 0: // a read
-	case 1:
-		id = d.owner("o") // stopped
-	default:
-		id, ttl = d.owner("o"), diffLease
+	id, nonce, ttl, report := d.owner("o"), fmt.Sprintf("n%d", d.rng.IntN(2)), diffLease, fmt.Sprintf("report %d", d.rng.IntN(3))
+	if d.rng.IntN(3) == 0 {
+		ttl = 0 // stopped
 	}
 	return diffOp{
-		desc: fmt.Sprintf("replicas(%s, %q, %q, ttl %v)", key, id, report, ttl),
+		desc: fmt.Sprintf("reportReplica(%s, %q, %s, %q, ttl %v)", key, id, nonce, report, ttl),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			rs, err := be.replicas(ctx, key, id, report, ttl, diffLease)
+			a.err(be.reportReplica(ctx, key, key+":drop", id, nonce, report, ttl, diffLease))
+			return a
+		},
+	}
+}
+
+func (d *diffRun) replicasOp() diffOp {
+	key := d.prefix + ":replicas"
+	return diffOp{
+		desc: fmt.Sprintf("replicas(%s)", key),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			rs, err := be.replicas(ctx, key, key+":drop")
 			a.err(err)
 			slices.SortFunc(rs, func(x, y ReplicaReport) int { return strings.Compare(x.ID, y.ID) }) // the order is the caller's (Client.replicas)
 			a.exact("replicas", len(rs))
 			for _, r := range rs {
 				a.exact(r.ID, fmt.Sprintf("%q stopped=%t gone=%t", r.Report, r.Stopped, !r.Gone.IsZero()))
 				a.near(r.ID+" seen", r.Seen.UnixMilli())
+				a.near(r.ID+" started", r.Started.UnixMilli())
 			}
 			return a
 		},

@@ -101,13 +101,48 @@ func (b *memoryBackend) members(ctx context.Context, key, member string, ttl tim
 	return out, nil
 }
 
-// memReplica is a replica's report, as replicas.lua keeps it.
+// memReplica is a replica's report, as replicareport.lua keeps it.
 type memReplica struct {
-	seen, until time.Time // to the millisecond, as Redis TIME in the script
-	report      string
+	seen, until, first, drop time.Time // to the millisecond, as Redis TIME in the script
+	nonce, report            string
 }
 
-func (b *memoryBackend) replicas(ctx context.Context, key, id, report string, ttl, keep time.Duration) ([]ReplicaReport, error) {
+// dropReplicas drops the reports of rs due at now. s.mu is held.
+func dropReplicas(rs map[string]memReplica, now time.Time) {
+	for id, r := range rs {
+		if !now.Before(r.drop) {
+			delete(rs, id)
+		}
+	}
+}
+
+func (b *memoryBackend) reportReplica(ctx context.Context, key, _, id, nonce, report string, ttl, keep time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.UnixMilli(time.Now().UnixMilli())
+	rs := s.reps[key]
+	if rs == nil {
+		rs = make(map[string]memReplica)
+		s.reps[key] = rs
+	}
+	dropReplicas(rs, now)
+	first := now
+	if old, ok := rs[id]; ok && old.nonce == nonce {
+		if old.until.Equal(old.seen) && ttl > 0 {
+			return nil
+		}
+		first = old.first
+	}
+	until := now.Add(ttl.Truncate(time.Millisecond))
+	rs[id] = memReplica{seen: now, until: until, first: first, drop: until.Add(keep.Truncate(time.Millisecond)), nonce: nonce, report: report}
+	return nil
+}
+
+func (b *memoryBackend) replicas(ctx context.Context, key, _ string) ([]ReplicaReport, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -116,22 +151,12 @@ func (b *memoryBackend) replicas(ctx context.Context, key, id, report string, tt
 	defer s.mu.Unlock()
 	now := time.UnixMilli(time.Now().UnixMilli())
 	rs := s.reps[key]
-	if id != "" {
-		if rs == nil {
-			rs = make(map[string]memReplica)
-			s.reps[key] = rs
-		}
-		rs[id] = memReplica{seen: now, until: now.Add(ttl.Truncate(time.Millisecond)), report: report}
-	}
+	dropReplicas(rs, now)
 	out := make([]ReplicaReport, 0, len(rs))
-	for rid, r := range rs {
-		if !now.Before(r.until.Add(keep)) {
-			delete(rs, rid)
-			continue
-		}
-		out = append(out, replicaReport(rid, r.report, r.seen, r.until, now))
+	for id, r := range rs {
+		out = append(out, replicaReport(id, r.report, r.seen, r.until, r.first, now))
 	}
-	if len(rs) == 0 {
+	if rs != nil && len(rs) == 0 {
 		delete(s.reps, key)
 	}
 	return out, nil

@@ -108,19 +108,29 @@ func (b *redisBackend) heardTail(channel, tail string) {
 }
 
 var (
+	//go:embed scripts/replicareport.lua
+	replicaReportSrc    string
+	replicaReportScript = redis.NewScript(replicaReportSrc)
 	//go:embed scripts/replicas.lua
 	replicasSrc    string
 	replicasScript = redis.NewScript(replicasSrc)
 )
 
-func (b *redisBackend) replicas(ctx context.Context, key, id, report string, ttl, keep time.Duration) ([]ReplicaReport, error) {
-	v, err := replicasScript.Run(ctx, b.rdb, []string{key}, id, ttl.Milliseconds(), report, keep.Milliseconds()).Slice()
+func (b *redisBackend) reportReplica(ctx context.Context, key, drop, id, nonce, report string, ttl, keep time.Duration) error {
+	return replicaReportScript.Run(ctx, b.rdb, []string{key, drop}, id, nonce, ttl.Milliseconds(), report, keep.Milliseconds()).Err()
+}
+
+func (b *redisBackend) replicas(ctx context.Context, key, drop string) ([]ReplicaReport, error) {
+	v, err := replicasScript.Run(ctx, b.rdb, []string{key, drop}).Slice()
 	if err != nil {
 		return nil, err
 	}
+	if len(v)%2 != 1 {
+		return nil, fmt.Errorf("replicas.lua: unexpected reply of %d values", len(v))
+	}
 	ms, ok := v[0].(int64)
-	if len(v)%2 != 1 || !ok {
-		return nil, fmt.Errorf("replicas.lua: unexpected reply %v", v)
+	if !ok {
+		return nil, fmt.Errorf("replicas.lua: unexpected reply: time %v", v[0])
 	}
 	now := time.UnixMilli(ms)
 	out := make([]ReplicaReport, 0, len(v)/2)

@@ -13,15 +13,20 @@ import (
 // The replicas' reports on both backends: a report is live for its ttl on
 // the store's clock (Redis TIME on Redis), gone after it (or at once when
 // the replica says it stopped), kept that way for keep, then dropped by
-// the next call.
+// the next call, a read or a report. A process's first report is its
+// start; a live report of a process already stopped is ignored, one of a
+// new process with the same id is not.
 func TestReplicaReports(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
+	mem := NewMemoryStore()
+	const key, drop = "lockcron:replicas:{replicas}", "lockcron:replicas:{replicas}:drop"
 	for _, tc := range []struct {
 		name string
 		be   backend
 		now  func(context.Context) time.Time // the store's clock
+		kept func(context.Context) int       // how many reports the store keeps, read without dropping
 	}{
 		{"redis", newRedisBackend(rdb, func(string) {}, func(string) {}, nil, "me:", nil), func(ctx context.Context) time.Time {
 			tm, err := rdb.Time(ctx).Result()
@@ -29,14 +34,25 @@ func TestReplicaReports(t *testing.T) {
 				t.Fatalf("TIME: %v", err)
 			}
 			return tm
+		}, func(ctx context.Context) int {
+			n, m := rdb.HLen(ctx, key).Val(), rdb.ZCard(ctx, drop).Val()
+			if n != m {
+				t.Errorf("%d reports, %d drop times", n, m)
+			}
+			return int(n)
 		}},
-		{"memory", &memoryBackend{s: NewMemoryStore(), wake: func(string) {}}, func(context.Context) time.Time { return time.Now() }},
+		{"memory", &memoryBackend{s: mem, wake: func(string) {}}, func(context.Context) time.Time { return time.Now() }, func(context.Context) int {
+			mem.mu.Lock()
+			defer mem.mu.Unlock()
+			return len(mem.reps[key])
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			const key = "lockcron:replicas"
-			const ttl, keep = 2 * time.Second, 2 * time.Second
+			// keep differs from ttl, so that a drop keep after the gone time
+			// is not one ttl after it.
+			const ttl, keep = time.Second, 3 * time.Second
 			find := func(rs []ReplicaReport, id string) (ReplicaReport, bool) {
 				for _, r := range rs {
 					if r.ID == id {
@@ -47,38 +63,53 @@ func TestReplicaReports(t *testing.T) {
 			}
 			read := func() []ReplicaReport {
 				t.Helper()
-				rs, err := tc.be.replicas(ctx, key, "", "", 0, keep)
+				rs, err := tc.be.replicas(ctx, key, drop)
 				if err != nil {
 					t.Fatalf("read: %v", err)
 				}
 				return rs
 			}
+			report := func(id, nonce, report string, ttl time.Duration) {
+				t.Helper()
+				if err := tc.be.reportReplica(ctx, key, drop, id, nonce, report, ttl, keep); err != nil {
+					t.Fatalf("report of %s: %v", id, err)
+				}
+			}
 
 			before := tc.now(ctx).Truncate(time.Millisecond)
-			rs, err := tc.be.replicas(ctx, key, "r1", `{"v":"one two"}`, time.Hour, keep)
+			report("r1", "p1", `{"v":"one two"}`, time.Hour)
 			after := tc.now(ctx)
-			r1, ok := find(rs, "r1")
-			if err != nil || !ok || r1.Report != `{"v":"one two"}` || !r1.Gone.IsZero() || r1.Stopped {
-				t.Fatalf("r1's report: %+v, %v", rs, err)
+			r1, ok := find(read(), "r1")
+			if !ok || r1.Report != `{"v":"one two"}` || !r1.Gone.IsZero() || r1.Stopped || !r1.Started.Equal(r1.Seen) {
+				t.Fatalf("r1's report: %+v", r1)
 			}
 			if r1.Seen.Before(before) || r1.Seen.After(after) {
 				t.Errorf("r1 seen at %v: not on the store's clock, between %v and %v", r1.Seen, before, after)
 			}
-			if _, err := tc.be.replicas(ctx, key, "r2", "two", ttl, keep); err != nil {
-				t.Fatal(err)
-			}
-			if err := func() error { _, err := tc.be.replicas(ctx, key, "r3", "three, stopping", 0, keep); return err }(); err != nil {
-				t.Fatal(err)
-			}
-			rs = read()
+			report("r2", "p1", "two", ttl)
+			report("r3", "p1", "three, stopping", 0)
+			report("r3", "p1", "three, late", time.Hour) // sent before its stop, run after it: ignored
+			report("r4", "p1", "four, stopping", 0)
+			report("r4", "p2", "four again", time.Hour) // a new process with r4's id
+			rs := read()
 			r2, ok2 := find(rs, "r2")
 			r3, ok3 := find(rs, "r3")
-			if len(rs) != 3 || !ok2 || !r2.Gone.IsZero() || r2.Stopped || !ok3 || !r3.Stopped || !r3.Gone.Equal(r3.Seen) || r3.Report != "three, stopping" {
+			r4, ok4 := find(rs, "r4")
+			if len(rs) != 4 || !ok2 || !r2.Gone.IsZero() || r2.Stopped || !ok3 || !r3.Stopped || !r3.Gone.Equal(r3.Seen) || r3.Report != "three, stopping" {
 				t.Fatalf("after r2's report and r3's stop: %+v", rs)
 			}
+			if !ok4 || r4.Stopped || !r4.Gone.IsZero() || r4.Report != "four again" || !r4.Started.Equal(r4.Seen) {
+				t.Errorf("r4 reported by a new process after the old one stopped: %+v; want live, started at its report", r4)
+			}
+			report("r1", "p1", "one, later", time.Hour)
+			if r, _ := find(read(), "r1"); r.Report != "one, later" || !r.Started.Equal(r1.Started) {
+				t.Errorf("r1's second report: %+v; want started at its first, %v", r, r1.Started)
+			}
 			if tc.name == "redis" {
-				if pttl := rdb.PTTL(ctx, key).Val(); pttl <= 0 || pttl > time.Hour+keep {
-					t.Errorf("the reports' key expires in %v, want within %v", pttl, time.Hour+keep)
+				for _, k := range []string{key, drop} {
+					if pttl := rdb.PTTL(ctx, k).Val(); pttl <= 0 || pttl > time.Hour+keep {
+						t.Errorf("%s expires in %v, want within %v", k, pttl, time.Hour+keep)
+					}
 				}
 			}
 
@@ -94,22 +125,32 @@ func TestReplicaReports(t *testing.T) {
 			if !r2.Gone.Equal(r2.Seen.Add(ttl)) || r2.Stopped {
 				t.Errorf("r2 gone: %+v, want gone at %v, not stopped", r2, r2.Seen.Add(ttl))
 			}
-			// Each is dropped keep after it is gone; r1 stays.
-			for _, id := range []string{"r3", "r2"} {
-				var gone time.Time
-				testkit.Eventually(t, 10*time.Second, id+" dropped", func() bool {
-					r, ok := find(read(), id)
-					if ok {
-						gone = r.Gone
+			// r3 is listed until keep after it stopped, then dropped by a read.
+			testkit.Eventually(t, 10*time.Second, "r3 dropped", func() bool {
+				before := tc.now(ctx).Truncate(time.Millisecond)
+				if _, ok := find(read(), "r3"); ok {
+					if !before.Before(r3.Gone.Add(keep)) {
+						t.Fatalf("r3 still listed at %v, keep %v after it was gone at %v", before, keep, r3.Gone)
 					}
-					return !ok
-				})
-				if now := tc.now(ctx); now.Before(gone.Add(keep)) {
-					t.Errorf("%s dropped at %v, before %v (keep %v after it was gone at %v)", id, now, gone.Add(keep), keep, gone)
+					return false
 				}
+				if now := tc.now(ctx); now.Before(r3.Gone.Add(keep)) {
+					t.Errorf("r3 dropped at %v, before %v (keep %v after it was gone at %v)", now, r3.Gone.Add(keep), keep, r3.Gone)
+				}
+				return true
+			})
+			// r2 is dropped keep after it was gone by a report of another
+			// replica, without a read.
+			testkit.Eventually(t, 10*time.Second, "r2 due", func() bool { return !tc.now(ctx).Before(r2.Gone.Add(keep)) })
+			if n := tc.kept(ctx); n != 3 {
+				t.Fatalf("%d reports kept before r1's report, want r1, r2 and r4", n)
 			}
-			if rs := read(); len(rs) != 1 || rs[0].ID != "r1" || !rs[0].Gone.IsZero() {
-				t.Errorf("at the end: %+v, want r1 alone, live", rs)
+			report("r1", "p1", "one", time.Hour)
+			if n := tc.kept(ctx); n != 2 {
+				t.Errorf("%d reports kept after r1's report, want r1 and r4: r2 not dropped", n)
+			}
+			if rs := read(); len(rs) != 2 || rs[0].ID == "r2" || rs[1].ID == "r2" {
+				t.Errorf("at the end: %+v, want r1 and r4", rs)
 			}
 		})
 	}
@@ -128,23 +169,30 @@ func TestReplicaReportErrors(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.ReportReplica(ctx, "", "x", time.Second); !errors.Is(err, ErrInvalid) {
+	if err := c.ReportReplica(ctx, "", "x", time.Second); !errors.Is(err, ErrInvalid) {
 		t.Errorf("empty id: %v", err)
 	}
-	if _, err := c.ReportReplica(ctx, "r1", "x", 0); !errors.Is(err, ErrInvalid) {
+	if err := c.ReportReplica(ctx, "r1", "x", 0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("ttl 0: %v", err)
 	}
 	if err := c.ReplicaStopped(ctx, "", "x"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("stop of an empty id: %v", err)
 	}
-	rdb.Set(ctx, c.replicasKey(), "not a hash", 0)
-	if _, err := c.ReportReplica(ctx, "r1", "x", time.Second); !errors.Is(err, ErrBadKey) {
-		t.Errorf("a string at the key: %v", err)
-	}
-	if _, err := c.Replicas(ctx); !errors.Is(err, ErrBadKey) {
-		t.Errorf("read, a string at the key: %v", err)
-	}
-	if v := rdb.Get(ctx, c.replicasKey()).Val(); v != "not a hash" {
-		t.Errorf("the key was touched: %q", v)
+	key, drop := c.replicasKey()
+	for _, k := range []string{key, drop} {
+		rdb.Del(ctx, key, drop)
+		rdb.Set(ctx, k, "not a hash", 0)
+		if err := c.ReportReplica(ctx, "r1", "x", time.Second); !errors.Is(err, ErrBadKey) {
+			t.Errorf("a string at %s: %v", k, err)
+		}
+		if _, err := c.Replicas(ctx); !errors.Is(err, ErrBadKey) {
+			t.Errorf("read, a string at %s: %v", k, err)
+		}
+		if n := rdb.Exists(ctx, key, drop).Val(); n != 1 {
+			t.Errorf("a string at %s: %d keys now", k, n)
+		}
+		if v := rdb.Get(ctx, k).Val(); v != "not a hash" {
+			t.Errorf("%s was touched: %q", k, v)
+		}
 	}
 }

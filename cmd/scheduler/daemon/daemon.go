@@ -159,7 +159,7 @@ func Run(ctx context.Context, path string, o Options) error {
 	if err != nil {
 		return err
 	}
-	loadedAt := time.Now() // also the start reported to the fleet (replicas.go)
+	loadedAt := time.Now()
 	log := newLogger(cfg, o.Stderr)
 	logRedisTo(log, cfg.Redact)
 	for _, w := range cfg.Warnings {
@@ -278,7 +278,7 @@ func Run(ctx context.Context, path string, o Options) error {
 
 	// This replica reports itself to the fleet until its scheduler has
 	// stopped, then reports itself stopped (replicas.go).
-	rp := &reporter{store: fleet.New(locks), id: cfg.ReplicaID, s: s, reload: rl, started: loadedAt, log: log.Named("replicas")}
+	rp := &reporter{store: fleet.New(locks), id: cfg.ReplicaID, s: s, reload: rl, log: log.Named("replicas")}
 	stopReports := rp.start()
 
 	// The scheduler runs until this function stops it: Shutdown's error

@@ -274,23 +274,31 @@
 // Each daemon reports itself in the store (fleet.Store.Report): its
 // replica id, version (Version: the module's, and the commit of a build
 // from a checkout), config digest (of the config in effect, so a reload
-// shows), start time, jobs, and the runs under way on it (job, tick, since;
-// scheduler.Status). It reports once before its scheduler starts, then
-// every 5s on a goroutine of its own (one script call per replica per 5s;
-// the store stamps each report with its own clock, Redis TIME), and once
-// more after its scheduler has stopped, to say it stopped ("stopped", at
-// once). A replica whose reports stop (SIGKILL, a lost network) is "gone"
-// 15s after its last one (three missed reports). Either is listed, with
-// when it was last seen and gone, for fleet.ReplicaKeep (an hour), then
-// dropped. These are constants, not settings. A replica whose config
-// digest differs from that of most live replicas is marked other_config
-// (on a tie, the answering replica's, or the command's config file, counts
-// as most); other_version likewise for its version. GET /api/replicas, the
-// Replicas page and `scheduler replicas` (through Redis, or the daemon's
-// admin API without Redis or without a config file) show the same list.
-// On the in-memory backend the fleet is the one daemon. These are per
-// replica process; the scheduler's memberships, which rank replicas for
-// each tick, are per group of jobs.
+// shows), jobs, and the runs under way on it (job, tick, since;
+// scheduler.Status), the first 50 of each with job_count and
+// running_count. It reports at once as its scheduler starts, on a
+// goroutine of its own (a slow Redis does not delay the scheduler), then
+// every 5s, and once more after its scheduler has stopped, to say it
+// stopped ("stopped", at once). A report is one script call that writes
+// this replica's entry (about 1 kB) and drops the entries due, O(log n):
+// about 25µs of Redis, measured with 30 replicas of 2,000 jobs; its reply
+// is one integer. The store stamps it with its own clock (Redis TIME):
+// last_seen, gone_at and started_at (the process's first report) are on
+// Redis's clock; a run's since is on its replica's clock, and the page's
+// "ago" on the serving replica's. A replica whose reports stop (SIGKILL, a
+// lost network) is "gone" 15s after its last one (three missed reports).
+// Either is listed, with when it was last seen and gone, for
+// fleet.ReplicaKeep (an hour), then dropped. These are constants, not
+// settings. A live replica whose config digest differs from that of most
+// live replicas is marked other_config (on a tie, the answering
+// replica's, or the command's config file, counts as most); other_version
+// likewise for its version; stopped and gone replicas are never marked.
+// GET /api/replicas, the Replicas page and `scheduler replicas` (through
+// Redis, or the daemon's admin API without Redis or without a config file)
+// show the same list; each read reads every report (30 replicas of 2,000
+// jobs: about 40 kB, 90µs of Redis). On the in-memory backend the fleet
+// is the one daemon. These are per replica process; the scheduler's
+// memberships, which rank replicas for each tick, are per group of jobs.
 //
 // # Stopping
 //

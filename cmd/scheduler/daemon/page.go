@@ -407,6 +407,8 @@ var pageFuncs = template.FuncMap{
 		}
 		return out
 	},
+	// more is " +N more" when a replica lists shown of total (moreOf).
+	"more": moreOf,
 	// ago is how long before now a time was: "4s ago".
 	"ago": func(now time.Time, v any) string {
 		t := timeOf(v)

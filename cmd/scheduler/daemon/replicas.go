@@ -22,37 +22,48 @@ import (
 )
 
 // The fleet in view: each daemon reports itself in the store (its replica
-// id, version, config digest, start time, jobs and the runs under way
-// here), and GET /api/replicas, the Replicas page and `scheduler replicas`
+// id, version, config digest, jobs and the runs under way here; the store
+// keeps when its process first and last reported), and GET /api/replicas, the Replicas page and `scheduler replicas`
 // list every replica's last report, as Sidekiq's processes page and
 // dkron's nodes do.
 //
-// One goroutine of the daemon reports every replicaBeat (5s): one script
-// call per replica per period (fleet.Store.Report; it also drops the old
-// reports), stamped with the store's clock, so that skewed clocks do not
-// matter. A replica whose reports stop (SIGKILL, a lost network) is gone
-// replicaTTL (15s, three missed reports) after its last one; a replica
-// that stops cleanly says so at once, after its scheduler has stopped
-// (state "stopped"). A gone replica is listed as gone, with when it was
-// last seen, for fleet.ReplicaKeep (an hour), then dropped. On the
-// in-memory backend the daemon lists itself.
+// One goroutine of the daemon reports at once as its scheduler starts (it
+// does not hold the scheduler back), then every replicaBeat (5s): one
+// script call per replica per period (fleet.Store.Report) that writes its
+// report (about 1 kB, its job names capped at replicaListCap) and drops
+// the reports due, O(log n), stamped with the store's clock. A replica
+// whose reports stop (SIGKILL, a lost network) is gone replicaTTL (15s,
+// three missed reports) after its last one; a replica that stops cleanly
+// says so at once, after its scheduler has stopped (state "stopped"). A
+// gone replica is listed as gone, with when it was last seen, for
+// fleet.ReplicaKeep (an hour), then dropped. Reading the list (the API,
+// the page, the command) reads every report: O(fleet). On the in-memory
+// backend the daemon lists itself.
 //
-// A replica whose config digest (the SHA-256 of its config file) differs
-// from most live replicas' stands out (other_config); so does one whose
-// version differs (other_version). On a tie, the side of the replica that
-// answers (for the command through Redis, of the config file it read)
-// counts as most.
+// Last seen, gone and started (the process's first report) are on the
+// store's clock; a run's since is on its replica's own clock, and the
+// page's "ago" on the clock of the replica that serves it.
+//
+// A live replica whose config digest (the SHA-256 of its config file)
+// differs from most live replicas' stands out (other_config); so does one
+// whose version differs (other_version). On a tie, the side of the replica
+// that answers (for the command through Redis, of the config file it read)
+// counts as most. Gone and stopped replicas are never marked: after a
+// rollout, those stopped on the old config are history, not a change half
+// rolled out.
 //
 // These views are per replica process; the scheduler's memberships, which
 // rank replicas for each tick's claim, are per group of jobs (see the
 // scheduler package).
 
-// Replica reports: how often, how long one counts as live, and how long
-// the last one (ReportStopped) may take at the stop.
+// Replica reports: how often, how long one counts as live, how long the
+// last one (ReportStopped) may take at the stop, and how many job names and
+// runs one carries at most (the counts say how many there are).
 const (
 	replicaBeat        = 5 * time.Second
 	replicaTTL         = 3 * replicaBeat
 	replicaStopTimeout = 2 * time.Second
+	replicaListCap     = 50
 )
 
 // The states of a replica in ReplicaJSON.
@@ -67,9 +78,10 @@ const (
 type replicaReport struct {
 	Version      string        `json:"version"`
 	ConfigDigest string        `json:"config_digest"`
-	Started      time.Time     `json:"started"`
-	Jobs         []string      `json:"jobs"`
-	Running      []RunningJSON `json:"running"`
+	Jobs         []string      `json:"jobs"` // the first replicaListCap
+	JobCount     int           `json:"job_count"`
+	Running      []RunningJSON `json:"running"` // the first replicaListCap
+	RunningCount int           `json:"running_count"`
 }
 
 // ReplicaJSON is a replica of the fleet in GET /api/replicas and
@@ -85,21 +97,24 @@ type ReplicaJSON struct {
 	ConfigDigest string `json:"config_digest"`
 	OtherVersion bool   `json:"other_version"`
 	OtherConfig  bool   `json:"other_config"`
-	// StartedAt is when its daemon started (its own clock); LastSeen its
-	// last report, and GoneAt when it stopped counting as live (absent
-	// while live), both on the store's clock.
+	// StartedAt is its process's first report (as its scheduler started),
+	// LastSeen its last report, and GoneAt when it stopped counting as
+	// live (absent while live), all on the store's clock.
 	StartedAt time.Time  `json:"started_at"`
 	LastSeen  time.Time  `json:"last_seen"`
 	GoneAt    *time.Time `json:"gone_at,omitempty"`
-	// Jobs are the jobs it runs, in its config's order; Running the runs
-	// under way on it at its last report.
-	Jobs    []string      `json:"jobs"`
-	Running []RunningJSON `json:"running"`
-	Error   string        `json:"error,omitempty"` // its report could not be read
+	// Jobs are the jobs it runs, in its config's order, the first 50 of
+	// JobCount; Running the runs under way on it at its last report, the
+	// first 50 of RunningCount.
+	Jobs         []string      `json:"jobs"`
+	JobCount     int           `json:"job_count"`
+	Running      []RunningJSON `json:"running"`
+	RunningCount int           `json:"running_count"`
+	Error        string        `json:"error,omitempty"` // its report could not be read
 }
 
 // RunningJSON is a run under way on a replica: its job, its tick, and
-// when it started (on the replica's clock).
+// when it started (on the replica's own clock).
 type RunningJSON struct {
 	Job   string    `json:"job"`
 	Tick  time.Time `json:"tick"`
@@ -109,41 +124,45 @@ type RunningJSON struct {
 // reporter reports this replica in the store. Its report reads the
 // scheduler's status and the config in effect each time.
 type reporter struct {
-	store   *fleet.Store
-	id      string
-	s       *scheduler.Scheduler
-	reload  *reloader // nil: no config digest
-	started time.Time
-	log     hclog.Logger
+	store  *fleet.Store
+	id     string
+	s      *scheduler.Scheduler
+	reload *reloader // nil: no config digest
+	log    hclog.Logger
 }
 
 // report is this replica's report now.
 func (rp *reporter) report() string {
-	r := replicaReport{Version: Version(), Started: rp.started.UTC().Truncate(time.Millisecond), Jobs: []string{}, Running: []RunningJSON{}}
+	r := replicaReport{Version: Version(), Jobs: []string{}, Running: []RunningJSON{}}
 	if rp.reload != nil {
 		r.ConfigDigest = rp.reload.current().Digest
 	}
 	for _, st := range rp.s.Status() {
-		r.Jobs = append(r.Jobs, st.Job)
+		if r.JobCount++; len(r.Jobs) < replicaListCap {
+			r.Jobs = append(r.Jobs, st.Job)
+		}
 		if !st.RunStart.IsZero() {
-			r.Running = append(r.Running, RunningJSON{Job: st.Job, Tick: st.RunTick.UTC(), Since: st.RunStart.UTC()})
+			if r.RunningCount++; len(r.Running) < replicaListCap {
+				r.Running = append(r.Running, RunningJSON{Job: st.Job, Tick: st.RunTick.UTC(), Since: st.RunStart.UTC()})
+			}
 		}
 	}
 	b, _ := json.Marshal(r) // plain values: it cannot fail
 	return string(b)
 }
 
-// start reports once (before it returns: a replica lists itself once
-// its scheduler starts), then every replicaBeat until stop, on a goroutine
-// of its own; stop ends it and waits for it, then reports this replica
-// stopped (within replicaStopTimeout). A failed report is logged as a
+// start reports at once, then every replicaBeat until stop, on a
+// goroutine of its own (a slow store does not hold up the caller); stop
+// ends it and waits for it, then reports this replica stopped (within
+// replicaStopTimeout; a report of the goroutine that the store runs after
+// it is ignored, see fleet.Store.Report). A failed report is logged as a
 // warning, once until one succeeds again.
 func (rp *reporter) start() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	failing := false
 	beat := func() {
 		rctx, rcancel := context.WithTimeout(ctx, replicaBeat)
-		_, err := rp.store.Report(rctx, rp.id, rp.report(), replicaTTL)
+		err := rp.store.Report(rctx, rp.id, rp.report(), replicaTTL)
 		rcancel()
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
@@ -154,11 +173,11 @@ func (rp *reporter) start() (stop func()) {
 			failing = false
 		}
 	}
-	beat()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(replicaBeat)
 		defer t.Stop()
+		beat()
 		for {
 			select {
 			case <-ctx.Done():
@@ -180,13 +199,13 @@ func (rp *reporter) start() (stop func()) {
 }
 
 // replicasJSON converts the store's reports to their JSON form, and marks
-// the replicas whose config or version differs from most live replicas'
-// (on a tie, from ownDigest and ownVersion, those of the replica or the
-// command that reads them).
+// the live replicas whose config or version differs from most live
+// replicas' (on a tie, from ownDigest and ownVersion, those of the replica
+// or the command that reads them).
 func replicasJSON(rs []fleet.Replica, ownDigest, ownVersion string) []ReplicaJSON {
 	out := make([]ReplicaJSON, 0, len(rs))
 	for _, r := range rs {
-		j := ReplicaJSON{ID: r.ID, State: replicaLive, LastSeen: r.Seen.UTC(), Jobs: []string{}, Running: []RunningJSON{}}
+		j := ReplicaJSON{ID: r.ID, State: replicaLive, StartedAt: r.Started.UTC(), LastSeen: r.Seen.UTC(), Jobs: []string{}, Running: []RunningJSON{}}
 		switch {
 		case r.Stopped:
 			j.State = replicaStopped
@@ -201,7 +220,7 @@ func replicasJSON(rs []fleet.Replica, ownDigest, ownVersion string) []ReplicaJSO
 		if err := json.Unmarshal([]byte(r.Report), &rep); err != nil {
 			j.Error = fmt.Sprintf("its report does not decode (another version's?): %v", err)
 		} else {
-			j.Version, j.ConfigDigest, j.StartedAt = rep.Version, rep.ConfigDigest, rep.Started
+			j.Version, j.ConfigDigest, j.JobCount, j.RunningCount = rep.Version, rep.ConfigDigest, rep.JobCount, rep.RunningCount
 			if rep.Jobs != nil {
 				j.Jobs = rep.Jobs
 			}
@@ -214,7 +233,7 @@ func replicasJSON(rs []fleet.Replica, ownDigest, ownVersion string) []ReplicaJSO
 	digest := mostOf(out, ownDigest, func(j ReplicaJSON) string { return j.ConfigDigest })
 	version := mostOf(out, ownVersion, func(j ReplicaJSON) string { return j.Version })
 	for i := range out {
-		if out[i].Error == "" {
+		if out[i].State == replicaLive && out[i].Error == "" {
 			out[i].OtherConfig = out[i].ConfigDigest != digest
 			out[i].OtherVersion = out[i].Version != version
 		}
@@ -301,18 +320,21 @@ func replicasCommand(cfgPath *string, o Options) *cobra.Command {
 		Use:   "replicas",
 		Short: "List the replicas of the fleet: version, config, jobs, runs, last heartbeat",
 		Long: `replicas lists every replica of the fleet that shares this Redis and key prefix:
-its id, state, version, config digest, start time, last heartbeat (on Redis's
-clock), the jobs it runs and the runs under way on it. Each running daemon
+its id, state, version, config digest, start time and last heartbeat (both on
+Redis's clock), the jobs it runs and the runs under way on it (since when, on
+that replica's clock); past 50 of either, "+N more". Each running daemon
 reports itself every 5s; one that stops cleanly shows as "stopped" at once, one
 whose reports stop (killed, cut off) as "gone" 15s after its last one. Either
 is listed, with when it was last seen, for an hour, then dropped.
 
-A replica whose config digest (the SHA-256 of its config file) differs from
-most live replicas' is marked "(other)": a config change half rolled out. On a
-tie, the config file this command reads counts as most.
+A live replica whose config digest (the SHA-256 of its config file) differs
+from most live replicas' is marked "(other)": a config change half rolled out.
+On a tie, the config file this command reads counts as most. Stopped and gone
+replicas are not marked.
 
 Without Redis, or without a config file, it asks the running daemon's admin API
-(admin.listen), which lists itself.`,
+(admin.listen): with Redis, that daemon lists the fleet; on the in-memory
+backend, itself alone.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rs, err := readReplicas(cmd, *cfgPath, o)
@@ -375,10 +397,13 @@ func printReplicas(w io.Writer, rs []ReplicaJSON) error {
 			digest += " (other)"
 			others = true
 		}
-		jobs := dash(strings.Join(r.Jobs, ","))
+		jobs := dash(strings.Join(r.Jobs, ",") + moreOf(r.JobCount, len(r.Jobs)))
 		var running []string
 		for _, x := range r.Running {
 			running = append(running, fmt.Sprintf("%s@%s since %s", x.Job, fmtTime(&x.Tick), fmtTime(&x.Since)))
+		}
+		if more := moreOf(r.RunningCount, len(r.Running)); more != "" {
+			running = append(running, more[1:])
 		}
 		started := "-"
 		if !r.StartedAt.IsZero() {
@@ -397,4 +422,13 @@ func printReplicas(w io.Writer, rs []ReplicaJSON) error {
 		return err
 	}
 	return nil
+}
+
+// moreOf is " +N more" when a replica's report lists shown of total, else
+// "".
+func moreOf(total, shown int) string {
+	if total <= shown {
+		return ""
+	}
+	return fmt.Sprintf(" +%d more", total-shown)
 }
