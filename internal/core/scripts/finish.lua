@@ -35,7 +35,9 @@
 --         stream then lives ARGV[12] + ARGV[14], so that it outlives its
 --         last entry by ARGV[12] at least
 -- ARGV[15..] the run's history entry: field-value pairs appended to
---         KEYS[4] when the ledger records the finish (none: no entry)
+--         KEYS[4] when the ledger records the finish (none: no entry); one
+--         with the field skip is coalesced with the newest entry of the same
+--         skip and outcome (lib.lua's appendHistory)
 -- Returns 1 finished; 0 the caller does not hold the lock (nothing
 -- touched); 1 also when the lock has expired under a claim whose run ended
 -- while the caller could not reach the server (a partition, a paused
@@ -58,7 +60,7 @@ local function record(f)
   local renewed, hrenewed = tonumber(f[3]) or 0, tonumber(f[4]) or 0
   local histEvery = tonumber(ARGV[14]) or 0
   -- The entry's id is its time on the server's clock: no TIME then.
-  local histOK, now = appendHistory(KEYS[4], ARGV[11], 15)
+  local histOK, now = appendHistory(KEYS[4], ARGV[11], 15, tonumber(ARGV[12]))
   -- (abs: also when the server's clock went back past the last renewal)
   if now and math.abs(now - hrenewed) >= histEvery then
     renewHistory(KEYS[4], tonumber(ARGV[12]), histEvery, now)
