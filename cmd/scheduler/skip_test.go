@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,6 +105,28 @@ fi`
 	}
 	if want := "lock held by " + victim.name + ", whose membership expired at "; !strings.HasPrefix(b.Reason, want) {
 		t.Errorf("reason %q, want it to start with %q", b.Reason, want)
+	}
+
+	// The job's page on a survivor shows the entry: its range, count and
+	// reason.
+	var survivor *proc
+	for _, p := range ps {
+		if p != victim {
+			survivor = p
+		}
+	}
+	ctx := newBrowser(t)
+	open(t, ctx, "http://"+survivor.admin+"/jobs/long")
+	sel := `document.querySelector('#runs tr[data-outcome="skipped_busy"]')`
+	waitJS(t, ctx, "the busy entry in long's history", sel+` && `+sel+`.dataset.count === '`+strconv.FormatInt(b.Count, 10)+`'`)
+	rowText := eval[string](t, ctx, sel+`.innerText`)
+	for _, want := range []string{"skipped: busy", "×" + strconv.FormatInt(b.Count, 10), "lock held by " + victim.name + ", whose membership expired at"} {
+		if !strings.Contains(rowText, want) {
+			t.Errorf("the page's busy row %q does not show %q", rowText, want)
+		}
+	}
+	if n := eval[int](t, ctx, sel+`.querySelectorAll('time').length`); n < 3 {
+		t.Errorf("the page's busy row has %d times, want the range's two and the start", n)
 	}
 
 	// The table shows the range, the count and the reason.
