@@ -166,6 +166,9 @@ func TestStartDeadlineMissedWhileLockHeld(t *testing.T) {
 	if len(h) != 1 || h[0].Outcome != scheduler.OutcomeDeadlineMissed {
 		t.Fatalf("history of tick %s: %+v; want one entry, deadline_missed", fmtT(tick), h)
 	}
+	if !strings.Contains(h[0].Reason, "start_deadline of 1s") {
+		t.Errorf("deadline_missed entry's reason %q, want it to name the start_deadline", h[0].Reason)
+	}
 	if got := log.of(tick); len(got) != 1 || got[0].Outcome != scheduler.OutcomeDeadlineMissed || got[0].Replica != h[0].Replica {
 		t.Errorf("runs recorded for tick %s (WithOnRun, both replicas): %+v; want one, deadline_missed, by %s", fmtT(tick), got, h[0].Replica)
 	}

@@ -12,7 +12,9 @@
 //	scheduler validate -config FILE   every error with its place (exit 1), or a summary of the jobs
 //	scheduler jobs     -config FILE   next three fire times, last outcome, holder, paused (-json)
 //	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
-//	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json)
+//	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json), and the
+//	                                  ticks not run (skipped_busy, paused, deadline_missed) with their reason,
+//	                                  consecutive ones of one cause as one row with a count and a range
 //	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
 //	scheduler pause    JOB -config FILE   pause a job on every replica
 //	scheduler resume   JOB -config FILE   resume it
