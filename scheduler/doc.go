@@ -380,16 +380,20 @@
 // entry of another cause or a run in between starts a new one. Paging by
 // Run.ID sees a coalesced entry move to the top as it grows.
 //
-// Who records it, to spend one command or two per skipped tick, not one per
-// replica: the replica whose claim found the lock held (the first in rank
-// for the tick; the others hear it let go and record nothing), reading the
-// ledger for the holder; a replica that skips the tick without a claim
-// because it runs an earlier one itself, only if no other live member is
-// ranked for the tick (else one of them claims it and records it); for a
-// paused job, whose ticks every replica skips without a claim, the first
-// in rank, after reading the ledger to make sure the pause still holds (a
-// resume on its way: the tick runs elsewhere), or any replica whose claim
-// found the ledger paused. When several record the same tick (the
+// Who records it, to spend two commands per skipped tick (a ledger read and
+// the append), four at times, not two per replica: the replica whose claim found the lock held (the first in rank
+// for the tick, or a later one after its fallback; the others hear it let
+// go and record nothing), reading the ledger for the holder; a replica
+// that skips the tick without a claim because it runs an earlier one
+// itself, if it is the first in rank for the tick, and one whose claim of
+// an earlier tick waits for another replica's run of it (every replica may
+// wait so, and the first in rank may be dead and still a member); for a
+// paused job, whose ticks
+// every replica skips without a claim, the first in rank, after reading
+// the ledger to make sure the pause still holds (a resume on its way: the
+// tick runs elsewhere), or any replica whose claim found the ledger
+// paused. When several record the same tick (the first in rank skipped it
+// without a claim and the second's claim found the lock held, the
 // membership unknown or off, a pause rechecked by a claim), the store
 // writes one entry: Pass records a skip once per tick, by the ledger's
 // latest skipped tick, not by its seen, which a busy or paused claim moves

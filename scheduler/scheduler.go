@@ -685,8 +685,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		if s.log.IsDebug() {
 			s.log.Debug("tick skipped: an earlier one is under way here", "job", e.job.Name, "tick", fmtTick(tick))
 		}
-		if s.aloneFor(tick) {
-			// No other replica claims it and finds the lock held.
+		if s.firstFor(e, tick) || !s.runsHere(e) {
 			s.skipLater(func() { s.recordBusy(e, tick) })
 		}
 		return

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -129,10 +128,13 @@ func (s *Scheduler) recordPaused(e *entry, tick time.Time, check bool) {
 	s.recordSkip(e, tick, OutcomePaused, "paused", "the job is paused fleet-wide")
 }
 
-// firstFor reports whether this replica records a tick of e that every
-// replica skips without a claim (a paused job's): the first in rank for it,
-// or any replica while the membership is unknown or off (the store writes
-// one entry of several).
+// firstFor reports whether this replica records a tick of e that it skips
+// without a claim (a paused job's, or one that comes while this replica
+// runs an earlier tick): the first in rank for it, or any replica while the
+// membership is unknown or off (the store writes one entry of several).
+// The others may skip it without a claim too, so the first in rank records
+// it whether or not another's claim finds the lock held and records it as
+// well.
 func (s *Scheduler) firstFor(e *entry, tick time.Time) bool {
 	if s.opt.fallback <= 0 || s.members == nil {
 		return true
@@ -142,17 +144,21 @@ func (s *Scheduler) firstFor(e *entry, tick time.Time) bool {
 	return !ok || rank == 0
 }
 
-// aloneFor reports whether this replica records a tick of e it skipped
-// without a claim because it runs an earlier one (fire's overlap limit): no
-// other live member is ranked for the tick, so none claims it and finds
-// the lock held (that one records it: claimOnce). With the membership
-// unknown or off, it records it too (the store writes one entry of
-// several).
-func (s *Scheduler) aloneFor(tick time.Time) bool {
-	if s.opt.fallback <= 0 || s.members == nil {
-		return true
+// runsHere reports whether a run of e's job is under way on this replica
+// (not only a claim that waits for another replica's run): the replicas
+// that wait for another's run of an earlier tick skip the next ticks
+// without a claim too, all of them, and the first in rank for a tick may be
+// a dead replica still in the membership; so each of those records the
+// tick (the store writes one entry).
+func (s *Scheduler) runsHere(e *entry) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r := range s.active {
+		if r.e.job.Name == e.job.Name {
+			return true
+		}
 	}
-	return s.members.alone(tick.UnixMilli())
+	return false
 }
 
 // holderReplica is the replica of a claim's owner id (clientID:instance:n):
@@ -220,20 +226,4 @@ func (m *membership) holderState(replica string) (live bool, goneAt time.Time, k
 		}
 	}
 	return false, m.gone[replica], true
-}
-
-// alone reports whether no live member but this replica is ranked for the
-// tick (ms), or the membership is unknown or stale.
-func (m *membership) alone(tick int64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.at.IsZero() || time.Since(m.at) >= m.ttl || !slices.Contains(m.members, m.self) {
-		return true
-	}
-	for i, o := range m.members {
-		if o != m.self && m.starts[i] < tick {
-			return false
-		}
-	}
-	return true
 }
