@@ -165,9 +165,14 @@ local function appendHistory(key, keep, from, age)
   if #ARGV < from then
     return true, nil
   end
-  local entry = {unpack(ARGV, from)}
   local skip = entryField(from, 'skip')
-  if skip then
+  local id
+  if not skip then
+    -- The common case, kept lean: the key's type is checked by the call
+    -- that writes it.
+    id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(ARGV, from))
+  else
+    local entry = {unpack(ARGV, from)}
     local last = redis.pcall('XREVRANGE', key, '+', '-', 'COUNT', 1)
     if last.err then
       return false, nil
@@ -197,9 +202,8 @@ local function appendHistory(key, keep, from, age)
         entry = merged
       end
     end
+    id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(entry))
   end
-  -- The key's type is checked by the call that writes it.
-  local id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(entry))
   if type(id) == 'table' then
     return false, nil
   end
