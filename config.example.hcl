@@ -288,7 +288,9 @@ job "hello" {
   timeout = "5s"
 
   # A tick whose lock is held by a run of an earlier tick: "skip" (default)
-  # gives it up; "queue" runs it when that run ends.
+  # gives it up, recorded skipped_busy in the history with the holder
+  # (consecutive ones as one entry; also while a SIGKILLed replica's lock
+  # lasts, up to lock.lease); "queue" runs it when that run ends.
   overlap = "skip"
 
   # Ticks missed while every replica was down: "skip" (default) drops

@@ -68,7 +68,11 @@
 // once, by its claimant, whatever the retries; a finish that finds the
 // lock lost records nothing (the caller may Ledger.Append the entry to the
 // history alone). Ledger.Pass moves the ledger's seen past ticks nobody
-// claimed and appends an entry, once across the callers. The history
+// claimed and appends an entry, once across the callers; with an entry
+// that names a skip cause (the field skip), it records a skipped tick once
+// per tick, and the history coalesces consecutive skips of one cause and
+// outcome into one entry with a count and the first tick (the scheduler's
+// busy, paused and excluded ticks, and its deadline_missed finishes). The history
 // keeps the latest WithHistory keep entries (default 100), none older than
 // its max age (default 30 days). Ledger.History reads it newest first,
 // paged by entry id, and shows exactly those. To keep a finish cheap, the

@@ -234,7 +234,9 @@ type Record struct {
 	Seen int64
 	// Entry, if not nil, is appended to the ledger's history (History)
 	// when the finish is recorded, in the same step: once, whatever the
-	// retries.
+	// retries. An entry with the field "skip" (a tick not run, such as one
+	// past its start deadline) is coalesced with the newest entry of the
+	// same "skip" and "outcome", as Ledger.Pass says.
 	Entry map[string]string
 	// Failed counts the finish as one more failure in a row
 	// (LedgerState.Failures); Succeeded ends the row (Failures back to
@@ -363,10 +365,25 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 // history, both in one step and only if Seen was below upTo and the
 // store's clock is at least settled past upTo (a tick not yet due there,
 // or due so recently that a claim of it may be on its way, is not passed
-// over, whatever the caller's clock says). Of several callers that pass
+// over, whatever the caller's clock says; a negative settled lets the
+// store's clock be that far before upTo). Of several callers that pass
 // the same ticks, one does so and is told true; the others are told
 // false, and nothing is written for them. (The scheduler passes the ticks
-// missed while every replica was down.) It returns lock.ErrBadKey if a
+// missed while every replica was down.)
+//
+// An entry with the field "skip" records a tick skipped (busy, paused,
+// excluded): skip names its cause, and the history coalesces consecutive
+// skips of one cause. It is written once per tick: if upTo is above the
+// latest tick passed with a skip entry (the ledger's field skipped; not
+// Seen, which a claim that found the tick busy or paused moved already),
+// and Seen moves up to upTo if it is below. The entry is then coalesced
+// with the history's newest entry when that one has the same "skip" and
+// "outcome" fields (and is not older than the history's max age): that
+// entry is replaced, in the same step, by this one with the field "count",
+// the old count (1 when it had none) + 1, and "first", the old "first" or
+// else its "tick"; the new entry's id is the newest. Any other entry in
+// between starts a new run. Claim.Finish coalesces a Record.Entry with
+// "skip" the same way. It returns lock.ErrBadKey if a
 // key holds another type.
 func (g *Ledger) Pass(ctx context.Context, upTo int64, settled time.Duration, entry map[string]string) (bool, error) {
 	return g.g.Pass(ctx, upTo, settled, entry)

@@ -361,3 +361,98 @@ func TestLedgerHistoryAged(t *testing.T) {
 		}
 	})
 }
+
+// Skipped ticks (entries with skip) are recorded once per tick across the
+// callers of Pass, and consecutive skips of one cause and outcome make one
+// entry, with count and first; another entry in between breaks the run, on
+// both backends. The deadline_missed of a Finish coalesces the same way.
+func TestLedgerHistoryCoalescesSkips(t *testing.T) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
+		ctx := context.Background()
+		c := store.NewClient(t)
+		g, err := fleet.New(c).Ledger("skips", "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		skip := func(tick int64, outcome, cause string) bool {
+			t.Helper()
+			e := map[string]string{"tick": strconv.FormatInt(tick, 10), "outcome": outcome, "skip": cause, "reason": "reason " + strconv.FormatInt(tick, 10)}
+			ok, err := g.Pass(ctx, tick, -time.Hour, e)
+			if err != nil {
+				t.Fatalf("pass of skip %d: %v", tick, err)
+			}
+			return ok
+		}
+		show := func() string {
+			t.Helper()
+			ents, err := g.History(ctx, 10, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, e := range ents {
+				f := e.Fields
+				out = append(out, fmt.Sprintf("%s/%s %s..%s x%s (%s)", f["outcome"], f["skip"], f["first"], f["tick"], f["count"], f["reason"]))
+			}
+			return strings.Join(out, "; ")
+		}
+		for tick := int64(1); tick <= 3; tick++ {
+			if !skip(tick, "skipped_busy", "busy:r1") {
+				t.Fatalf("skip %d: not written", tick)
+			}
+		}
+		// A retried pass (a lost reply), or another replica's pass of the
+		// same tick, writes nothing; so does an older tick's.
+		if skip(3, "skipped_busy", "busy:r1") || skip(2, "skipped_busy", "busy:r1") {
+			t.Fatal("a second pass of a skipped tick was written")
+		}
+		if got, want := show(), "skipped_busy/busy:r1 1..3 x3 (reason 3)"; got != want {
+			t.Fatalf("after 3 busy skips: %s; want %s", got, want)
+		}
+		// A claim of a later tick moves seen; a skip of it is still recorded.
+		cl := mustClaim(t, ctx, g, 4)
+		if err := cl.Finish(ctx, fleet.Record{Done: false, Outcome: "handed_off", Tries: 1, Seen: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if !skip(5, "skipped_busy", "busy:r1") {
+			t.Fatal("skip of a tick already seen: not written")
+		}
+		// Another cause, then the first again: three entries.
+		skip(6, "skipped_busy", "busy:r2")
+		skip(7, "skipped_busy", "busy:r1")
+		skip(8, "paused", "paused")
+		skip(9, "paused", "paused")
+		if got, want := show(), "paused/paused 8..9 x2 (reason 9); skipped_busy/busy:r1 ..7 x (reason 7); skipped_busy/busy:r2 ..6 x (reason 6); skipped_busy/busy:r1 1..5 x4 (reason 5)"; got != want {
+			t.Fatalf("history:\n %s\nwant\n %s", got, want)
+		}
+		// A run in between breaks the run of skips; a finish with skip
+		// coalesces with the one before it.
+		finishWith(t, ctx, g, 10)
+		skip(11, "paused", "paused")
+		for tick := int64(12); tick <= 13; tick++ {
+			cl := mustClaim(t, ctx, g, tick)
+			e := map[string]string{"tick": strconv.FormatInt(tick, 10), "outcome": "deadline_missed", "skip": "deadline", "reason": "late"}
+			if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "deadline_missed", Tries: 1, Seen: tick, Entry: e}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ents, err := g.History(ctx, 4, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fmt.Sprint(ticksOf(ents)), "[13 11 10 9]"; got != want {
+			t.Fatalf("history ticks %s, want %s", got, want)
+		}
+		if f := ents[0].Fields; f["count"] != "2" || f["first"] != "12" {
+			t.Fatalf("two deadline_missed finishes: %v; want one entry, count 2, first 12", f)
+		}
+		if f := ents[1].Fields; f["count"] != "" {
+			t.Fatalf("a skip after a run: %v; want an entry of its own", f)
+		}
+		// A skip not yet settled on the store's clock is not recorded.
+		if ok, err := g.Pass(ctx, time.Now().Add(time.Hour).UnixMilli(), 0, map[string]string{"skip": "paused", "outcome": "paused"}); ok || err != nil {
+			t.Fatalf("pass of a tick an hour ahead: %t, %v; want false", ok, err)
+		}
+	})
+}

@@ -421,13 +421,68 @@
 // tick runs again, and that run is an entry of its own). Ticks found
 // missed at start, while every replica was down, are one entry (outcome
 // missed, Run.Missed ticks up to Run.Tick), written by the first replica
-// to find them; ticks skipped (done elsewhere, busy, paused) are counted
-// in metrics only. Each append keeps the latest Job.HistoryKeep entries
+// to find them; ticks not run because they were skipped (busy, paused,
+// past their start deadline) are recorded too, coalesced (see "Every tick
+// leaves a trace"); ticks done elsewhere are counted in metrics only.
+// Each append keeps the latest Job.HistoryKeep entries
 // (WithHistory; default 100) and none older than Job.HistoryMaxAge
 // (default 30 days). WithOnRun hears each run this replica records: once
 // per run across the fleet (the daemon's webhooks hang on it). A handed-off
 // tick shows twice: handed_off on the replica that stopped, then the run
 // that took it over (attempt 2).
+//
+// # Every tick leaves a trace
+//
+// A tick that is not run because it was skipped is recorded in the job's
+// history once across the fleet, with Run.Reason saying why: skipped_busy
+// (overlap skip: a run of an earlier tick holds the job's lock; the reason
+// names the holder's replica, the tick it runs and since when, or that its
+// membership expired, when it died with the lock: "lock held by r3, whose
+// membership expired at 2026-11-27T09:00:04Z (run of
+// 2026-11-27T09:00:00Z since 2026-11-27T09:00:00Z); it is free once its
+// lease ends"), paused, and deadline_missed; the calendar's excluded
+// likewise. Consecutive skips of one cause (the holder's replica, the
+// pause, the calendar or freeze, the deadline) are one entry: Run.Count
+// ticks from Run.First to Run.Tick, with the newest skip's reason and
+// recorder, as Temporal lists a schedule's skipped actions and Kubernetes
+// an event's count. The store coalesces them in the same step as the
+// append (fleet.Ledger.Pass, and Claim.Finish for deadline_missed): an
+// entry of another cause or a run in between starts a new one. Paging by
+// Run.ID sees a coalesced entry move to the top as it grows.
+//
+// Who records it, to spend two commands per skipped tick (a ledger read and
+// the append), four at times, not two per replica: the replica whose claim found the lock held (the first in rank
+// for the tick, or a later one after its fallback; the others hear it let
+// go and record nothing), reading the ledger for the holder; a replica
+// that skips the tick without a claim because it runs an earlier one
+// itself, if it is the first in rank for the tick, and one whose claim of
+// an earlier tick waits for another replica's run of it (every replica may
+// wait so, and the first in rank may be dead and still a member); for a
+// paused job, whose ticks
+// every replica skips without a claim, the first in rank, after reading
+// the ledger to make sure the pause still holds (a resume on its way: the
+// tick runs elsewhere), or any replica whose claim found the ledger
+// paused. When several record the same tick (the first in rank skipped it
+// without a claim and the second's claim found the lock held, the
+// membership unknown or off, a pause rechecked by a claim), the store
+// writes one entry: Pass records a skip once per tick, by the ledger's
+// latest skipped tick, not by its seen, which a busy or paused claim moves
+// already. The tick's skip is a fact decided on the replica, not a guess
+// that the fleet may still claim it, so Pass accepts it while the store's
+// clock is up to one period of the job behind the tick (a replica whose
+// clock runs ahead fires early); only a tick further ahead is refused.
+// Recording a tick as skipped does not stop a later claim of it from
+// running it (a claim that finds the lock free after all): then the
+// history shows both.
+//
+// What a SIGKILL costs: the killed replica's lock is held until its lease
+// ends (lock.WithLeaseTime, after its last renewal). Under OverlapSkip the
+// ticks that fall due meanwhile are not run: one skipped_busy entry names
+// the dead holder; then its interrupted tick runs again (or is recorded
+// interrupted under ShutdownAbandon), and the next ticks run. Under
+// OverlapQueue they wait for the lock and run late, one after the other
+// (a replica keeps at most two ticks of a job in hand; a further one is
+// skipped_busy), unless StartDeadline turns them into deadline_missed.
 //
 // # Lock kinds and concurrency
 //
@@ -468,8 +523,10 @@
 // Logs go to the "scheduler" sub-logger with job and tick fields: one INFO
 // line per finished run (replica, attempt, duration, outcome; ERROR when it
 // failed or lost its lock), a WARN when a replica takes over a tick (from
-// whom, and why: given back, or its claimant stopped answering), and DEBUG
-// for the detail (skipped ticks). A program that passes no logger still
+// whom, and why: given back, or its claimant stopped answering), an INFO
+// line "tick not run: recorded in the history" with the outcome and reason
+// by the replica that records a skipped tick (DEBUG for a paused one), and
+// DEBUG for the detail (each replica's skips). A program that passes no logger still
 // hears of what goes wrong: by default the warnings and errors go to
 // os.Stderr, as net/http's server logs; WithLogger takes an hclog.Logger,
 // and WithSlog a log/slog *slog.Logger.

@@ -61,12 +61,27 @@ type Run struct {
 	// TraceID is the run's trace, hex, if it was sampled.
 	TraceID string `json:"trace_id,omitempty"`
 	// Error is the tail of the run's error, at most MaxErrorTail bytes,
-	// with secrets redacted.
+	// with secrets redacted. Reason says why a tick was not run, for an
+	// operator to read: the lock's holder (skipped_busy), the pause, the
+	// start deadline.
 	Error  string `json:"error,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Missed is, for an OutcomeMissed entry, how many ticks were missed,
 	// up to Tick.
 	Missed int64 `json:"missed,omitempty"`
+	// Count is, for an entry of ticks skipped (skipped_busy, paused,
+	// deadline_missed, excluded), how many consecutive ticks of one cause
+	// it stands for, from First to Tick: the history coalesces them into
+	// one entry (see the package doc, "Every tick leaves a trace"). 0 for
+	// one tick.
+	Count int64 `json:"count,omitempty"`
+	// First is the first tick of such an entry (Tick is the last); zero
+	// for one tick.
+	First time.Time `json:"first,omitzero"`
+
+	// skip is the cause of a skipped tick (recordSkip), which coalesces
+	// the entry with the history's newest of the same cause and outcome.
+	skip string
 }
 
 // History returns the job's latest runs, newest first: at most limit
@@ -113,6 +128,9 @@ const (
 	hError    = "error"
 	hReason   = "reason"
 	hMissed   = "missed"
+	hSkip     = "skip"  // the cause of a skipped tick: the store coalesces by it (fleet.Ledger.Pass)
+	hCount    = "count" // written by the store as it coalesces
+	hFirst    = "first" // likewise: the first tick's hTick
 )
 
 // fields is r as a history entry's fields.
@@ -143,6 +161,9 @@ func (r Run) fields() map[string]string {
 	if r.Reason != "" {
 		f[hReason] = r.Reason
 	}
+	if r.skip != "" {
+		f[hSkip] = r.skip
+	}
 	return f
 }
 
@@ -158,6 +179,7 @@ func runFromEntry(job string, ent fleet.Entry) Run {
 		Attempt: int(num(hAttempt)), Start: at(hStart), End: at(hEnd),
 		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: Outcome(f[hOutcome]),
 		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Reason: f[hReason], Missed: num(hMissed),
+		Count: num(hCount), First: at(hFirst),
 	}
 }
 

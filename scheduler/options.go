@@ -110,8 +110,10 @@ func WithHistory(keep int, maxAge time.Duration) Option {
 func WithRedact(f func(string) string) Option { return func(o *options) { o.redact = f } }
 
 // WithOnRun sets a function called with each run this replica records in
-// the history (a finished run, or ticks found missed): once per run across
-// the fleet. The Run has no ID (the store gives it one). It is called on the run's goroutine after the lock is
+// the history (a finished run, ticks found missed, or a tick skipped: busy,
+// paused, past its deadline): once per run or skipped tick across the
+// fleet (a skipped tick coalesced into the history's newest entry is
+// heard alone, without Count). The Run has no ID (the store gives it one). It is called on the run's goroutine after the lock is
 // released, and must not block: hand slow work (a webhook) to a goroutine
 // or a queue of its own.
 func WithOnRun(f func(Run)) Option { return func(o *options) { o.onRun = f } }

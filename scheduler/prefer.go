@@ -72,12 +72,13 @@ type membership struct {
 	kick chan struct{} // the jobs changed: heartbeat at once
 
 	mu      sync.Mutex
-	group   string    // the group of the last heartbeat (memberGroup)
-	self    string    // the name in group: base@start (memberName)
-	members []string  // sorted, self included, after a heartbeat that worked
-	starts  []int64   // each member's start (memberStart), in the order of members
-	at      time.Time // when that heartbeat was sent (monotonic)
-	failing bool      // heartbeats fail: logged once
+	group   string               // the group of the last heartbeat (memberGroup)
+	self    string               // the name in group: base@start (memberName)
+	members []string             // sorted, self included, after a heartbeat that worked
+	starts  []int64              // each member's start (memberStart), in the order of members
+	at      time.Time            // when that heartbeat was sent (monotonic)
+	failing bool                 // heartbeats fail: logged once
+	gone    map[string]time.Time // replicas found gone from the group, and when (noteGone)
 }
 
 func newMembership(store *fleet.Store, replica string, ttl time.Duration) *membership {
@@ -197,6 +198,7 @@ func (m *membership) beat(s *Scheduler) {
 	if len(members) != len(m.members) && s.log.IsDebug() {
 		s.log.Debug("fleet membership", "members", members)
 	}
+	m.noteGone(members, sent)
 	starts := make([]int64, len(members))
 	for i, o := range members {
 		starts[i] = memberStart(o)

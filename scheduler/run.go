@@ -198,6 +198,13 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		}
 		s.tel.waited(e.job.Name, string(outcome), time.Since(fired))
 		s.record(e, tick, outcome)
+		switch {
+		case c.manual:
+		case outcome == OutcomeSkippedBusy:
+			s.skipLater(func() { s.recordBusy(e, tick) })
+		case outcome == OutcomePaused:
+			s.skipLater(func() { s.recordPaused(e, tick, false) })
+		}
 		endSpan(span, outcome, err)
 		if outcome != OutcomeError && log.IsDebug() {
 			log.Debug("tick skipped", "outcome", outcome)
@@ -252,6 +259,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			// Finished at once, not run: the finish records it once for
 			// the fleet, and its log line says how late the claim was.
 			log = log.With("start_deadline", d, "late", -left)
+			r.setReason(fmt.Sprintf("not started within its start_deadline of %v: claimed %v after its tick", d, cl.At.Sub(r.tick).Round(time.Millisecond)))
 			endSpan(span, s.finish(r, OutcomeDeadlineMissed, nil, log), nil)
 			return earlier
 		}
@@ -299,6 +307,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 				log.Warn("tick not run: its start deadline passed while it waited for its concurrency permit",
 					"group", e.job.ConcurrencyGroup, "start_deadline", e.job.StartDeadline)
 				err = nil
+				r.setReason(fmt.Sprintf("not started within its start_deadline of %v: its concurrency group %q stayed full", e.job.StartDeadline, e.job.ConcurrencyGroup))
 				r.to(tooLate, "")
 				return
 			}
@@ -346,6 +355,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 			// error.
 			log.Warn("try failed; no retry: it would start after the start deadline", "attempt", try, "error", err,
 				"backoff", backoff, "start_deadline", e.job.StartDeadline)
+			r.setReason(fmt.Sprintf("try %d failed, and a retry would start after its start_deadline of %v", try, e.job.StartDeadline))
 			r.to(tooLate, "")
 			return
 		}
@@ -448,7 +458,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 		return r.outcome
 	}
 	r.mu.Lock()
-	tries := r.tries
+	tries, reason := r.tries, r.reason
 	r.mu.Unlock()
 
 	end := time.Now()
@@ -459,6 +469,10 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	}
 	if r.manual {
 		rr.Trigger = r.cl.Tick
+	}
+	if outcome == OutcomeDeadlineMissed {
+		// Consecutive ticks past their deadline make one history entry.
+		rr.Reason, rr.skip = reason, "deadline"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	seen := r.cl.Tick
@@ -573,6 +587,12 @@ func ownerReplica(owner string) string {
 		return owner[:i]
 	}
 	return owner
+}
+
+func (r *run) setReason(reason string) {
+	r.mu.Lock()
+	r.reason = reason
+	r.mu.Unlock()
 }
 
 func (r *run) setTries(n int) {

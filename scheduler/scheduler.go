@@ -134,6 +134,7 @@ type run struct {
 	mu      sync.Mutex
 	long    time.Time // when the run went past its job's AlertAfter, once it is announced; zero before
 	tries   int       // tries of the tick so far, counting earlier claims
+	reason  string    // why a tick ending deadline_missed was not run (Run.Reason)
 	state   runState  // moved by to
 	outcome Outcome   // the outcome finish recorded, once state is finished
 }
@@ -701,7 +702,9 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		if s.log.IsDebug() {
 			s.log.Debug("tick excluded", "job", e.job.Name, "tick", fmtTick(tick), "cause", cause)
 		}
-		s.recordSkip(e, tick, OutcomeExcluded, cause, reason)
+		if s.firstFor(e, tick) {
+			s.skipLater(func() { s.recordSkip(e, tick, OutcomeExcluded, cause, reason) })
+		}
 		return
 	}
 	limit := 1
@@ -716,11 +719,17 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		if s.log.IsDebug() {
 			s.log.Debug("tick skipped: an earlier one is under way here", "job", e.job.Name, "tick", fmtTick(tick))
 		}
+		if s.firstFor(e, tick) || !s.runsHere(e) {
+			s.skipLater(func() { s.recordBusy(e, tick) })
+		}
 		return
 	}
 	if e.paused() {
 		e.mu.Unlock()
 		s.record(e, tick, OutcomePaused)
+		if s.firstFor(e, tick) {
+			s.skipLater(func() { s.recordPaused(e, tick, true) })
+		}
 		if s.log.IsDebug() {
 			s.log.Debug("tick skipped: the job is paused", "job", e.job.Name, "tick", fmtTick(tick))
 		}

@@ -229,7 +229,7 @@ func TestBrowserJobsTable(t *testing.T) {
 		{"backup's last run: outcome, replica and duration", `/ran[\s\S]*on r[12] in \d/.test(` + row("backup") + `.querySelector('.last').innerText)`},
 		{"nightly has not run", row("nightly") + `.querySelector('.last').innerText.includes('no run yet')`},
 		{"not paused", row("backup") + `.dataset.paused === 'false' && ` + row("backup") + `.querySelector('td.state').innerText.includes('active')`},
-		{"each cell has a mark and a title (readable without colour)", `Array.from(document.querySelectorAll('.strip .cell')).every(c => c.textContent.trim() !== '' && /(ran|failed) on r[12]/.test(c.title))`},
+		{"each cell has a mark and a title (readable without colour)", `Array.from(document.querySelectorAll('.strip .cell')).every(c => c.textContent.trim() !== '' && /(ran|failed|skipped: busy) on r[12]/.test(c.title))`},
 		{"failed cells are marked ✗", `Array.from(document.querySelectorAll('.strip .cell[data-outcome="failed"]')).every(c => c.textContent === '✗')`},
 		{"a strip's tally in words", `/\d+ ran, \d+ failed|\d+ failed, \d+ ran/.test(` + row("flaky") + `.querySelector('td.runs-cell').innerText)`},
 		{"buttons", row("backup") + `.querySelector('button[data-action="trigger"]') && ` + row("backup") + `.querySelector('button[data-action="pause"]')`},
@@ -243,6 +243,11 @@ func TestBrowserJobsTable(t *testing.T) {
 			t.Errorf("jobs page: %s: not so; the page says:\n%s", c.what, mainText(ctx))
 		}
 	}
+
+	// archive's ticks skipped while its first run holds the lock are one
+	// cell of its strip, which says how many, and why.
+	busy := row("archive") + `.querySelectorAll('.strip .cell[data-outcome="skipped_busy"]')`
+	waitJS(t, ctx, "archive's skipped ticks in one cell", busy+`.length === 1 && /^\d+ ticks, [\s\S]*skipped: busy on r[12]: lock held by r[12] \(run of /.test(`+busy+`[0].title)`)
 
 	// archive holds its lock: its row says who and since when, and the
 	// locks page lists it.

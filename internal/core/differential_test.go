@@ -675,6 +675,7 @@ func (d *diffRun) finishOp() diffOp {
 	}
 	if d.rng.IntN(10) < 7 {
 		rec.Entry = map[string]string{"tick": strconv.FormatInt(tick, 10), "outcome": outcome}
+		d.skipCause(rec.Entry)
 	}
 	return diffOp{
 		desc: fmt.Sprintf("finish(%s, ledger %s fair %t, %s, holds %d, tick %d, %+v)", k.name, g.id, g.fair, owner, holds, tick, rec),
@@ -695,7 +696,10 @@ func (d *diffRun) ledgerPassOp() diffOp {
 	}
 	var entry map[string]string
 	if d.rng.IntN(10) < 7 {
-		entry = map[string]string{"passed": strconv.FormatInt(upTo, 10)}
+		entry = map[string]string{"passed": strconv.FormatInt(upTo, 10), "tick": strconv.FormatInt(upTo, 10)}
+		if d.skipCause(entry) {
+			entry["outcome"] = []string{"skipped", "paused"}[d.rng.IntN(2)]
+		}
 	}
 	var settled time.Duration // the ticks are ms since 1970: long past
 	if d.rng.IntN(4) == 0 {
@@ -710,6 +714,17 @@ func (d *diffRun) ledgerPassOp() diffOp {
 			return a
 		},
 	}
+}
+
+// skipCause gives entry, half the time, the field skip (one of two
+// causes), so that the histories coalesce consecutive skips; it reports
+// whether it did.
+func (d *diffRun) skipCause(entry map[string]string) bool {
+	if d.rng.IntN(2) == 0 {
+		return false
+	}
+	entry["skip"] = []string{"busy:r1", "busy:r2"}[d.rng.IntN(2)]
+	return true
 }
 
 func (d *diffRun) historyOp() diffOp {

@@ -359,7 +359,9 @@ type Record struct {
 	Seen int64
 	// Entry, if not nil, is appended to the ledger's history (History)
 	// when the finish is recorded, in the same step: once, whatever the
-	// retries.
+	// retries. An entry with the field "skip" (a tick not run, such as one
+	// past its start deadline) is coalesced with the newest entry of the
+	// same "skip" and "outcome", as Ledger.Pass says.
 	Entry map[string]string
 	// Failed counts the finish as one more failure in a row
 	// (LedgerState.Failures); Succeeded ends the row (Failures back to

@@ -12,6 +12,7 @@ import (
 // memLedger is a ledger's hash (claim.lua).
 type memLedger struct {
 	done, seen, running, tries int64
+	skipped                    int64 // the latest tick a skip entry was passed for (pass.lua)
 	triggers                   int64
 	paused                     bool
 	pause                      memPause // when paused (pause.lua's fields)
@@ -229,13 +230,18 @@ func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64
 	defer s.mu.Unlock()
 	now := time.Now()
 	if upTo != 0 { // 0: append alone
-		if g := s.ledgerAt(lg.key, now, false); g != nil && g.seen >= upTo {
+		_, skip := entry[hSkip]
+		if g := s.ledgerAt(lg.key, now, false); g != nil && (!skip && g.seen >= upTo || skip && g.skipped >= upTo) {
 			return 0, nil
 		}
 		if now.UnixMilli()-upTo < settled.Milliseconds() {
 			return 0, nil // the store's clock not settled past upTo
 		}
-		s.ledgerAt(lg.key, now, true).seen = upTo
+		g := s.ledgerAt(lg.key, now, true)
+		g.seen = max(g.seen, upTo)
+		if skip {
+			g.skipped = upTo
+		}
 	}
 	s.appendHistory(lg, entry, now)
 	return 1, nil
@@ -298,6 +304,47 @@ func idBefore(id streamID, s string) bool {
 	return id.ms < b.ms || id.ms == b.ms && id.seq < b.seq
 }
 
+// Fields of a history entry that the store reads: an entry with skip is
+// coalesced with the newest entry of the same skip and outcome, which
+// gives it count and first (from the old first, or tick).
+const (
+	hSkip    = "skip"
+	hOutcome = "outcome"
+	hCount   = "count"
+	hFirst   = "first"
+	hTick    = "tick"
+)
+
+// coalesce returns the entry to append to h for fields: fields as they
+// are, or, when fields has skip and h's newest entry (no older than
+// lg.maxAge) has the same skip and outcome, fields with that entry's count
+// + 1 and first, that entry being dropped from h (lib.lua's
+// appendHistory). s.mu is held.
+func coalesce(h *memHistory, lg ledgerRef, fields map[string]string, now time.Time) map[string]string {
+	skip, ok := fields[hSkip]
+	if !ok || len(h.entries) == 0 {
+		return fields
+	}
+	last := h.entries[len(h.entries)-1]
+	if last.id.ms < now.UnixMilli()-lg.maxAge.Milliseconds() || last.fields[hSkip] != skip || last.fields[hOutcome] != fields[hOutcome] {
+		return fields
+	}
+	count, err := strconv.ParseInt(last.fields[hCount], 10, 64)
+	if err != nil {
+		count = 1
+	}
+	out := maps.Clone(fields)
+	out[hCount] = strconv.FormatInt(count+1, 10)
+	delete(out, hFirst)
+	if first, ok := last.fields[hFirst]; ok {
+		out[hFirst] = first
+	} else if tick, ok := last.fields[hTick]; ok {
+		out[hFirst] = tick
+	}
+	h.entries = h.entries[:len(h.entries)-1]
+	return out
+}
+
 // appendHistory appends fields, if any, to lg's history, trimmed exactly
 // to lg.keep and lg.maxAge (the scripts trim approximately; both backends'
 // readers show the latest keep entries not older than maxAge, so they
@@ -312,6 +359,7 @@ func (s *MemoryStore) appendHistory(lg ledgerRef, fields map[string]string, now 
 		h = &memHistory{}
 		s.hists[key] = h
 	}
+	fields = coalesce(h, lg, fields, now)
 	id := streamID{ms: now.UnixMilli()}
 	if id.ms <= h.last.ms {
 		id = streamID{ms: h.last.ms, seq: h.last.seq + 1}

@@ -14,7 +14,9 @@
 //	                                  outcome, holder, paused: by whom, until when, why; then the skipped
 //	                                  ticks with why (-json)
 //	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
-//	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json)
+//	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json), and the
+//	                                  ticks not run (skipped_busy, paused, deadline_missed) with their reason,
+//	                                  consecutive ones of one cause as one row with a count and a range
 //	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
 //	scheduler pause    JOB -note TEXT [-until TIME|DURATION] -config FILE   pause a job on every replica, saying why;
 //	                                  -until (RFC 3339, or a Go duration from now) ends it by itself (see pause.go)

@@ -35,7 +35,11 @@ func historyCommand(cfgPath *string, o Options) *cobra.Command {
 		Long: `history lists JOB's latest runs across the whole fleet, newest first: the tick
 (or "manual #N" for a triggered run), the replica that ran it, the attempt,
 when it started, how long it took, its outcome, its fencing token and the start
-of its error's first line. -json prints every field, the whole error tail and the trace
+of its error's first line. Ticks not run (skipped_busy, paused, excluded,
+deadline_missed) are recorded too, with the reason in the last column;
+consecutive ones of one cause are one row, its ticks a range (first..last) and
+its outcome followed by their count (skipped_busy ×5).
+-json prints every field, the whole error tail and the trace
 id included. -before ID lists the runs older than the run ID (the first column),
 to page back.
 
@@ -145,20 +149,40 @@ func historyViaAdmin(ctx context.Context, cfg *config.Config, env []string, job 
 // printRuns prints runs as a table, times in UTC.
 func printRuns(w io.Writer, runs []scheduler.Run) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTICK\tREPLICA\tATTEMPT\tSTARTED\tDURATION\tOUTCOME\tTOKEN\tERROR")
+	fmt.Fprintln(tw, "ID\tTICK\tREPLICA\tATTEMPT\tSTARTED\tDURATION\tOUTCOME\tTOKEN\tERROR / REASON")
 	for _, r := range runs {
 		tick := r.Tick.UTC().Format(time.RFC3339)
 		if r.Trigger > 0 {
 			tick = fmt.Sprintf("manual #%d", r.Trigger)
+		} else if !r.First.IsZero() {
+			tick = tickRange(r.First, r.Tick)
 		}
 		outcome := string(r.Outcome)
-		if r.Missed > 0 {
+		switch {
+		case r.Missed > 0:
 			outcome = fmt.Sprintf("%s (%d)", outcome, r.Missed)
+		case r.Count > 1:
+			outcome = fmt.Sprintf("%s ×%d", outcome, r.Count)
+		}
+		text := errorLine(r.Error)
+		if text == "" {
+			text = r.Reason
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, tick, dash(r.Replica), num(int64(r.Attempt)),
-			startedAt(r.Start), runDuration(r), outcome, num(r.Token), errorLine(r.Error))
+			startedAt(r.Start), runDuration(r), outcome, num(r.Token), text)
 	}
 	return tw.Flush()
+}
+
+// tickRange is the range of ticks of a coalesced entry (Run.First to
+// Run.Tick), in UTC: the last without its date when it is the first's.
+func tickRange(first, last time.Time) string {
+	first, last = first.UTC(), last.UTC()
+	layout := time.RFC3339
+	if first.Format(time.DateOnly) == last.Format(time.DateOnly) {
+		layout = "15:04:05Z07:00"
+	}
+	return first.Format(time.RFC3339) + ".." + last.Format(layout)
 }
 
 func dash(s string) string {

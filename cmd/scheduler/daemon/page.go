@@ -368,7 +368,7 @@ var pageFuncs = template.FuncMap{
 	"legend": func() []outcomeLook {
 		var out []outcomeLook
 		for _, o := range []scheduler.Outcome{scheduler.OutcomeRan, scheduler.OutcomeFailed, scheduler.OutcomeLostLock, scheduler.OutcomeInterrupted, scheduler.OutcomeHandedOff, scheduler.OutcomeMissed,
-			scheduler.OutcomeDeadlineMissed} {
+			scheduler.OutcomeDeadlineMissed, scheduler.OutcomeSkippedBusy, scheduler.OutcomePaused} {
 			out = append(out, lookOf(o))
 		}
 		return out

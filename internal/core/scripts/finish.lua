@@ -43,7 +43,9 @@
 --         pausedby ARGV[17], pausenote ARGV[18], pausedat, pausefinish the
 --         owner ARGV[1]; no pauseduntil) and answers 2
 -- ARGV[19..] the run's history entry: field-value pairs appended to
---         KEYS[4] when the ledger records the finish (none: no entry)
+--         KEYS[4] when the ledger records the finish (none: no entry); one
+--         with the field skip is coalesced with the newest entry of the same
+--         skip and outcome (lib.lua's appendHistory)
 -- Returns 1 finished; 2 finished, and the finish paused the ledger
 -- (ARGV[16]; a repeat of it answers 2 again); 0 the caller does not hold the lock (nothing
 -- touched); 1 also when the lock has expired under a claim whose run ended
@@ -69,7 +71,7 @@ local function record(f)
   local renewed, hrenewed = tonumber(f[3]) or 0, tonumber(f[4]) or 0
   local histEvery = tonumber(ARGV[14]) or 0
   -- The entry's id is its time on the server's clock: no TIME then.
-  local histOK, now = appendHistory(KEYS[4], ARGV[11], 19)
+  local histOK, now = appendHistory(KEYS[4], ARGV[11], 19, tonumber(ARGV[12]))
   -- (abs: also when the server's clock went back past the last renewal)
   if now and math.abs(now - hrenewed) >= histEvery then
     renewHistory(KEYS[4], tonumber(ARGV[12]), histEvery, now)

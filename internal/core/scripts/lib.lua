@@ -136,18 +136,74 @@ local function prunePermits(now)
   end
 end
 
+-- entryField is the value of the field name in the history entry
+-- ARGV[from..] (field-value pairs), or nil.
+local function entryField(from, name)
+  for i = from, #ARGV - 1, 2 do
+    if ARGV[i] == name then
+      return ARGV[i + 1]
+    end
+  end
+  return nil
+end
+
 -- appendHistory appends an entry, the field-value pairs ARGV[from..], to
 -- the history stream key, if there are any, trimming it approximately to
 -- the latest keep entries (MAXLEN ~: Redis drops whole nodes only, so the
 -- stream may hold more; readers show the latest keep alone). It returns
 -- false, appending nothing, if key holds another type; else true and the
 -- entry's time on the server's clock, in ms (nil if there was no entry).
-local function appendHistory(key, keep, from)
+--
+-- An entry with the field skip (a tick not run, and the cause of it) is
+-- coalesced with the stream's newest entry when that one is no older than
+-- age ms (readers show no older one) and has the same skip and outcome:
+-- that entry is deleted and this one appended (the newest again) with the
+-- field count, the old count (1 if it had none) + 1, and first, the old
+-- first (or its tick; none if it had neither). Any other entry in between
+-- breaks the run.
+local function appendHistory(key, keep, from, age)
   if #ARGV < from then
     return true, nil
   end
-  -- The key's type is checked by the call that writes it.
-  local id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(ARGV, from))
+  local skip = entryField(from, 'skip')
+  local id
+  if not skip then
+    -- The common case, kept lean: the key's type is checked by the call
+    -- that writes it.
+    id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(ARGV, from))
+  else
+    local entry = {unpack(ARGV, from)}
+    local last = redis.pcall('XREVRANGE', key, '+', '-', 'COUNT', 1)
+    if last.err then
+      return false, nil
+    end
+    last = last[1]
+    if last and tonumber(string.match(last[1], '^(%d+)')) >= millis(redis.call('TIME')) - age then
+      local f = {}
+      for i = 1, #last[2], 2 do
+        f[last[2][i]] = last[2][i + 1]
+      end
+      if f.skip == skip and f.outcome == entryField(from, 'outcome') then
+        local merged = {}
+        for i = 1, #entry - 1, 2 do
+          if entry[i] ~= 'count' and entry[i] ~= 'first' then
+            merged[#merged + 1] = entry[i]
+            merged[#merged + 1] = entry[i + 1]
+          end
+        end
+        merged[#merged + 1] = 'count'
+        merged[#merged + 1] = (tonumber(f.count) or 1) + 1
+        local first = f.first or f.tick
+        if first then
+          merged[#merged + 1] = 'first'
+          merged[#merged + 1] = first
+        end
+        redis.call('XDEL', key, last[1])
+        entry = merged
+      end
+    end
+    id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(entry))
+  end
   if type(id) == 'table' then
     return false, nil
   end

@@ -1,6 +1,10 @@
 -- pass.lua: record that the ticks of a ledger up to one were passed over,
 -- unclaimed, once: of several callers, the first moves the ledger's seen
 -- up and appends its history entry; the others find seen there already.
+-- An entry with the field skip (a tick skipped: busy, paused, excluded) is
+-- recorded once per tick by the ledger's field skipped instead of seen
+-- (a claim that found the tick busy or paused moved seen already): the
+-- first caller moves skipped to the tick, and seen if it is below it.
 -- KEYS[1] the ledger hash
 -- KEYS[2] the ledger's history stream
 -- ARGV[1] the tick up to which the ticks are passed over; "": none, the
@@ -14,18 +18,27 @@
 -- ARGV[6] how long past ARGV[1] the server's clock must be, ms: a tick
 --         the fleet may still claim (not yet due on the server's clock, or
 --         due so recently that its claim may be on its way) is not passed
---         over, whatever the caller's clock says
--- ARGV[7..] the history entry: field-value pairs (none: no entry)
--- Returns 1 passed; 0 seen was at ARGV[1] or later, or the server's clock
--- is not ARGV[6] past it (nothing written); -6 KEYS[1] is not a hash; -8
--- KEYS[2] is not a stream (nothing written).
+--         over, whatever the caller's clock says; negative: how far the
+--         server's clock may be before it
+-- ARGV[7..] the history entry: field-value pairs (none: no entry),
+--         coalesced as lib.lua's appendHistory says when it has skip
+-- Returns 1 passed; 0 seen (skipped, for a skip) was at ARGV[1] or later,
+-- or the server's clock is not ARGV[6] past it (nothing written); -6
+-- KEYS[1] is not a hash; -8 KEYS[2] is not a stream (nothing written).
 local pass = ARGV[1] ~= ''
+local skip = entryField(7, 'skip')
+local seen
 if pass then
-  local f = redis.pcall('HGET', KEYS[1], 'seen')
-  if type(f) == 'table' and f.err then
+  local f = redis.pcall('HMGET', KEYS[1], 'seen', 'skipped')
+  if f.err then
     return -6
   end
-  if (tonumber(f) or 0) >= tonumber(ARGV[1]) then
+  seen = tonumber(f[1]) or 0
+  local mark = seen
+  if skip then
+    mark = tonumber(f[2]) or 0
+  end
+  if mark >= tonumber(ARGV[1]) then
     return 0
   end
   if millis(redis.call('TIME')) - tonumber(ARGV[1]) < tonumber(ARGV[6]) then
@@ -37,10 +50,15 @@ if t ~= 'stream' and t ~= 'none' then
   return -8
 end
 if pass then
-  redis.call('HSET', KEYS[1], 'seen', ARGV[1])
+  if skip then
+    redis.call('HSET', KEYS[1], 'skipped', ARGV[1])
+  end
+  if seen < tonumber(ARGV[1]) then
+    redis.call('HSET', KEYS[1], 'seen', ARGV[1])
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
-local _, now = appendHistory(KEYS[2], ARGV[3], 7)
+local _, now = appendHistory(KEYS[2], ARGV[3], 7, tonumber(ARGV[4]))
 if now then
   renewHistory(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]), now)
 end
