@@ -89,6 +89,9 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	case running > tick:
 		leave()
 		return claimReply{status: claimDone, value: running}, nil
+	case tick == g.skipped:
+		leave()
+		return claimReply{status: claimDone, value: tick}, nil
 	}
 	waits := ca.fair && (ca.wait == 1 && running == tick || ca.wait == 2)
 	if l := s.live(k.lock, now); l != nil {
@@ -231,7 +234,7 @@ func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64
 	now := time.Now()
 	if upTo != 0 { // 0: append alone
 		_, skip := entry[hSkip]
-		if g := s.ledgerAt(lg.key, now, false); g != nil && (!skip && g.seen >= upTo || skip && g.skipped >= upTo) {
+		if g := s.ledgerAt(lg.key, now, false); g != nil && (!skip && g.seen >= upTo || skip && (g.skipped >= upTo || g.done == upTo || g.running == upTo && g.running > g.done)) {
 			return 0, nil
 		}
 		if now.UnixMilli()-upTo < settled.Milliseconds() {

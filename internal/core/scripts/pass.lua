@@ -4,7 +4,10 @@
 -- An entry with the field skip (a tick skipped: busy, paused, excluded) is
 -- recorded once per tick by the ledger's field skipped instead of seen
 -- (a claim that found the tick busy or paused moved seen already): the
--- first caller moves skipped to the tick, and seen if it is below it.
+-- first caller moves skipped to the tick, and seen if it is below it; a
+-- tick claimed to run (the ledger's done or running) is not recorded
+-- skipped, and a claim of the tick recorded skipped answers done
+-- (claim.lua): the first decision holds across the fleet.
 -- KEYS[1] the ledger hash
 -- KEYS[2] the ledger's history stream
 -- ARGV[1] the tick up to which the ticks are passed over; "": none, the
@@ -29,7 +32,7 @@ local pass = ARGV[1] ~= ''
 local skip = entryField(7, 'skip')
 local seen
 if pass then
-  local f = redis.pcall('HMGET', KEYS[1], 'seen', 'skipped')
+  local f = redis.pcall('HMGET', KEYS[1], 'seen', 'skipped', 'done', 'running')
   if f.err then
     return -6
   end
@@ -37,6 +40,11 @@ if pass then
   local mark = seen
   if skip then
     mark = tonumber(f[2]) or 0
+    -- A tick claimed to run (done, or under way) is not recorded skipped.
+    local done, running = tonumber(f[3]) or 0, tonumber(f[4]) or 0
+    if done == tonumber(ARGV[1]) or running == tonumber(ARGV[1]) and running > done then
+      return 0
+    end
   end
   if mark >= tonumber(ARGV[1]) then
     return 0
