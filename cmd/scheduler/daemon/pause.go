@@ -179,13 +179,14 @@ func pauseBody(r *http.Request) (fleet.PauseInfo, error) {
 	return p.info(actor(r.Context()), time.Now())
 }
 
-// autoPausedAudit appends the audit entry of a pause that a finish set
+// autoPaused appends the audit entry of a pause that a finish set
 // (pause_after_failures, the run r of scheduler.OutcomeAutoPaused): the
 // action pause, by the actor "replica:" and the id of the replica whose
-// finish set it, from no address, with the pause's note. A failure is
-// logged.
-func (a *audit) autoPaused(r scheduler.Run, warn func(msg string, args ...any)) {
-	ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
+// finish set it, from no address, with the pause's note; within
+// auditTimeout, or until ctx ends. A failure is logged. It blocks: the
+// daemon calls it from autoPauses' goroutine.
+func (a *audit) autoPaused(ctx context.Context, r scheduler.Run, warn func(msg string, args ...any)) {
+	ctx, cancel := context.WithTimeout(ctx, auditTimeout)
 	defer cancel()
 	if err := a.append(ctx, "pause", r.Job, "replica:"+r.Replica, "", r.Error); err != nil {
 		warn("audit entry not appended", "action", "pause", "target", r.Job, "error", err)

@@ -2,9 +2,15 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/scheduler"
 )
 
 // Notes are printed in tables with their control characters escaped; the
@@ -86,5 +92,73 @@ func TestPagePauseOfOlderVersion(t *testing.T) {
 				t.Errorf("%s: pause shown as %q, want no %q", c.name, info, w)
 			}
 		}
+	}
+}
+
+// The audit entries of auto-pauses are appended off the caller's
+// goroutine: add returns at once while Redis does not answer, the entries
+// are appended once it does, and stop drains them; a stop whose deadline
+// passes while Redis does not answer gives up on the queued ones, and
+// does not wait for each append's timeout.
+func TestAutoPausesDoNotBlock(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := &config.Config{ReplicaID: "r1", Audit: config.Audit{Keep: 10, MaxAge: time.Hour},
+		Redis: &config.Redis{URL: config.NewSecret("redis://" + srv.Addr()), KeyPrefix: "t"}}
+	aud, closeAudit, err := openAudit(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAudit()
+	var mu sync.Mutex
+	var warnings []string
+	warn := func(msg string, _ ...any) {
+		mu.Lock()
+		warnings = append(warnings, msg)
+		mu.Unlock()
+	}
+	r := scheduler.Run{Job: "flaky", Replica: "r1", Outcome: scheduler.OutcomeAutoPaused, Error: "paused after 3 failed runs in a row"}
+
+	ap := startAutoPauses(aud, warn)
+	srv.Pause()
+	start := time.Now()
+	ap.add(r)
+	ap.add(r)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("add took %v while Redis did not answer, want no wait", d)
+	}
+	srv.Resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ap.stop(ctx)
+	es, err := aud.list(ctx, 10, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].Action != "pause" || es[0].Target != "flaky" || es[0].Actor != "replica:r1" || es[0].Note != r.Error {
+		t.Fatalf("audit after the stop: %+v, want two pause entries of flaky by replica:r1 with the note", es)
+	}
+	ap.add(r) // after the stop: dropped, with a warning
+	mu.Lock()
+	n := len(warnings)
+	mu.Unlock()
+	if n != 1 {
+		t.Errorf("warnings %q, want one for the entry added after the stop", warnings)
+	}
+
+	// The append under way ends by its own deadline (auditTimeout: a
+	// Redis client does not stop a read when its ctx is cancelled); the
+	// queued ones are given up at once.
+	ap = startAutoPauses(aud, warn)
+	srv.Pause()
+	defer srv.Resume()
+	for range 3 {
+		ap.add(r)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer scancel()
+	start = time.Now()
+	ap.stop(sctx)
+	if d := time.Since(start); d > auditTimeout+3*time.Second {
+		t.Errorf("stop took %v with its deadline 100ms away and Redis not answering, want one append's timeout (%v) at most", d, auditTimeout)
 	}
 }
