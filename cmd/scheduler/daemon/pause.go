@@ -20,7 +20,9 @@ import (
 // [-until TIME|DURATION]` and POST /api/jobs/{name}/pause with the JSON
 // body {"note": ..., "until": ...}. The note is required (at most
 // fleet.MaxPauseNote bytes, 1000: a sentence or two, as Temporal's
-// schedule notes; a longer text belongs in a ticket the note names);
+// schedule notes; a longer text belongs in a ticket the note names; one
+// line of text: no control characters, which could break the command's
+// tables or drive a terminal);
 // until is optional: a time in RFC 3339 or a Go duration from now, in the
 // future. The ledger keeps them with who paused (the actor, as the audit
 // trail names it: the token's name, "loopback", or "cli:" and the OS user)
