@@ -290,6 +290,11 @@ type LedgerState struct {
 	Pause    PauseInfo // the pause in force when Paused: who, why, when, until; else zero
 	Failures int       // failed finishes in a row (Record.Failed), since the last one that succeeded or a resume
 	Triggers int64     // how many times Trigger was called
+	// PauseFinish, when Paused and the pause was set by a Finish
+	// (Record.PauseAfter), is that claim's owner id (Claim.Owner); else
+	// "". A claimant whose Finish failed (its reply lost) reads it to
+	// learn whether its finish paused the ledger.
+	PauseFinish string
 	// Last is when each outcome was last recorded by a Finish, on the
 	// store's clock (as long as the ledger lives, LedgerTTL).
 	Last map[string]time.Time

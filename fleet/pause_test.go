@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/locktest"
+	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -155,5 +156,35 @@ func TestPauseAfterFailures(t *testing.T) {
 			}
 			failures(2)
 		})
+	}
+}
+
+// The finish that pauses the ledger says so even when the history key
+// holds another type (finish.lua's -9): Finish returns ErrBadKey, Paused
+// is true, and the ledger names the claim whose finish paused it
+// (LedgerState.PauseFinish), so that its replica announces the pause.
+func TestPauseAfterFailuresHistoryBadKey(t *testing.T) {
+	t.Parallel()
+	ctx := testkit.Context(t)
+	srv := redistest.Start(t)
+	g := ledger(t, locktest.NewClient(t, srv), "badhist")
+	if err := srv.Client().Set(ctx, g.HistoryKey(), "x", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cl := mustClaim(t, ctx, g, 1)
+	err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "failed", Tries: 1, Failed: true, PauseAfter: 1,
+		Pause: fleet.PauseInfo{By: "replica:r1", Note: "paused after 1 failed runs in a row"}, Entry: map[string]string{"tick": "1"}})
+	if !errors.Is(err, lock.ErrBadKey) || !cl.Paused() {
+		t.Fatalf("pausing finish with a history key of another type: %v, paused %v; want ErrBadKey and paused", err, cl.Paused())
+	}
+	st, err := g.State(ctx)
+	if err != nil || !st.Paused || st.PauseFinish != cl.Owner() || st.Pause.By != "replica:r1" || st.Done != 1 {
+		t.Fatalf("state: %+v, %v; want tick 1 done, paused by replica:r1, PauseFinish %q", st, err, cl.Owner())
+	}
+	if err := g.Pause(ctx, true, fleet.PauseInfo{By: "alice", Note: "by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := g.State(ctx); err != nil || st.PauseFinish != "" {
+		t.Fatalf("state after a pause by hand: %+v, %v; want no PauseFinish", st, err)
 	}
 }

@@ -123,6 +123,9 @@ func TestFreezeOnTwoReplicas(t *testing.T) {
 	}{
 		{"no note", "", " ", until, "note: missing"},
 		{"note of 10 kB", "", strings.Repeat("x", 10_000), until, "note: 10000 bytes"},
+		{"note with a line break", "", "release\nfreeze", until, "has a control character"},
+		{"note with a terminal escape", "", "\x1b[2Jfreeze", until, "has a control character"},
+		{"note with a C1 control", "", "freeze\u0085", until, "has a control character"},
 		{"pattern matching nothing", "nothing*", "n", until, `jobs: "nothing*" matches no job`},
 		{"malformed pattern", "[", "n", until, `jobs: "[" is not a pattern`},
 		{"until in the past", "", "n", time.Now().Add(-time.Minute), "is not in the future"},

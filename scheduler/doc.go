@@ -349,17 +349,23 @@
 // Job.PauseAfterFailures = N pauses the job after N failed runs in a row
 // (OutcomeFailed, after retries; dkron's request). The count lives in the
 // ledger and is kept by the finish of each scheduled run, in the same
-// store step that records it (finish.lua): OutcomeFailed adds one,
-// OutcomeRan sets it to 0, other outcomes (skips, a lost lock, a stop, a
-// deadline missed) leave it, so it counts across the fleet whichever
-// replicas ran the runs, and a finish retried after a lost reply counts
-// once. The finish that brings it to N pauses the ledger in that step,
-// unless a pause is in force, with the note "paused after N failed runs in
-// a row" and the author "replica:" and its replica's id, and no end: once
-// for the fleet. That replica alone learns it (fleet.Claim.Paused): it
-// takes the job for paused at once, tells the fleet, logs a warning, and
-// calls WithOnRun with a Run of OutcomeAutoPaused (the daemon's notify
-// event auto_paused and audit entry). Manual runs do not count.
+// store step that records it (finish.lua): OutcomeFailed adds one, and so
+// does OutcomeDeadlineMissed when the job returned an error (a try failed
+// and its retry would have started after the start deadline); OutcomeRan
+// sets it to 0; other outcomes (skips, a lost lock, a stop, a tick not
+// started by its deadline) leave it, so it counts across the fleet
+// whichever replicas ran the runs, and a finish retried after a lost reply
+// counts once. The finish that brings it to N pauses the ledger in that
+// step, unless a pause is in force, with the note "paused after N failed
+// runs in a row" and the author "replica:" and its replica's id, and no
+// end: once for the fleet. That replica alone learns it
+// (fleet.Claim.Paused, also when the history key is of another type; and
+// when the finish's reply was lost and the finish gave up, from the
+// ledger's fleet.LedgerState.PauseFinish, its claim's owner id, read
+// after): it takes the job for paused at once, tells the fleet, logs a
+// warning, and calls WithOnRun with a Run of OutcomeAutoPaused (the
+// daemon's notify event auto_paused and audit entry). Manual runs do not
+// count.
 //
 // Trigger(ctx, job) counts a manual request in the job's
 // ledger and publishes it (fleet.Store.Publish); every replica that runs

@@ -40,8 +40,9 @@ var ErrUnknownFreeze = errors.New("scheduler: no such freeze")
 // saying why; it returns the freeze with its id. It is kept in the lock
 // store, so replicas that start later honour it too, and it ends at until
 // by itself. Running replicas honour it within a second. It needs no Run.
-// It returns ErrInvalid, nothing changed, for a note that is empty or over
-// MaxFreezeNote bytes, a malformed pattern or one that matches none of the
+// It returns ErrInvalid, nothing changed, for a note that is empty, over
+// MaxFreezeNote bytes or holds a control character (unicode.IsControl: a
+// line break, a tab, a terminal escape), a malformed pattern or one that matches none of the
 // Scheduler's jobs, and an until that is not after the store's time; and
 // the store's error.
 func (s *Scheduler) Freeze(ctx context.Context, pattern string, until time.Time, note string) (Freeze, error) {
@@ -71,6 +72,9 @@ func (s *Scheduler) checkFreeze(pattern, note string) error {
 		return fmt.Errorf("scheduler: freeze: note: missing: say why the jobs are frozen: %w", ErrInvalid)
 	case len(note) > MaxFreezeNote:
 		return fmt.Errorf("scheduler: freeze: note: %d bytes, over the %d a note may have: %w", len(note), MaxFreezeNote, ErrInvalid)
+	case strings.ContainsFunc(note, unicode.IsControl):
+		return fmt.Errorf("scheduler: freeze: note: %q has a control character (a line break, a tab, an escape): write it on one line of plain text: %w",
+			note, ErrInvalid)
 	case strings.ContainsFunc(pattern, unicode.IsControl):
 		return fmt.Errorf("scheduler: freeze: jobs: %q has control characters: %w", pattern, ErrInvalid)
 	}

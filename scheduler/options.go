@@ -111,11 +111,17 @@ func WithRedact(f func(string) string) Option { return func(o *options) { o.reda
 
 // WithOnRun sets a function called with each run this replica records in
 // the history (a finished run, ticks found missed, or a tick skipped: busy,
-// paused, past its deadline): once per run or skipped tick across the
-// fleet (a skipped tick coalesced into the history's newest entry is
-// heard alone, without Count). The Run has no ID (the store gives it one). It is called on the run's goroutine after the lock is
-// released, and must not block: hand slow work (a webhook) to a goroutine
-// or a queue of its own.
+// paused, excluded, past its deadline): once per run or skipped tick across
+// the fleet (a skipped tick coalesced into the history's newest entry is
+// heard alone, without Count). The Run has no ID (the store gives it one).
+// It is also called with an event that is no history entry: a Run of
+// OutcomeAutoPaused, after the finished run whose failure paused its job
+// (Job.PauseAfterFailures; Error is the pause's note), once across the
+// fleet, by the replica whose finish paused it. (A run going past its
+// AlertAfter goes to WithOnRunningLong, not here.) It is called on the
+// run's goroutine (or the scheduler's) after the lock is released, and
+// must not block: hand slow work (a webhook, a write to a store) to a
+// goroutine or a queue of its own.
 func WithOnRun(f func(Run)) Option { return func(o *options) { o.onRun = f } }
 
 // WithOnRunningLong sets a function called once for each run of this

@@ -3,13 +3,20 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/internal/testkit/testclock"
+	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -89,4 +96,142 @@ func TestPauseAfterFailuresFleetWide(t *testing.T) {
 		t.Fatalf("ledger after the resume: %+v, want not paused, 0 failures", v.Ledger)
 	}
 	stepUntil(t, clk, 2, job, fleet, "a run after the resume", func() bool { return len(j.all()) > runs })
+}
+
+// A try that fails and whose retry the start deadline cuts off ends the
+// tick deadline_missed with the try's error: a failed run all the same,
+// counted toward PauseAfterFailures (two of them pause the job).
+func TestPauseAfterFailuresDeadlineCutRetry(t *testing.T) {
+	t.Parallel()
+	c, err := lock.New(redistest.Start(t).Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	rl := &onRunLog{}
+	r := newReplica(t, c, "r1", rl.option())
+	r.add(t, scheduler.Job{
+		Name: "flaky", Schedule: "@every 1s", StartDeadline: 500 * time.Millisecond, Retries: 3, Backoff: 2 * time.Second,
+		PauseAfterFailures: 2, Run: jobs.Func(func(context.Context) error { return errFlaky }),
+	})
+	r.start()
+	testkit.Eventually(t, 20*time.Second, "an auto_paused event", func() bool { return len(rl.of(scheduler.OutcomeAutoPaused)) > 0 })
+	r.stop(t)
+	if n := len(rl.of(scheduler.OutcomeFailed)); n != 0 {
+		t.Errorf("%d failed runs, want none: each try's retry was cut off", n)
+	}
+	if dm := rl.of(scheduler.OutcomeDeadlineMissed); len(dm) != 2 {
+		t.Errorf("%d deadline_missed runs before the pause, want 2: %+v", len(dm), dm)
+	}
+	if ap := rl.of(scheduler.OutcomeAutoPaused); len(ap) != 1 || ap[0].Error != "paused after 2 failed runs in a row" {
+		t.Errorf("auto_paused events: %+v, want one with the note", ap)
+	}
+}
+
+// The finish that pauses the job is announced even when the job's history
+// key holds another type (the finish returns an error about it): one
+// auto_paused event.
+func TestAutoPauseHistoryBadKey(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const job = "flaky"
+	lc, err := lock.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lc.Close() })
+	g, err := fleet.New(lc).Ledger(job, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client().Set(testkit.Context(t), g.HistoryKey(), "x", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rl := &onRunLog{}
+	r := newRedisReplica(t, srv, "r1", nil, rl.option())
+	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", PauseAfterFailures: 1, Run: jobs.Func(func(context.Context) error { return errFlaky })})
+	r.start()
+	testkit.Eventually(t, 20*time.Second, "an auto_paused event", func() bool { return len(rl.of(scheduler.OutcomeAutoPaused)) > 0 })
+	if st := ledgerState(t, srv, job, job); !st.Paused || st.Pause.By != "replica:r1" {
+		t.Fatalf("ledger %+v, want paused by replica:r1", st)
+	}
+}
+
+// The finish that pauses the job has its replies lost until it gives up
+// (the script runs on the server; the client sees its connection fail):
+// the replica reads the ledger, finds the pause set by its own claim, and
+// announces it all the same.
+func TestAutoPauseFinishReplyLost(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	const note = "paused after 1 failed runs in a row"
+	lose := &replyLoser{match: note}
+	rdb.AddHook(lose)
+	c, err := lock.New(rdb, lock.WithClientID("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &onRunLog{}
+	r := newReplica(t, c, "r1", rl.option())
+	const job = "flaky"
+	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", PauseAfterFailures: 1, Run: jobs.Func(func(context.Context) error { return errFlaky })})
+	r.start()
+	testkit.Eventually(t, 30*time.Second, "an auto_paused event", func() bool { return len(rl.of(scheduler.OutcomeAutoPaused)) > 0 })
+	if n := lose.lost.Load(); n == 0 {
+		t.Fatal("no finish reply lost")
+	}
+	if ap := rl.of(scheduler.OutcomeAutoPaused); len(ap) != 1 || ap[0].Error != note {
+		t.Errorf("auto_paused events: %+v, want one with the note", ap)
+	}
+	if st := ledgerState(t, srv, job, job); !st.Paused || st.Pause.By != "replica:r1" {
+		t.Fatalf("ledger %+v, want paused by replica:r1", st)
+	}
+}
+
+// replyLoser is a go-redis hook that runs each command holding an
+// argument equal to match (alone or in a pipeline) on the server and, if
+// it ran there, answers it with io.ErrUnexpectedEOF, as a connection that
+// died before the reply came back would: a lost reply.
+type replyLoser struct {
+	match string
+	lost  atomic.Int64
+}
+
+func (h *replyLoser) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *replyLoser) hit(cmd redis.Cmder, err error) bool {
+	if err != nil {
+		return false // not run (NOSCRIPT: go-redis sends EVAL next)
+	}
+	for _, a := range cmd.Args() {
+		if s, ok := a.(string); ok && s == h.match {
+			cmd.SetErr(io.ErrUnexpectedEOF)
+			h.lost.Add(1)
+			return true
+		}
+	}
+	return false
+}
+
+func (h *replyLoser) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if h.hit(cmd, err) {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+}
+
+func (h *replyLoser) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if h.hit(cmd, cmd.Err()) {
+				err = io.ErrUnexpectedEOF
+			}
+		}
+		return err
+	}
 }

@@ -481,14 +481,19 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	}
 	rec := fleet.Record{Done: outcome.Done(), Outcome: string(outcome), Tries: tries, Seen: seen, Entry: rr.fields()}
 	if !r.manual {
-		// The failures in a row count the scheduled runs alone.
-		rec.Failed, rec.Succeeded = outcome == OutcomeFailed, outcome == OutcomeRan
+		// The failures in a row count the scheduled runs alone; a run
+		// whose retry the start deadline cut off failed all the same.
+		rec.Failed = outcome == OutcomeFailed || outcome == OutcomeDeadlineMissed && runErr != nil
+		rec.Succeeded = outcome == OutcomeRan
 		if n := r.e.job.PauseAfterFailures; n > 0 {
 			rec.PauseAfter, rec.Pause = n, fleet.PauseInfo{By: autoPauseBy + s.opt.replica, Note: autoPauseNote(n)}
 		}
 	}
 	err := r.cl.Finish(ctx, rec)
-	recorded := err == nil
+	recorded, paused := err == nil, r.cl.Paused()
+	if err != nil && !paused && rec.Failed && rec.PauseAfter > 0 {
+		paused = s.pausedByFinish(r, err, log)
+	}
 	if outcome == OutcomeLostLock && errors.Is(err, lock.ErrNotHeld) {
 		// A lost lease records nothing in the ledger (the tick is run
 		// again); the history keeps the run all the same.
@@ -534,7 +539,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if recorded && s.opt.onRun != nil {
 		s.opt.onRun(rr)
 	}
-	if err == nil && r.cl.Paused() {
+	if paused {
 		s.autoPaused(r.e, rr, rec.Pause, log)
 	}
 	return outcome

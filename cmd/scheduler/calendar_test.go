@@ -74,6 +74,7 @@ calendar "today" {
 		{[]string{"-until=-1m", "-note", "n"}, 2, `until "-1m": `},
 		{[]string{"-until", "2020-01-01T00:00:00Z", "-note", "n"}, 2, "is not in the future"},
 		{[]string{"-until", "5s", "-note", strings.Repeat("x", 10_000)}, 1, "note: 10000 bytes, over the 1000"},
+		{[]string{"-until", "5s", "-note", "frozen\x1b[2J"}, 1, "has a control character"},
 		{[]string{"-jobs", "nothing*", "-until", "5s", "-note", "n"}, 1, `jobs: "nothing*" matches no job`},
 	} {
 		r := cli(t, dir, append([]string{"freeze", "-config", cfg}, c.args...)...)
@@ -85,7 +86,7 @@ calendar "today" {
 		t.Errorf("unfreeze f42: exit %d, stderr %q", r.code, r.stderr)
 	}
 	base := "http://" + ps[0].admin
-	for _, body := range []string{`{"until": "5s"}`, `{"until": "2020-01-01T00:00:00Z", "note": "n"}`, `{"jobs": "[", "until": "5s", "note": "n"}`, `{"until": "5s", "note": "` + strings.Repeat("x", 10_000) + `"}`, `not json`} {
+	for _, body := range []string{`{"until": "5s"}`, `{"until": "2020-01-01T00:00:00Z", "note": "n"}`, `{"jobs": "[", "until": "5s", "note": "n"}`, `{"until": "5s", "note": "` + strings.Repeat("x", 10_000) + `"}`, `{"until": "5s", "note": "a\nb"}`, `not json`} {
 		resp, err := http.Post(base+"/api/freezes", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)

@@ -192,7 +192,8 @@ notify "ops" {
 }
 
 // Bad input to a pause, through the API and the command: an until in the
-// past, a note of 10 kB, no note; each refused with a clear error, 400
+// past, a note of 10 kB, a note with control characters, no note; each
+// refused with a clear error, 400
 // from the API, and nothing changed.
 func TestPauseBadInput(t *testing.T) {
 	t.Parallel()
@@ -210,6 +211,8 @@ func TestPauseBadInput(t *testing.T) {
 		{"negative duration", `{"note": "late", "until": "-5m"}`, "is not in the future", []string{"-note", "late", "-until", "-5m"}},
 		{"until unreadable", `{"note": "x", "until": "tomorrow"}`, "neither a time in RFC 3339", []string{"-note", "x", "-until", "tomorrow"}},
 		{"note of 10 kB", `{"note": "` + big + `"}`, "note: 10000 bytes, at most 1000", []string{"-note", big}},
+		{"note with a line break", `{"note": "disk full\nsee INC-12"}`, "has a control character", []string{"-note", "disk full\nsee INC-12"}},
+		{"note with a terminal escape", `{"note": "\u001b[2Jgone"}`, "has a control character", []string{"-note", "\x1b[2Jgone"}},
 		{"no note", `{"until": "1h"}`, "note: missing", []string{"-until", "1h"}},
 		{"empty body", ``, "note: missing", nil},
 		{"unknown field", `{"note": "x", "reason": "y"}`, "unknown field", nil},

@@ -418,8 +418,11 @@ func (cl *Claim) Finish(ctx context.Context, rec Record) error {
 		// entry): our own listeners hear of it here, and so do the claims
 		// of this Client that the wake-up below sends to the store (the
 		// message is not ours to hear).
-		if n == finishPaused {
+		switch n {
+		case finishPaused:
 			cl.paused, n = true, relReleased
+		case finishPausedHistoryType:
+			cl.paused, n = true, historyType
 		}
 		recorded := err == nil && (n == relReleased || n == historyType)
 		switch n {
@@ -467,6 +470,11 @@ type LedgerState struct {
 	Pause    PauseInfo // the pause in force when Paused: who, why, when, until; else zero
 	Failures int       // failed finishes in a row (Record.Failed), since the last one that succeeded or a resume
 	Triggers int64     // how many times Trigger was called
+	// PauseFinish, when Paused and the pause was set by a Finish
+	// (Record.PauseAfter), is that claim's owner id (Lease.Owner); else
+	// "". A claimant whose Finish failed (its reply lost) reads it to
+	// learn whether its finish paused the ledger.
+	PauseFinish string
 	// Last is when each outcome was last recorded by a Finish, on the
 	// store's clock (as long as the ledger lives, LedgerTTL).
 	Last map[string]time.Time
@@ -495,7 +503,7 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 		Held: held, Paused: f["paused"] == "1", Failures: int(num("failures")), Triggers: num("triggers"),
 	}
 	if st.Paused {
-		st.Pause = PauseInfo{By: f["pausedby"], Note: f["pausenote"]}
+		st.Pause, st.PauseFinish = PauseInfo{By: f["pausedby"], Note: f["pausenote"]}, f["pausefinish"]
 		if ms := num("pausedat"); ms != 0 {
 			st.Pause.At = time.UnixMilli(ms)
 		}
@@ -602,6 +610,10 @@ const (
 	// finishPaused: finish.lua finished, and its failure paused the
 	// ledger (Record.PauseAfter).
 	finishPaused = 2
+	// finishPausedHistoryType: as historyType (the finish recorded, no
+	// history entry), and the finish paused the ledger. The memory
+	// backend has no keys of another type: it never answers it.
+	finishPausedHistoryType = -9
 )
 
 // A finish's effect on the ledger's failures in a row (finish.lua's

@@ -363,7 +363,7 @@ file, from the daemon at $LOCKCRON_ADMIN__LISTEN (default 127.0.0.1:9090).`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tACTION\tTARGET\tACTOR\tREPLICA\tREMOTE\tNOTE")
 			for _, e := range es {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Time.UTC().Format(time.RFC3339), e.Action, dash(e.Target), dash(e.Actor), dash(e.Replica), dash(e.Remote), e.Note)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Time.UTC().Format(time.RFC3339), e.Action, dash(e.Target), dash(e.Actor), dash(e.Replica), dash(e.Remote), printable(e.Note))
 			}
 			return tw.Flush()
 		},

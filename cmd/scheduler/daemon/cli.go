@@ -756,14 +756,10 @@ func printJobs(w io.Writer, views []JobJSON) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT\tLAST DONE\tOUTCOME\tHOLDER\tPAUSED")
 	paused := func(v JobJSON) string {
-		p := v.Pause
-		switch {
-		case p == nil:
+		if v.Pause == nil {
 			return strconv.FormatBool(v.Paused)
-		case p.Until != nil:
-			return fmt.Sprintf("until %s by %s: %s", fmtTime(p.Until), p.By, oneLine(p.Note))
 		}
-		return fmt.Sprintf("by %s at %s: %s", p.By, fmtTime(&p.At), oneLine(p.Note))
+		return pauseText(v.Pause)
 	}
 	for _, v := range views {
 		var next []string

@@ -211,10 +211,18 @@ func Run(ctx context.Context, path string, o Options) error {
 		}()
 	}
 	// A job that paused itself (pause_after_failures) is in the audit
-	// trail, appended by the replica whose finish paused it: once.
+	// trail, appended by the replica whose finish paused it: once, on a
+	// goroutine of its own (WithOnRun must not block), drained once the
+	// scheduler has stopped (within closeTimeout).
+	ap := startAutoPauses(aud, log.Named("admin").Warn)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		ap.stop(cctx)
+	}()
 	sopts = append(sopts, scheduler.WithOnRun(func(r scheduler.Run) {
 		if r.Outcome == scheduler.OutcomeAutoPaused {
-			aud.autoPaused(r, log.Named("admin").Warn)
+			ap.add(r)
 		}
 		notify(r)
 	}))

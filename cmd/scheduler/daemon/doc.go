@@ -83,11 +83,14 @@
 // there, and are in the audit trail with the pattern or id as the target
 // and the freeze's note. -until and the API's until take a time (RFC
 // 3339) or a duration from now ("2h"; write -until=-1m for a negative one,
-// which is refused). A missing or empty -note, a note over 1,000 bytes, an
-// until not in the future (on Redis's clock), a pattern that matches no
+// which is refused). A missing or empty -note, a note over 1,000 bytes or
+// with a control character (a line break, a tab, an escape), an until not
+// in the future (on Redis's clock), a pattern that matches no
 // job (or is malformed) and an unknown id are refused, and nothing is
 // changed: exit 2 for the command line, 1 for the rest; 400 and 404 from
-// the API.
+// the API. The command's tables print notes with their control
+// characters escaped as Go quotes them (\n, \x1b): older versions let
+// some in.
 //
 // # Start-up
 //
@@ -139,7 +142,8 @@
 //	GET  /api/locks                 JSON: the locks in the store (lock.Client.Locks)
 //	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it);
 //	                                pause and resume likewise; pause takes {"note": "why", "until": "2h"}
-//	                                (PauseRequest: note required; 400 for bad input, nothing changed)
+//	                                (PauseRequest: note required, one line without control characters;
+//	                                a bare POST is a 400, as is any bad input, and nothing is changed)
 //	GET  /api/freezes               JSON: the freezes that have not ended (id, jobs, until, created, note)
 //	POST /api/freezes               freeze jobs on every replica: {"jobs": GLOB, "until": TIME|DURATION,
 //	                                "note": TEXT}; 200 with the freeze (its "id"), 400 for bad input

@@ -259,7 +259,7 @@ func printSkipped(w io.Writer, views []JobJSON) error {
 	for _, v := range views {
 		for _, s := range v.Skipped {
 			t := s.Tick
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\n", v.Name, fmtTime(&t), s.Reason))
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\n", v.Name, fmtTime(&t), printable(s.Reason)))
 		}
 	}
 	if len(rows) == 0 {

@@ -272,7 +272,9 @@ func runKey(r scheduler.Run) string {
 func notifyBody(format, name string, r scheduler.Run) ([]byte, error) {
 	if format == config.NotifySlack {
 		text := summary(r, true)
-		if r.Error != "" {
+		// An auto_paused run's Error is the pause's note, which the
+		// summary says already.
+		if r.Error != "" && r.Outcome != scheduler.OutcomeAutoPaused {
 			tail := r.Error
 			if rs := []rune(tail); len(rs) > slackTail {
 				tail = "…" + string(rs[len(rs)-slackTail:])

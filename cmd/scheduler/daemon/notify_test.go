@@ -245,6 +245,25 @@ notify "chat" {
 	}
 }
 
+// Slack's auto_paused message says the pause's note once, in its summary,
+// with no code block repeating it.
+func TestNotifySlackAutoPaused(t *testing.T) {
+	r := run("report", scheduler.OutcomeAutoPaused)
+	r.Error = "paused after 3 failed runs in a row"
+	body, err := notifyBody(config.NotifySlack, "chat", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b map[string]string
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatal(err)
+	}
+	want := "lockcron: job *report* paused itself on every replica, paused after 3 failed runs in a row (the last failed on web-1, 2026-11-24T02:00:00Z); resume it to run it again"
+	if b["text"] != want {
+		t.Errorf("text\n%q, want\n%q", b["text"], want)
+	}
+}
+
 // A 500 and a 429 are tried again; a 400 is not.
 func TestNotifyRetries(t *testing.T) {
 	rcv := newReceiver(t, 500, 429, 200, 400)

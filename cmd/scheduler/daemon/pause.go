@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/scheduler"
@@ -18,7 +20,9 @@ import (
 // [-until TIME|DURATION]` and POST /api/jobs/{name}/pause with the JSON
 // body {"note": ..., "until": ...}. The note is required (at most
 // fleet.MaxPauseNote bytes, 1000: a sentence or two, as Temporal's
-// schedule notes; a longer text belongs in a ticket the note names);
+// schedule notes; a longer text belongs in a ticket the note names; one
+// line of text: no control characters, which could break the command's
+// tables or drive a terminal);
 // until is optional: a time in RFC 3339 or a Go duration from now, in the
 // future. The ledger keeps them with who paused (the actor, as the audit
 // trail names it: the token's name, "loopback", or "cli:" and the OS user)
@@ -34,9 +38,9 @@ type PauseRequest struct {
 // PauseJSON is a job's pause in force, in the admin API and `scheduler
 // jobs -json`.
 type PauseJSON struct {
-	By    string     `json:"by"`              // who paused: the actor, or "replica:" and the id of the replica whose finish paused the job (pause_after_failures)
-	At    time.Time  `json:"at"`              // when, on the store's clock
-	Note  string     `json:"note"`            // why
+	By    string     `json:"by,omitzero"`     // who paused: the actor, or "replica:" and the id of the replica whose finish paused the job (pause_after_failures); absent if unknown (a pause an older version wrote)
+	At    time.Time  `json:"at,omitzero"`     // when, on the store's clock; absent if unknown, as By
+	Note  string     `json:"note"`            // why; "" if unknown, as By
 	Until *time.Time `json:"until,omitempty"` // when it lifts itself; absent: at a resume
 }
 
@@ -53,6 +57,8 @@ func (p PauseRequest) info(by string, now time.Time) (fleet.PauseInfo, error) {
 		return fleet.PauseInfo{}, errors.New("note: missing: say why the job is paused (it is shown with the pause, and in the audit trail)")
 	case len(p.Note) > fleet.MaxPauseNote:
 		return fleet.PauseInfo{}, fmt.Errorf("note: %d bytes, at most %d: name a ticket or a page instead of pasting it", len(p.Note), fleet.MaxPauseNote)
+	case strings.ContainsFunc(p.Note, unicode.IsControl):
+		return fleet.PauseInfo{}, fmt.Errorf("note: %q has a control character (a line break, a tab, an escape): write it on one line of plain text", p.Note)
 	}
 	info := fleet.PauseInfo{By: by, Note: p.Note}
 	if p.Until != "" {
@@ -94,9 +100,52 @@ func auditNote(p fleet.PauseInfo) string {
 	return p.Note + " (until " + p.Until.UTC().Format(time.RFC3339) + ")"
 }
 
-// oneLine is s on one line, for a table: its line breaks as spaces.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+// printable is a note (or any text an operator wrote) as the command's
+// tables print it: each control character (a line break, a tab, a
+// terminal escape: unicode.IsControl, U+0000-U+001F, U+007F-U+009F) as Go
+// quotes it (\n, \t, \x1b, \u0085), the rest as it is, so that a note
+// can neither break a table nor drive the terminal. The daemon refuses
+// such notes; older ones, and entries written by other means, may hold
+// them.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// pauseText is p as `scheduler jobs` prints it in its PAUSED column: until
+// when, by whom, since when (without an end), and the note, each left out
+// when unknown (a pause an older version wrote has a note alone, or
+// nothing: "no note").
+func pauseText(p *PauseJSON) string {
+	var head []string
+	if p.Until != nil {
+		head = append(head, "until "+fmtTime(p.Until))
+	}
+	if p.By != "" {
+		head = append(head, "by "+printable(p.By))
+	}
+	if p.Until == nil && !p.At.IsZero() {
+		head = append(head, "at "+fmtTime(&p.At))
+	}
+	if len(head) == 0 {
+		head = append(head, "paused")
+	}
+	note := "no note"
+	if p.Note != "" {
+		note = printable(p.Note)
+	}
+	return strings.Join(head, " ") + ": " + note
 }
 
 // pauseJSON is st's pause in force, if any.
@@ -104,7 +153,10 @@ func pauseJSON(st fleet.LedgerState) *PauseJSON {
 	if !st.Paused {
 		return nil
 	}
-	p := &PauseJSON{By: st.Pause.By, At: st.Pause.At.UTC(), Note: st.Pause.Note}
+	p := &PauseJSON{By: st.Pause.By, Note: st.Pause.Note}
+	if !st.Pause.At.IsZero() {
+		p.At = st.Pause.At.UTC()
+	}
 	if !st.Pause.Until.IsZero() {
 		t := st.Pause.Until.UTC()
 		p.Until = &t
@@ -129,13 +181,14 @@ func pauseBody(r *http.Request) (fleet.PauseInfo, error) {
 	return p.info(actor(r.Context()), time.Now())
 }
 
-// autoPausedAudit appends the audit entry of a pause that a finish set
+// autoPaused appends the audit entry of a pause that a finish set
 // (pause_after_failures, the run r of scheduler.OutcomeAutoPaused): the
 // action pause, by the actor "replica:" and the id of the replica whose
-// finish set it, from no address, with the pause's note. A failure is
-// logged.
-func (a *audit) autoPaused(r scheduler.Run, warn func(msg string, args ...any)) {
-	ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
+// finish set it, from no address, with the pause's note; within
+// auditTimeout, or until ctx ends. A failure is logged. It blocks: the
+// daemon calls it from autoPauses' goroutine.
+func (a *audit) autoPaused(ctx context.Context, r scheduler.Run, warn func(msg string, args ...any)) {
+	ctx, cancel := context.WithTimeout(ctx, auditTimeout)
 	defer cancel()
 	if err := a.append(ctx, "pause", r.Job, "replica:"+r.Replica, "", r.Error); err != nil {
 		warn("audit entry not appended", "action", "pause", "target", r.Job, "error", err)

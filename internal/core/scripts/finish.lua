@@ -55,7 +55,8 @@
 -- so that it is not run again; -5 the hold count differs; -6 KEYS[3] is not a hash (the lock
 -- was released all the same); -8 KEYS[4] is not a stream (the ledger
 -- recorded the finish and the lock was released all the same, without a
--- history entry).
+-- history entry); -9 as -8, and the finish paused the ledger (as 2): a
+-- pause is never hidden behind the history's error.
 --
 -- Idempotent: a client retry after a lost reply finds the ledger finished
 -- by this owner and returns 1 again.
@@ -142,7 +143,7 @@ if not holds then
     -- tick is done.
     redis.call('PUBLISH', KEYS[2], ARGV[1] .. ARGV[8])
     if not histOK then
-      return -8
+      return paused and -9 or -8
     end
     if paused then
       return 2
@@ -173,7 +174,7 @@ if not ok then
   return -6
 end
 if not histOK then
-  return -8
+  return paused and -9 or -8
 end
 if paused then
   return 2
