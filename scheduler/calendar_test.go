@@ -21,7 +21,9 @@ func (c calendar) Name() string              { return c.name }
 func (c calendar) Contains(t time.Time) bool { return c.contains(t) }
 
 // excludedRuns returns the job's history entries with outcome excluded, by
-// tick (ms), failing the test if a tick has more than one.
+// tick, each tick once (t.Errorf if twice): an entry that coalesces
+// several ticks (Count, First) stands for each tick of its range, a second
+// apart (the tests' jobs tick every second).
 func excludedRuns(t *testing.T, s *scheduler.Scheduler, job string) map[int64]scheduler.Run {
 	t.Helper()
 	runs, err := s.History(testkit.Context(t), job, 1000, "")
@@ -33,12 +35,32 @@ func excludedRuns(t *testing.T, s *scheduler.Scheduler, job string) map[int64]sc
 		if r.Outcome != scheduler.OutcomeExcluded {
 			continue
 		}
-		if _, dup := out[r.Tick.UnixMilli()]; dup {
-			t.Errorf("tick %v recorded excluded twice", r.Tick)
+		for _, tick := range coalescedTicks(t, r, time.Second) {
+			if _, dup := out[tick.UnixMilli()]; dup {
+				t.Errorf("tick %v recorded excluded twice", tick)
+			}
+			out[tick.UnixMilli()] = r
 		}
-		out[r.Tick.UnixMilli()] = r
 	}
 	return out
+}
+
+// coalescedTicks is the ticks an entry stands for, period apart: its Tick,
+// or the range from First to Tick of an entry of Count ticks (t.Errorf if
+// the range does not hold Count).
+func coalescedTicks(t *testing.T, r scheduler.Run, period time.Duration) []time.Time {
+	t.Helper()
+	if r.Count <= 1 {
+		return []time.Time{r.Tick}
+	}
+	var ticks []time.Time
+	for tick := r.First; !tick.After(r.Tick); tick = tick.Add(period) {
+		ticks = append(ticks, tick)
+	}
+	if int64(len(ticks)) != r.Count {
+		t.Errorf("entry of %d ticks from %v to %v: %d ticks %v apart", r.Count, r.First, r.Tick, len(ticks), period)
+	}
+	return ticks
 }
 
 // A tick in a calendar of the job's Exclude is run by no replica of two,

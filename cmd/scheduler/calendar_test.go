@@ -25,7 +25,9 @@ func historyOf(t *testing.T, dir, cfg, job string) []scheduler.Run {
 }
 
 // excludedOnce returns the job's excluded history entries by tick, and
-// fails the test if a tick has several.
+// fails the test for a tick recorded twice: an entry that coalesces
+// several ticks (count, first) stands for each tick of its range, a second
+// apart (the test's jobs tick every second).
 func excludedOnce(t *testing.T, runs []scheduler.Run) map[time.Time]scheduler.Run {
 	t.Helper()
 	out := make(map[time.Time]scheduler.Run)
@@ -33,10 +35,22 @@ func excludedOnce(t *testing.T, runs []scheduler.Run) map[time.Time]scheduler.Ru
 		if r.Outcome != scheduler.OutcomeExcluded {
 			continue
 		}
-		if _, dup := out[r.Tick]; dup {
-			t.Errorf("tick %v recorded excluded twice", r.Tick)
+		ticks := []time.Time{r.Tick}
+		if r.Count > 1 {
+			ticks = nil
+			for tick := r.First; !tick.After(r.Tick); tick = tick.Add(time.Second) {
+				ticks = append(ticks, tick)
+			}
+			if int64(len(ticks)) != r.Count {
+				t.Errorf("entry of %d ticks from %v to %v: %d ticks a second apart", r.Count, r.First, r.Tick, len(ticks))
+			}
 		}
-		out[r.Tick] = r
+		for _, tick := range ticks {
+			if _, dup := out[tick]; dup {
+				t.Errorf("tick %v recorded excluded twice", tick)
+			}
+			out[tick] = r
+		}
 	}
 	return out
 }
