@@ -89,9 +89,6 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	case running > tick:
 		leave()
 		return claimReply{status: claimDone, value: running}, nil
-	case tick == g.skipped:
-		leave()
-		return claimReply{status: claimDone, value: tick}, nil
 	}
 	waits := ca.fair && (ca.wait == 1 && running == tick || ca.wait == 2)
 	if l := s.live(k.lock, now); l != nil {

@@ -10,8 +10,7 @@
 --         running was claimed, Redis time in ms), definition and defowner
 --         (recorded by the latest claim that took the lock with one,
 --         ARGV[10], and its owner), renewed and hrenewed (when the ledger's
---         and the history's lifetimes were last renewed, see finish.lua),
---         skipped (the latest tick recorded skipped, see pass.lua)
+--         and the history's lifetimes were last renewed, see finish.lua)
 -- ARGV[1] owner id, unique to this claim
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
@@ -47,8 +46,7 @@
 -- and defowner the ledger's before this claim recorded its own ("" if
 -- none), at the server's time of the claim in ms (TIME: the clock a
 -- start deadline is measured on, the same for every claimant);
--- {2, tick} the tick, or the later one returned, is done or under way, or
--- the tick was recorded skipped;
+-- {2, tick} the tick, or the later one returned, is done or under way;
 -- {3, until} the ledger is paused (its field paused is 1, and its field
 -- pauseduntil, if any, is after the server's clock; see pause.lua): nothing
 -- is taken; until is pauseduntil, 0 if none;
@@ -62,7 +60,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil', 'skipped')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil')
 if f.err then
   return {-6, 0}
 end
@@ -103,13 +101,6 @@ end
 if running > tick then
   leave()
   return answer({2, running})
-end
--- A tick recorded skipped (pass.lua: busy, paused, excluded) was decided
--- on by the fleet: it is not run after all, by a claimant that heard of
--- the skip's cause late (a freeze read a moment later, a lock freed).
-if tick == (tonumber(f[11]) or 0) then
-  leave()
-  return answer({2, tick})
 end
 local fair = ARGV[6] == '1'
 local head, headDeadline, clock, now

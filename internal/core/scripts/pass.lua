@@ -6,8 +6,9 @@
 -- (a claim that found the tick busy or paused moved seen already): the
 -- first caller moves skipped to the tick, and seen if it is below it; a
 -- tick claimed to run (the ledger's done or running) is not recorded
--- skipped, and a claim of the tick recorded skipped answers done
--- (claim.lua): the first decision holds across the fleet.
+-- skipped. A skip does not stop a later claim of the tick (one replica's
+-- busy skip is its own view: a takeover or a queued claim may still run
+-- the tick).
 -- KEYS[1] the ledger hash
 -- KEYS[2] the ledger's history stream
 -- ARGV[1] the tick up to which the ticks are passed over; "": none, the
