@@ -145,12 +145,16 @@ func (a *admin) readyz(w http.ResponseWriter, r *http.Request) {
 
 // JobJSON is a job in the admin API and in `scheduler jobs -json`.
 type JobJSON struct {
-	Name        string            `json:"name"`
-	Schedule    string            `json:"schedule"`
-	Zone        string            `json:"zone"` // the time zone the schedule is read in
-	Lock        string            `json:"lock"`
-	Next        []time.Time       `json:"next"`              // the next ticks that will run: calendars and freezes applied
-	Skipped     []scheduler.Skip  `json:"skipped,omitempty"` // the ticks before the last of Next that will not, each with why
+	Name     string           `json:"name"`
+	Schedule string           `json:"schedule"`
+	Zone     string           `json:"zone"` // the time zone the schedule is read in
+	Lock     string           `json:"lock"`
+	Next     []time.Time      `json:"next"`              // the next ticks that will run: calendars and freezes applied
+	Skipped  []scheduler.Skip `json:"skipped,omitempty"` // the ticks before the last of Next that will not, each with why
+	// NoneBefore is set when Next has fewer than three ticks because no
+	// more will run within a year (scheduler.NextHorizon): the end of
+	// that year; absent when the schedule has no further tick.
+	NoneBefore  *time.Time        `json:"none_before,omitempty"`
 	Paused      bool              `json:"paused"`
 	Pause       *PauseJSON        `json:"pause,omitempty"`        // the pause in force: who, when, why, until
 	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
@@ -217,6 +221,10 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 		if !v.LastTick.IsZero() {
 			t := v.LastTick.UTC()
 			j.LastTick = &t
+		}
+		if !v.NoneBefore.IsZero() {
+			t := v.NoneBefore.UTC()
+			j.NoneBefore = &t
 		}
 		if !v.Ledger.Since.IsZero() {
 			t := v.Ledger.Since.UTC()
@@ -353,12 +361,7 @@ func (a *admin) known(w http.ResponseWriter, name string) bool {
 
 // view is the Scheduler's view of one job, reading its ledger.
 func (a *admin) view(ctx context.Context, name string) (scheduler.JobView, bool) {
-	for _, v := range a.s.Jobs(ctx) {
-		if v.Job == name {
-			return v, true
-		}
-	}
-	return scheduler.JobView{}, false
+	return a.s.Job(ctx, name)
 }
 
 func (a *admin) lockList(w http.ResponseWriter, r *http.Request) {
