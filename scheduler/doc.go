@@ -323,9 +323,10 @@
 //   - JobView.NextTicks are the next ticks that will run, calendars and
 //     freezes applied; JobView.Skipped the ones before them that will not,
 //     with their cause and reason. They are looked for up to NextHorizon (a
-//     year) ahead, as Quartz's getFireTimeAfter does over its calendars: a
-//     tick in a freeze moves the search to the freeze's until, one in a
-//     calendar with an End (the daemon's) to the end of its day or range,
+//     year) ahead: a tick in a freeze moves the search to the freeze's
+//     until, one in a calendar with an End (the daemon's) to the end of its
+//     day or range, as Quartz's triggers step over an excluded span with
+//     their Calendar's getNextIncludedTime,
 //     so a job ticking every second under a day's freeze costs one step;
 //     JobView.NoneBefore says "none within the horizon", apart from a
 //     schedule that has no further tick. Job reads one job's view.
