@@ -78,8 +78,9 @@
 // there, and every replica reads them every second), or, without Redis in
 // the config or without a config, through the daemon's admin API (POST
 // /api/freezes, DELETE /api/freezes/{id}); both need an operate token
-// there, and are in the audit trail with the pattern or id as the target
-// and the freeze's note. -until and the API's until take a time (RFC
+// there, and are in the audit trail: a freeze with its id and pattern as
+// the target ("f3 (report-*)") and its note with its end ("release (until
+// 2026-12-01T09:00:00Z)", as a pause's), an unfreeze with the id. -until and the API's until take a time (RFC
 // 3339) or a duration from now ("2h"; write -until=-1m for a negative one,
 // which is refused). A missing or empty -note, a note over 1,000 bytes, an
 // until not in the future (on Redis's clock), a pattern that matches no
