@@ -124,7 +124,8 @@
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
 //	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks that will run ("next",
 //	                                calendars and freezes applied) and the skipped ones before them with why
-//	                                ("skipped": tick, cause, reason), this replica's last tick
+//	                                ("skipped": tick, cause, reason; "none_before", the end of the year
+//	                                looked in, when fewer than three will run in it), this replica's last tick
 //	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
 //	                                since when, paused, "failures" in a row); "pause", the pause in force
 //	                                (by, at, note, until); "revision", the digest of the job's config block
