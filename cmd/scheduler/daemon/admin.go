@@ -145,17 +145,14 @@ func (a *admin) readyz(w http.ResponseWriter, r *http.Request) {
 
 // JobJSON is a job in the admin API and in `scheduler jobs -json`.
 type JobJSON struct {
-	Name     string           `json:"name"`
-	Schedule string           `json:"schedule"`
-	Zone     string           `json:"zone"` // the time zone the schedule is read in
-	Lock     string           `json:"lock"`
-	Next     []time.Time      `json:"next"`              // the next ticks that will run: calendars and freezes applied
-	Skipped  []scheduler.Skip `json:"skipped,omitempty"` // the ticks before the last of Next that will not, each with why
-	// NoneBefore is set when Next has fewer than three ticks because no
-	// more will run within a year (scheduler.NextHorizon): the end of
-	// that year; absent when the schedule has no further tick.
-	NoneBefore  *time.Time        `json:"none_before,omitempty"`
+	Name        string            `json:"name"`
+	Schedule    string            `json:"schedule"`
+	Zone        string            `json:"zone"` // the time zone the schedule is read in
+	Lock        string            `json:"lock"`
+	Next        []time.Time       `json:"next"`              // the next ticks that will run: calendars and freezes applied
+	Skipped     []scheduler.Skip  `json:"skipped,omitempty"` // the ticks before the last of Next that will not, each with why
 	Paused      bool              `json:"paused"`
+	NoneBefore  *time.Time        `json:"none_before,omitempty"`  // set when Next has fewer than three: none more run before it, a year ahead (scheduler.NextHorizon); absent when the schedule has no further tick
 	Pause       *PauseJSON        `json:"pause,omitempty"`        // the pause in force: who, when, why, until
 	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
 	LastOutcome scheduler.Outcome `json:"last_outcome,omitempty"` // its outcome here
