@@ -78,18 +78,18 @@ func excludedBy(e *entry, tick time.Time, fs []Freeze) (cause, reason string, en
 	return "", "", time.Time{}, false
 }
 
-// NextHorizon is how far ahead of now Jobs looks for a job's next ticks
-// that will run (JobView.NoneBefore): a year, so that a yearly job has
-// its tick shown.
+// NextHorizon is how far past now, or past the last tick found, Jobs
+// looks for a job's next tick that will run (JobView.NoneBefore): a year,
+// so that a yearly job has its ticks shown.
 const NextHorizon = 366 * 24 * time.Hour
 
 // upcoming returns e's next n ticks after now that will run, and the
 // first n of those before them that will not (their calendars and fs
-// applied), looking up to NextHorizon ahead: noneBefore is the end of
-// that span if fewer than n were found in it, zero if the schedule ended
-// first. A tick in a freeze, or in a calendar that says its End, moves
-// the search past their end at once: an @every 1s job under a day's
-// freeze costs one step, not 86,400.
+// applied), looking up to NextHorizon past now or past the last tick
+// found: noneBefore is the end of that span if fewer than n were found,
+// zero if the schedule ended first. A tick in a freeze, or in a calendar
+// that says its End, moves the search past their end at once: an @every
+// 1s job under a day's freeze costs one step, not 86,400.
 func upcoming(e *entry, now time.Time, n int, fs []Freeze) (next []time.Time, skipped []Skip, noneBefore time.Time) {
 	horizon := now.Add(NextHorizon)
 	t := now
@@ -103,6 +103,7 @@ func upcoming(e *entry, now time.Time, n int, fs []Freeze) (next []time.Time, sk
 		cause, reason, end, ok := excludedBy(e, t, fs)
 		if !ok {
 			next = append(next, t)
+			horizon = t.Add(NextHorizon)
 			continue
 		}
 		if len(skipped) < n {

@@ -229,7 +229,8 @@ func (c spanCalendar) End(t time.Time) time.Time {
 // The next ticks that will run pass over a freeze and a calendar's span
 // at once: an @every 1s job under a day's freeze shows the ticks from its
 // until; a calendar's span, from its end; a yearly job excluded every year
-// shows none within the horizon, told apart from a schedule with no tick.
+// shows none within the horizon, told apart from a schedule with no tick,
+// and one that is not excluded shows three years' ticks.
 // Job reads one job as Jobs does.
 func TestNextTicksPassOverFreezesAndCalendars(t *testing.T) {
 	t.Parallel()
@@ -244,6 +245,7 @@ func TestNextTicksPassOverFreezesAndCalendars(t *testing.T) {
 		scheduler.Job{Name: "span", Schedule: "@every 1s", Exclude: []scheduler.Calendar{span}, Run: nop},
 		scheduler.Job{Name: "yearly", Schedule: "0 0 1 1 *", Exclude: []scheduler.Calendar{always}, Run: nop},
 		scheduler.Job{Name: "ended", Schedule: "0 0 30 2 *", Run: nop}, // 30 February: never
+		scheduler.Job{Name: "plain-yearly", Schedule: "0 0 1 1 *", Run: nop},
 	)
 	ctx := testkit.Context(t)
 	until := time.Now().Add(24 * time.Hour).Truncate(time.Second)
@@ -269,6 +271,10 @@ func TestNextTicksPassOverFreezesAndCalendars(t *testing.T) {
 		case "yearly":
 			if len(v.NextTicks) != 0 || len(v.Skipped) == 0 || v.Skipped[0].Cause != "calendar:always" || v.NoneBefore.Before(time.Now().Add(scheduler.NextHorizon-time.Hour)) {
 				t.Errorf("yearly: next %v, skipped %+v, none before %v; want none within the horizon", v.NextTicks, v.Skipped, v.NoneBefore)
+			}
+		case "plain-yearly": // the horizon runs from each tick found
+			if len(v.NextTicks) != 3 || !v.NoneBefore.IsZero() {
+				t.Errorf("plain-yearly: next %v, none before %v; want three years' ticks", v.NextTicks, v.NoneBefore)
 			}
 		case "ended":
 			if len(v.NextTicks) != 0 || len(v.Skipped) != 0 || !v.NoneBefore.IsZero() {

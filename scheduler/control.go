@@ -359,9 +359,9 @@ type JobView struct {
 	// that says its End, counts once, by the first tick it holds.
 	Skipped []Skip
 	// NoneBefore is, when NextTicks has fewer than three ticks because no
-	// more will run within NextHorizon of now (calendars and freezes
-	// applied), the end of that span; it is zero when NextTicks is short
-	// because the schedule has no further tick.
+	// more will run within NextHorizon of now or of the last of them
+	// (calendars and freezes applied), the end of that span; it is zero
+	// when NextTicks is short because the schedule has no further tick.
 	NoneBefore time.Time
 	// Ledger is the job's ledger: the latest tick done, the last outcome,
 	// the claim under way, whether it is paused and whether its lock is

@@ -322,8 +322,8 @@
 //     (Trigger) are not excluded by either.
 //   - JobView.NextTicks are the next ticks that will run, calendars and
 //     freezes applied; JobView.Skipped the ones before them that will not,
-//     with their cause and reason. They are looked for up to NextHorizon (a
-//     year) ahead: a tick in a freeze moves the search to the freeze's
+//     with their cause and reason. Each is looked for up to NextHorizon (a
+//     year) past the one before (or now): a tick in a freeze moves the search to the freeze's
 //     until, one in a calendar with an End (the daemon's) to the end of its
 //     day or range, as Quartz's triggers step over an excluded span with
 //     their Calendar's getNextIncludedTime,

@@ -152,7 +152,7 @@ type JobJSON struct {
 	Next        []time.Time       `json:"next"`              // the next ticks that will run: calendars and freezes applied
 	Skipped     []scheduler.Skip  `json:"skipped,omitempty"` // the ticks before the last of Next that will not, each with why
 	Paused      bool              `json:"paused"`
-	NoneBefore  *time.Time        `json:"none_before,omitempty"`  // set when Next has fewer than three: none more run before it, a year ahead (scheduler.NextHorizon); absent when the schedule has no further tick
+	NoneBefore  *time.Time        `json:"none_before,omitempty"`  // set when Next has fewer than three: none more run before it, a year past the last (scheduler.NextHorizon); absent when the schedule has no further tick
 	Pause       *PauseJSON        `json:"pause,omitempty"`        // the pause in force: who, when, why, until
 	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
 	LastOutcome scheduler.Outcome `json:"last_outcome,omitempty"` // its outcome here

@@ -125,7 +125,7 @@
 //	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks that will run ("next",
 //	                                calendars and freezes applied) and the skipped ones before them with why
 //	                                ("skipped": tick, cause, reason; "none_before", the end of the year
-//	                                looked in, when fewer than three will run in it), this replica's last tick
+//	                                looked in past the last, when fewer than three will run), this replica's last tick
 //	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
 //	                                since when, paused, "failures" in a row); "pause", the pause in force
 //	                                (by, at, note, until); "revision", the digest of the job's config block
