@@ -238,7 +238,8 @@ audit {
 # as "excluded", with the calendar's name as its reason. A tick falls in a
 # calendar when its day is one of dates ("2026-12-25", or "*-12-25" every
 # year) or in one of ranges (inclusive, whole dates), or when its minute
-# matches one of cron (five fields, robfig/cron). Each is read in time_zone,
+# matches one of cron (five fields, robfig/cron, or a descriptor such as
+# @daily; not @every, a period that names no times). Each is read in time_zone,
 # default the zone of the job that excludes it. A calendar no job excludes
 # is warned about. Default: none.
 # calendar "holidays" {

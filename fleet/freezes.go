@@ -20,8 +20,11 @@ var ErrNoFreeze = core.ErrNoFreeze
 // AddFreeze records a freeze of the jobs matching pattern until until,
 // with note, and returns it with its id and its start (the store's time).
 // The freezes live at prefix:freezes:{freezes} (a hash, which expires
-// with its last freeze) and their ids' counter beside it; a freeze whose
-// until has passed is dropped by the next call. until must be after the
+// with its last freeze), their ids' counter beside it, and the nonces of
+// the adds and dels of the last 30 seconds, so that a Redis client's retry
+// of one (after a lost reply) makes no second freeze and is answered as
+// the first call was; a freeze whose until has passed is dropped by the
+// next call. until must be after the
 // store's time: else it returns lock.ErrInvalid, and nothing is added. It
 // returns lock.ErrBadKey if the key holds another type, and lock.ErrClosed
 // after Close.
@@ -30,7 +33,8 @@ func (s *Store) AddFreeze(ctx context.Context, pattern string, until time.Time, 
 }
 
 // DeleteFreeze ends the freeze id at once. It returns ErrNoFreeze if there
-// is no such freeze (or it has ended), and the errors of AddFreeze.
+// is no such freeze (or it has ended), and the errors of AddFreeze; a
+// retry of a call that ended it answers success.
 func (s *Store) DeleteFreeze(ctx context.Context, id string) error {
 	return s.c.DeleteFreeze(ctx, id)
 }

@@ -1,13 +1,16 @@
 package scheduler_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -231,4 +234,87 @@ func TestFreezeOnTwoReplicas(t *testing.T) {
 	}
 	stopAll(t, fleet...)
 	checkOncePerTick(t, j.byJob(), 0)
+}
+
+// spanCalendar is a calendar that holds the times from from to to
+// (exclusive) and says where its span ends (End), as the config's do.
+type spanCalendar struct{ from, to time.Time }
+
+func (c spanCalendar) Name() string { return "span" }
+func (c spanCalendar) Contains(t time.Time) bool {
+	return !t.Before(c.from) && t.Before(c.to)
+}
+func (c spanCalendar) End(t time.Time) time.Time {
+	if c.Contains(t) {
+		return c.to
+	}
+	return t
+}
+
+// The next ticks that will run pass over a freeze and a calendar's span
+// at once: an @every 1s job under a day's freeze shows the ticks from its
+// until; a calendar's span, from its end; a yearly job excluded every year
+// shows none within the horizon, told apart from a schedule with no tick,
+// and one that is not excluded shows three years' ticks.
+// Job reads one job as Jobs does.
+func TestNextTicksPassOverFreezesAndCalendars(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	r := newRedisReplica(t, srv, "r1", nil)
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+	span := spanCalendar{from: time.Now().Add(-time.Hour), to: day.AddDate(0, 0, 3)}
+	always := calendar{"always", func(time.Time) bool { return true }}
+	nop := jobs.Func(func(context.Context) error { return nil })
+	r.add(t,
+		scheduler.Job{Name: "frozen", Schedule: "@every 1s", Run: nop},
+		scheduler.Job{Name: "span", Schedule: "@every 1s", Exclude: []scheduler.Calendar{span}, Run: nop},
+		scheduler.Job{Name: "yearly", Schedule: "0 0 1 1 *", Exclude: []scheduler.Calendar{always}, Run: nop},
+		scheduler.Job{Name: "ended", Schedule: "0 0 30 2 *", Run: nop}, // 30 February: never
+		scheduler.Job{Name: "plain-yearly", Schedule: "0 0 1 1 *", Run: nop},
+	)
+	ctx := testkit.Context(t)
+	until := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	f, err := r.s.Freeze(ctx, "frozen", until, "a day's freeze")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	views := r.s.Jobs(ctx)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Jobs took %v", d)
+	}
+	want := map[string][]time.Time{
+		"frozen": {until, until.Add(time.Second), until.Add(2 * time.Second)},
+		"span":   {span.to, span.to.Add(time.Second), span.to.Add(2 * time.Second)},
+	}
+	for _, v := range views {
+		switch v.Job {
+		case "frozen", "span":
+			if !slices.EqualFunc(v.NextTicks, want[v.Job], time.Time.Equal) || len(v.Skipped) == 0 || !v.NoneBefore.IsZero() {
+				t.Errorf("%s: next %v, skipped %+v, none before %v; want %v", v.Job, v.NextTicks, v.Skipped, v.NoneBefore, want[v.Job])
+			}
+		case "yearly":
+			if len(v.NextTicks) != 0 || len(v.Skipped) == 0 || v.Skipped[0].Cause != "calendar:always" || v.NoneBefore.Before(time.Now().Add(scheduler.NextHorizon-time.Hour)) {
+				t.Errorf("yearly: next %v, skipped %+v, none before %v; want none within the horizon", v.NextTicks, v.Skipped, v.NoneBefore)
+			}
+		case "plain-yearly": // the horizon runs from each tick found
+			if len(v.NextTicks) != 3 || !v.NoneBefore.IsZero() {
+				t.Errorf("plain-yearly: next %v, none before %v; want three years' ticks", v.NextTicks, v.NoneBefore)
+			}
+		case "ended":
+			if len(v.NextTicks) != 0 || len(v.Skipped) != 0 || !v.NoneBefore.IsZero() {
+				t.Errorf("ended: next %v, skipped %+v, none before %v; want none at all", v.NextTicks, v.Skipped, v.NoneBefore)
+			}
+		}
+	}
+	if v := views[0]; v.Skipped[0].Cause != "freeze:"+f.ID {
+		t.Errorf("frozen: skipped %+v, want the freeze's", v.Skipped)
+	}
+	v, ok := r.s.Job(ctx, "span")
+	if !ok || v.Job != "span" || !slices.EqualFunc(v.NextTicks, want["span"], time.Time.Equal) {
+		t.Errorf("Job(span) = %+v, %v", v, ok)
+	}
+	if _, ok := r.s.Job(ctx, "nothing"); ok {
+		t.Error("Job of an unknown name: ok")
+	}
 }

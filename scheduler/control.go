@@ -354,9 +354,15 @@ type JobView struct {
 	// those its calendars (Job.Exclude) and the fleet's freezes exclude
 	// are left out, and listed in Skipped.
 	NextTicks []time.Time
-	// Skipped are the ticks before the last of NextTicks (at most three,
-	// the first ones) that will not run, each with why.
+	// Skipped are the ticks before the last of NextTicks that will not
+	// run, each with why: the first three, where a freeze, or a calendar
+	// that says its End, counts once, by the first tick it holds.
 	Skipped []Skip
+	// NoneBefore is, when NextTicks has fewer than three ticks because no
+	// more will run within NextHorizon of now or of the last of them
+	// (calendars and freezes applied), the end of that span; it is zero
+	// when NextTicks is short because the schedule has no further tick.
+	NoneBefore time.Time
 	// Ledger is the job's ledger: the latest tick done, the last outcome,
 	// the claim under way, whether it is paused and whether its lock is
 	// held.
@@ -375,18 +381,39 @@ type JobView struct {
 // the fleet's freezes and each job's ledger (one round trip each). ctx bounds the reads. It
 // needs no Run.
 func (s *Scheduler) Jobs(ctx context.Context) []JobView {
-	order := s.ordered()
+	return s.views(ctx, s.ordered())
+}
+
+// Job returns the view of the job name, as Jobs, reading only its ledger
+// and the freezes; ok is false if there is no such job.
+func (s *Scheduler) Job(ctx context.Context, name string) (v JobView, ok bool) {
+	s.mu.Lock()
+	e := s.entries[name]
+	s.mu.Unlock()
+	if e == nil {
+		return JobView{}, false
+	}
+	return s.views(ctx, []*entry{e})[0], true
+}
+
+// views returns the views of the jobs of entries, in their order.
+func (s *Scheduler) views(ctx context.Context, entries []*entry) []JobView {
 	status := s.Status()
-	out := make([]JobView, len(order))
+	out := make([]JobView, len(entries))
 	now := s.opt.clock.Now()
 	runs := s.localRuns()
 	fs, err := s.Freezes(ctx) // this Scheduler may not run, and read none
 	if err != nil {
 		fs = s.knownFreezes()
 	}
-	for i, e := range order {
-		v := JobView{Status: status[i]}
-		v.NextTicks, v.Skipped = upcoming(e, now, 3, fs)
+	for i, e := range entries {
+		v := JobView{}
+		for _, st := range status {
+			if st.Job == e.job.Name {
+				v.Status = st
+			}
+		}
+		v.NextTicks, v.Skipped, v.NoneBefore = upcoming(e, now, 3, fs)
 		v.Ledger, v.LedgerErr = e.ledger.State(ctx)
 		since := v.Ledger.Since // of the run holding the lock
 		if v.LedgerErr == nil && v.Ledger.Held && v.Ledger.Running == 0 {

@@ -307,14 +307,29 @@
 //     at once when a Freeze or Unfreeze on any replica says so on the
 //     control topic; so a new freeze is honoured within a second, and a
 //     tick fired in that second may still run. A freeze ends at its until
-//     by itself; its ticks are not made up.
+//     by itself; its ticks are not made up. A Scheduler decides on no tick
+//     before its first read of the freezes has succeeded (it waits, and
+//     past a second logs "tick held"): a replica that starts during a
+//     freeze runs neither its catch-up tick nor its first ticks in it.
+//     An add or a del that go-redis sends again after a lost reply is
+//     answered as the first call was (a nonce per call): one freeze.
+//   - The misfire catch-up passes over the ticks the calendars and the
+//     freezes exclude: they are not counted missed, and MisfireRunOnce
+//     runs the latest tick that would have run.
 //   - A freeze needs a note (at most MaxFreezeNote bytes), an until after
 //     the store's time, and a pattern that matches one of the Scheduler's
 //     jobs; anything else is ErrInvalid and nothing is stored. Manual runs
 //     (Trigger) are not excluded by either.
 //   - JobView.NextTicks are the next ticks that will run, calendars and
 //     freezes applied; JobView.Skipped the ones before them that will not,
-//     with their cause and reason.
+//     with their cause and reason. Each is looked for up to NextHorizon (a
+//     year) past the one before (or now): a tick in a freeze moves the search to the freeze's
+//     until, one in a calendar with an End (the daemon's) to the end of its
+//     day or range, as Quartz's triggers step over an excluded span with
+//     their Calendar's getNextIncludedTime,
+//     so a job ticking every second under a day's freeze costs one step;
+//     JobView.NoneBefore says "none within the horizon", apart from a
+//     schedule that has no further tick. Job reads one job's view.
 //
 // # Retries and timeouts
 //

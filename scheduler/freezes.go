@@ -136,12 +136,12 @@ func (s *Scheduler) rereadFreezes() {
 }
 
 // readFreezes reads the fleet's freezes every freezeRead, and at once when
-// told to (rereadFreezes), until the Scheduler stops. A read that fails
-// keeps the freezes known.
+// told to (rereadFreezes), until the Scheduler stops; the first read that
+// succeeds closes freezesRead. A read that fails keeps the freezes known.
 func (s *Scheduler) readFreezes() {
 	t := time.NewTicker(freezeRead)
 	defer t.Stop()
-	warned := false
+	warned, read := false, false
 	for {
 		ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
 		fs, _, err := s.store.Freezes(ctx)
@@ -151,6 +151,10 @@ func (s *Scheduler) readFreezes() {
 			s.freezeMu.Lock()
 			s.freezes = fs
 			s.freezeMu.Unlock()
+			if !read {
+				close(s.freezesRead)
+				read = true
+			}
 			warned = false
 		case !warned && s.stopCtx.Err() == nil:
 			s.log.Warn("freezes unreadable: the last ones read hold", "error", err)

@@ -166,7 +166,7 @@ func TestAutoPauseFinishReplyLost(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const note = "paused after 1 failed runs in a row"
-	lose := &replyLoser{match: note}
+	lose := &hookReplyLoser{match: note}
 	rdb.AddHook(lose)
 	c, err := lock.New(rdb, lock.WithClientID("r1"))
 	if err != nil {
@@ -189,18 +189,18 @@ func TestAutoPauseFinishReplyLost(t *testing.T) {
 	}
 }
 
-// replyLoser is a go-redis hook that runs each command holding an
+// hookReplyLoser is a go-redis hook that runs each command holding an
 // argument equal to match (alone or in a pipeline) on the server and, if
 // it ran there, answers it with io.ErrUnexpectedEOF, as a connection that
 // died before the reply came back would: a lost reply.
-type replyLoser struct {
+type hookReplyLoser struct {
 	match string
 	lost  atomic.Int64
 }
 
-func (h *replyLoser) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *hookReplyLoser) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *replyLoser) hit(cmd redis.Cmder, err error) bool {
+func (h *hookReplyLoser) hit(cmd redis.Cmder, err error) bool {
 	if err != nil {
 		return false // not run (NOSCRIPT: go-redis sends EVAL next)
 	}
@@ -214,7 +214,7 @@ func (h *replyLoser) hit(cmd redis.Cmder, err error) bool {
 	return false
 }
 
-func (h *replyLoser) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *hookReplyLoser) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if h.hit(cmd, err) {
@@ -224,7 +224,7 @@ func (h *replyLoser) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (h *replyLoser) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *hookReplyLoser) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {

@@ -43,10 +43,12 @@ type Scheduler struct {
 	changeMu sync.Mutex // serialises Update and Remove
 
 	// The fleet's freezes as last read (readFreezes); freezeNow asks for a
-	// read at once.
-	freezeMu  sync.Mutex
-	freezes   []Freeze
-	freezeNow chan struct{}
+	// read at once; freezesRead is closed by the first read that succeeds:
+	// no tick is decided on before (awaitFreezes).
+	freezeMu    sync.Mutex
+	freezes     []Freeze
+	freezeNow   chan struct{}
+	freezesRead chan struct{}
 
 	// The waits of every job (claimsNow), so that a stop settles them;
 	// waitsClosed once it has.
@@ -166,7 +168,8 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 		entries:  make(map[string]*entry),
 		active:   make(map[*run]struct{}),
 
-		freezeNow: make(chan struct{}, 1),
+		freezeNow:   make(chan struct{}, 1),
+		freezesRead: make(chan struct{}),
 	}
 	s.tel = newTelemetry(o, s.log)
 	if o.fallback > 0 {
@@ -517,7 +520,9 @@ func (s *Scheduler) loop(e *entry) {
 		if s.opt.clock.Now().Before(next) {
 			continue // fired early by this clock: wait the rest
 		}
-		s.fire(e, next)
+		if !s.fire(e, next) {
+			return // stopped, or replaced, before the freezes were read: next is the first tick not fired
+		}
 		next = s.after(e, next)
 	}
 }
@@ -546,7 +551,8 @@ func (s *Scheduler) after(e *entry, tick time.Time) time.Time {
 
 // catchUp applies the job's misfire policy to the ticks due since the
 // ledger's latest claimed tick (every replica was down for them), up to
-// e.from, and returns the first tick to wait for: the first after e.from,
+// e.from, but those its calendars or the fleet's freezes exclude (read
+// first: awaitFreezes), and returns the first tick to wait for: the first after e.from,
 // even if it is due by now (its Watch took that long), so that the loop
 // fires every tick for which the fleet may rank this replica.
 func (s *Scheduler) catchUp(e *entry) time.Time {
@@ -566,9 +572,26 @@ func (s *Scheduler) catchUp(e *entry) time.Time {
 		// the ticks since its claim were skipped as busy, not missed.
 		return next
 	}
-	var latest, before time.Time // the latest tick due, and the one before it
+	first := e.sched.Next(time.UnixMilli(st.Seen))
+	if first.IsZero() || first.After(now) {
+		return next
+	}
+	if !s.awaitFreezes(e, first) {
+		return next
+	}
+	// The ticks that the job's calendars or the freezes exclude would not
+	// have run: they are not missed, and run_once runs the latest of the
+	// others.
+	fs := s.knownFreezes()
+	var latest, before time.Time // the latest tick due that would run, and the one before it
 	var missed int64
-	for t := e.sched.Next(time.UnixMilli(st.Seen)); !t.IsZero() && !t.After(now) && missed < maxCatchUp; t = e.sched.Next(t) {
+	for t, n := first, 0; !t.IsZero() && !t.After(now) && n < maxCatchUp; t, n = e.sched.Next(t), n+1 {
+		if _, _, end, ok := excludedBy(e, t, fs); ok {
+			if end.After(t) {
+				t = end.Add(-time.Nanosecond) // the next tick is the first at or after end
+			}
+			continue
+		}
 		before, latest = latest, t
 		missed++
 	}
@@ -695,17 +718,23 @@ func (s *Scheduler) localRuns() map[string]localRun {
 }
 
 // fire starts handling tick, unless this replica already handles as many
-// ticks of the job as its overlap policy allows.
-func (s *Scheduler) fire(e *entry, tick time.Time) {
+// ticks of the job as its overlap policy allows. It first waits until the
+// fleet's freezes have been read (awaitFreezes), and returns false, tick
+// not handled, if the Scheduler stops or e's loop is ended meanwhile.
+func (s *Scheduler) fire(e *entry, tick time.Time) bool {
+	if !s.awaitFreezes(e, tick) {
+		return false
+	}
 	if cause, reason, ok := s.exclusion(e, tick); ok {
 		s.record(e, tick, OutcomeExcluded)
 		if s.log.IsDebug() {
 			s.log.Debug("tick excluded", "job", e.job.Name, "tick", fmtTick(tick), "cause", cause)
 		}
-		if s.firstFor(e, tick) {
-			s.skipLater(func() { s.recordSkip(e, tick, OutcomeExcluded, cause, reason) })
-		}
-		return
+		// Every replica records it (the store writes one entry): the first
+		// in rank may be dead and still a member, and a refused Pass costs
+		// one read.
+		s.skipLater(func() { s.recordSkip(e, tick, OutcomeExcluded, cause, reason) })
+		return true
 	}
 	limit := 1
 	if e.job.Overlap == OverlapQueue {
@@ -722,7 +751,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		if s.firstFor(e, tick) || !s.runsHere(e) {
 			s.skipLater(func() { s.recordBusy(e, tick) })
 		}
-		return
+		return true
 	}
 	if e.paused() {
 		e.mu.Unlock()
@@ -733,7 +762,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 		if s.log.IsDebug() {
 			s.log.Debug("tick skipped: the job is paused", "job", e.job.Name, "tick", fmtTick(tick))
 		}
-		return
+		return true
 	}
 	e.inflight++
 	e.deciding(tick.UnixMilli())
@@ -741,6 +770,37 @@ func (s *Scheduler) fire(e *entry, tick time.Time) {
 	s.wg.Add(1) // the loop calling fire holds a count: no race with Wait
 	if s.claimsNow(e, tick) {
 		go s.claimTick(e, tick)
+	}
+	return true
+}
+
+// awaitFreezes waits until the fleet's freezes have been read once
+// (readFreezes), so that this replica decides on no tick a freeze holds
+// before it knows of the freeze: a replica that starts during a freeze
+// would otherwise run the catch-up tick (MisfireRunOnce) or its first
+// tick in it. The read is the first thing Run starts, so this waits only
+// while the store does not answer, when no claim can be made either; past
+// a second it says so, once per tick. It returns false if the Scheduler
+// stops or e's loop is ended (Update, Remove) first.
+func (s *Scheduler) awaitFreezes(e *entry, tick time.Time) bool {
+	select {
+	case <-s.freezesRead:
+		return true
+	default:
+	}
+	warn := time.NewTimer(freezeRead)
+	defer warn.Stop()
+	for {
+		select {
+		case <-s.freezesRead:
+			return true
+		case <-s.stopping:
+			return false
+		case <-e.quit:
+			return false
+		case <-warn.C:
+			s.log.Warn("tick held: the fleet's freezes are not read yet, and may exclude it", "job", e.job.Name, "tick", fmtTick(tick))
+		}
 	}
 }
 

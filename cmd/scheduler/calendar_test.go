@@ -141,8 +141,15 @@ calendar "today" {
 				t.Errorf("jobs: report: next %v, skipped %+v; want ticks from %v, the ones before skipped by f1", j.Next, j.Skipped, until)
 			}
 		case "holiday":
-			if len(j.Next) != 0 || len(j.Skipped) != 3 || j.Skipped[0].Reason != "excluded by calendar today" {
-				t.Errorf("jobs: holiday: next %v, skipped %+v; want none to run, three skipped by the calendar", j.Next, j.Skipped)
+			// The calendar holds today and tomorrow (UTC, the job's zone):
+			// the next ticks that run are the day after tomorrow's first;
+			// the first tick of each day is listed skipped.
+			tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+			after := tomorrow.AddDate(0, 0, 1)
+			want := []time.Time{after, after.Add(time.Second), after.Add(2 * time.Second)}
+			if len(j.Next) != 3 || !j.Next[0].Equal(want[0]) || !j.Next[2].Equal(want[2]) || len(j.Skipped) != 2 || !j.Skipped[1].Tick.Equal(tomorrow) ||
+				j.Skipped[0].Reason != "excluded by calendar today" || j.NoneBefore != nil {
+				t.Errorf("jobs: holiday: next %v, skipped %+v, none before %v; want %v, the first tick of today and of tomorrow skipped", j.Next, j.Skipped, j.NoneBefore, want)
 			}
 		}
 	}
@@ -183,11 +190,27 @@ calendar "today" {
 	ended := time.Now()
 	waitRecord(t, 20*time.Second, report, "report runs after the unfreeze", func(r record) bool { return r.tick.After(ended.Add(time.Second)) })
 
+	// Through the API: in the audit trail with its id and until too.
+	var apiFreeze scheduler.Freeze
+	resp, err := http.Post(base+"/api/freezes", "application/json", strings.NewReader(`{"jobs": "holiday", "until": "1h", "note": "api freeze"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&apiFreeze)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || apiFreeze.ID == "" {
+		t.Fatalf("POST /api/freezes: %d, %v, %+v", resp.StatusCode, err, apiFreeze)
+	}
+	if st, b, _ := httpDo(t, "DELETE", base+"/api/freezes/"+apiFreeze.ID, ""); st != 200 {
+		t.Errorf("DELETE /api/freezes/%s: %d %s", apiFreeze.ID, st, b)
+	}
+
 	var actions []string
 	for _, e := range auditCLI(t, dir, nil, "-config", cfg) {
 		actions = append(actions, e.Action+" "+e.Target+" "+e.Note)
 	}
-	for _, want := range []string{"freeze rep* release freeze", "freeze * incident", "unfreeze " + id2 + " "} {
+	for _, want := range []string{"freeze f1 (rep*) release freeze (until " + until.Format(time.RFC3339) + ")", "freeze " + id2 + " (*) incident (until ", "unfreeze " + id2 + " ",
+		"freeze " + apiFreeze.ID + " (holiday) api freeze (until " + apiFreeze.Until.UTC().Format(time.RFC3339) + ")", "unfreeze " + apiFreeze.ID + " "} {
 		if !strings.Contains(strings.Join(actions, "\n"), want) {
 			t.Errorf("audit trail %q lacks %q", actions, want)
 		}

@@ -187,6 +187,9 @@ type diffRun struct {
 	bases   [2]map[string]int64 // the first fencing token of each counter: Redis's, the memory store's
 	last    [2]map[string]int64 // the latest token of each counter, as bases
 	recent  []string            // the last operations, with their answers
+	// freeze is the last add or del of the freezes, which freezesOp
+	// repeats now and then, as a client's retry after a lost reply.
+	freeze *[3]any // op, nonce, args
 	// gap is the longest time an operation took on both backends, from
 	// Redis's start to the memory store's end: a deadline one sets, and
 	// the TTLs each reads of it, are that far apart at most.
@@ -1082,21 +1085,29 @@ func (d *diffRun) membersOp() diffOp {
 
 func (d *diffRun) freezesOp() diffOp {
 	key := d.prefix + ":freezes:{freezes}"
-	op, args := "list", []string(nil)
-	switch d.rng.IntN(3) {
+	k := freezeKeys{key: key, seq: key + ":seq", reqs: key + ":requests"}
+	op, nonce, args := "list", "", []string(nil)
+	switch d.rng.IntN(4) {
 	case 0:
 		until := time.Now().Add(diffLease) // not at its end before the run's
 		if d.rng.IntN(4) == 0 {
 			until = time.Now().Add(-diffLease) // refused
 		}
-		op, args = "add", []string{strconv.FormatInt(until.UnixMilli(), 10), d.name() + "*", "note\nof " + d.name()}
+		op, nonce, args = "add", d.name()+"-n"+strconv.Itoa(d.rng.IntN(1<<30)), []string{strconv.FormatInt(until.UnixMilli(), 10), d.name() + "*", "note\nof " + d.name()}
 	case 1:
-		op, args = "del", []string{"f" + strconv.Itoa(1+d.rng.IntN(4))}
+		op, nonce, args = "del", d.name()+"-n"+strconv.Itoa(d.rng.IntN(1<<30)), []string{"f" + strconv.Itoa(1+d.rng.IntN(4))}
+	case 2:
+		if d.freeze != nil { // a retry: answered as the call it repeats
+			op, nonce, args = d.freeze[0].(string), d.freeze[1].(string), d.freeze[2].([]string)
+		}
+	}
+	if op != "list" {
+		d.freeze = &[3]any{op, nonce, args}
 	}
 	return diffOp{
-		desc: fmt.Sprintf("freezes(%s, %s, %q)", key, op, args),
+		desc: fmt.Sprintf("freezes(%s, %s, %s, %q)", key, op, nonce, args),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			st, now, rest, err := be.freezes(ctx, key, key+":seq", op, args...)
+			st, now, rest, err := be.freezes(ctx, k, op, nonce, args...)
 			a.err(err)
 			a.exact("status", st)
 			a.near("now", now-time.Now().UnixMilli())
@@ -1107,7 +1118,11 @@ func (d *diffRun) freezesOp() diffOp {
 					list = append(list, rest[i]+" "+p[0]+" "+p[2])
 				}
 			}
-			if op != "list" {
+			if op == "add" && len(rest) == 2 {
+				created, _ := strconv.ParseInt(rest[1], 10, 64)
+				a.near("created", created-time.Now().UnixMilli())
+				list = rest[:1]
+			} else if op != "list" {
 				list = rest
 			}
 			slices.Sort(list) // a hash's order is the backend's

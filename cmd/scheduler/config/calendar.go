@@ -30,7 +30,8 @@ type Calendar struct {
 	// Ranges are inclusive spans of days (["2026-12-20", "2027-01-04"]).
 	Ranges [][2]Date
 	// Cron are 5-field cron expressions (robfig/cron's standard parser,
-	// descriptors too) naming excluded minutes ("* * * * SAT,SUN").
+	// descriptors too, but not @every, which names no times) naming
+	// excluded minutes ("* * * * SAT,SUN").
 	Cron []string
 	// TimeZone is the zone the calendar is read in; "" for the job's
 	// (Location nil).
@@ -65,26 +66,43 @@ func (c *Calendar) Name() string { return c.name }
 // calendar's zone if it has one, else in t's own (the scheduler gives a
 // tick in its job's zone).
 func (c *Calendar) Contains(t time.Time) bool {
+	return c.End(t).After(t)
+}
+
+// End returns, for a t that Contains, a later time until which every
+// time from t falls in the calendar (scheduler.Calendar's End): the start
+// of the day after t's day, or after the end of a range that holds t
+// (midnight in the calendar's zone, else t's), or the end of t's minute
+// for a cron; the latest of those that hold t. It returns t for a t the
+// calendar does not contain.
+func (c *Calendar) End(t time.Time) time.Time {
 	if c.Location != nil {
 		t = t.In(c.Location)
 	}
+	end := t
+	later := func(u time.Time) {
+		if u.After(end) {
+			end = u
+		}
+	}
 	y, m, d := t.Date()
 	day := Date{y, m, d}
+	midnightAfter := func(x Date) time.Time { return time.Date(x.Year, x.Month, x.Day+1, 0, 0, 0, 0, t.Location()) }
 	if slices.Contains(c.Dates, day) || slices.Contains(c.Yearly, Date{0, m, d}) {
-		return true
+		later(midnightAfter(day))
 	}
 	for _, r := range c.Ranges {
 		if !day.before(r[0]) && !r[1].before(day) {
-			return true
+			later(midnightAfter(r[1]))
 		}
 	}
 	minute := t.Truncate(time.Minute)
 	for _, s := range c.crons {
 		if s.Next(minute.Add(-time.Nanosecond)).Equal(minute) {
-			return true
+			later(minute.Add(time.Minute))
 		}
 	}
-	return false
+	return end
 }
 
 // calendarParser reads a calendar's cron: five fields, or a descriptor.
@@ -165,6 +183,12 @@ func (d *decoder) decodeCalendars() map[string]*Calendar {
 			s, err := calendarParser.Parse(spec)
 			if err != nil {
 				d.errf(cp("cron"), "%q: %v (five fields: minute hour day-of-month month day-of-week, such as \"* * * * SAT,SUN\")", spec, err)
+				continue
+			}
+			if _, ok := s.(*cron.SpecSchedule); !ok {
+				// @every names a period from whenever it is asked, not
+				// times of the day: it would exclude nothing.
+				d.errf(cp("cron"), "%q: not a set of times but a period: give five fields (minute hour day-of-month month day-of-week, such as \"* * * * SAT,SUN\") or a descriptor such as @daily", spec)
 				continue
 			}
 			c.crons = append(c.crons, s)

@@ -92,6 +92,26 @@ job "y" {
 			t.Errorf("%s: Contains(%v) = %v, want %v", c.name, c.t, got, c.want)
 		}
 	}
+	// End: where the span that holds a time ends, the latest of the parts
+	// that hold it, midnight in the calendar's zone (else the time's).
+	tokyoZone, _ := time.LoadLocation("Asia/Tokyo")
+	for _, c := range []struct {
+		name string
+		cal  any
+		t    time.Time
+		want time.Time
+	}{
+		{"a range with a yearly date in it", hol, at("2026-12-30 10:00"), at("2027-01-04 00:00")},
+		{"a date", hol, at("2026-12-25 10:00"), at("2026-12-26 00:00")},
+		{"a cron's minute", hol, at("2026-11-28 09:00").Add(30 * time.Second), at("2026-11-28 09:01")},
+		{"a date on the autumn DST day (25 hours)", nights, at("2026-10-25 01:00"), at("2026-10-26 00:00")},
+		{"a date in its own zone", tokyo, time.Date(2026, 6, 30, 15, 0, 0, 0, time.UTC), time.Date(2026, 7, 2, 0, 0, 0, 0, tokyoZone)},
+		{"a time not held", hol, at("2026-11-30 09:00"), at("2026-11-30 09:00")},
+	} {
+		if got := c.cal.(interface{ End(time.Time) time.Time }).End(c.t); !got.Equal(c.want) {
+			t.Errorf("%s: End(%v) = %v, want %v", c.name, c.t, got, c.want)
+		}
+	}
 	if cfg.Jobs[1].Digest == mustLoad(t, `calendar "holidays" { dates = ["2026-12-26"] }`+calendarJob).Jobs[0].Digest {
 		t.Error("a job's digest does not change with its calendar")
 	}
@@ -106,6 +126,7 @@ func TestCalendarBadInput(t *testing.T) {
 		{"a range ending before its start", `calendar "holidays" { @@ranges = [["2027-01-04", "2026-12-20"]] }`, `calendar.holidays.ranges: ["2027-01-04", "2026-12-20"]: the end is before the start`},
 		{"a range of three dates", `calendar "holidays" { @@ranges = [["2027-01-04", "2027-01-05", "2027-01-06"]] }`, `calendar.holidays.ranges:`},
 		{"a bad cron", `calendar "holidays" { @@cron = ["* * * SAT"] }`, `calendar.holidays.cron: "* * * SAT": expected exactly 5 fields`},
+		{"an @every cron", `calendar "holidays" { @@cron = ["@every 1h"] }`, `calendar.holidays.cron: "@every 1h": not a set of times but a period`},
 		{"an unknown zone", `calendar "holidays" {
   dates = ["*-12-25"]
   @@time_zone = "Mars/Olympus"

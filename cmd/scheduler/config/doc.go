@@ -46,7 +46,8 @@
 // ("2026-12-25"; "*-12-25" for every year, "*-02-29" too), ranges
 // (inclusive, [from, to] of whole dates, across a year end if need be) and
 // cron (five fields, robfig/cron's parser with descriptors: a tick is in
-// the calendar when its minute matches, Next(minute - 1ns) == minute), each
+// the calendar when its minute matches, Next(minute - 1ns) == minute; @every
+// is refused: a period from whenever it is asked names no times), each
 // read in time_zone, default the zone of the job that excludes it. A job's
 // exclude names calendars of the file. Errors at the setting's place: a
 // date that does not exist, a range whose end is before its start, a bad
@@ -54,6 +55,9 @@
 // naming no calendar (with the nearest name, Suggest); a calendar no job
 // excludes is a warning. A job's Digest covers the blocks of the calendars
 // it excludes, so that a reload applies a changed calendar to its jobs.
+// Calendar.End says where the span that holds a time ends (midnight after
+// its day or range, the end of its cron minute), so that the next ticks
+// pass over a calendar's days in one step.
 //
 // # The environment
 //

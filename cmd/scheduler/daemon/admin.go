@@ -152,6 +152,7 @@ type JobJSON struct {
 	Next        []time.Time       `json:"next"`              // the next ticks that will run: calendars and freezes applied
 	Skipped     []scheduler.Skip  `json:"skipped,omitempty"` // the ticks before the last of Next that will not, each with why
 	Paused      bool              `json:"paused"`
+	NoneBefore  *time.Time        `json:"none_before,omitempty"`  // set when Next has fewer than three: none more run before it, a year past the last (scheduler.NextHorizon); absent when the schedule has no further tick
 	Pause       *PauseJSON        `json:"pause,omitempty"`        // the pause in force: who, when, why, until
 	LastTick    *time.Time        `json:"last_tick,omitempty"`    // this replica's last tick
 	LastOutcome scheduler.Outcome `json:"last_outcome,omitempty"` // its outcome here
@@ -217,6 +218,10 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 		if !v.LastTick.IsZero() {
 			t := v.LastTick.UTC()
 			j.LastTick = &t
+		}
+		if !v.NoneBefore.IsZero() {
+			t := v.NoneBefore.UTC()
+			j.NoneBefore = &t
 		}
 		if !v.Ledger.Since.IsZero() {
 			t := v.Ledger.Since.UTC()
@@ -353,12 +358,7 @@ func (a *admin) known(w http.ResponseWriter, name string) bool {
 
 // view is the Scheduler's view of one job, reading its ledger.
 func (a *admin) view(ctx context.Context, name string) (scheduler.JobView, bool) {
-	for _, v := range a.s.Jobs(ctx) {
-		if v.Job == name {
-			return v, true
-		}
-	}
-	return scheduler.JobView{}, false
+	return a.s.Job(ctx, name)
 }
 
 func (a *admin) lockList(w http.ResponseWriter, r *http.Request) {

@@ -766,6 +766,12 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		for _, t := range v.Next {
 			next = append(next, fmtTime(&t))
 		}
+		switch {
+		case v.NoneBefore != nil:
+			next = append(next, "none before "+fmtTime(v.NoneBefore))
+		case len(v.Next) == 0:
+			next = append(next, "none")
+		}
 		holder := "-"
 		if v.Fleet.Held {
 			holder = v.Fleet.Owner

@@ -80,8 +80,9 @@
 // there, and every replica reads them every second), or, without Redis in
 // the config or without a config, through the daemon's admin API (POST
 // /api/freezes, DELETE /api/freezes/{id}); both need an operate token
-// there, and are in the audit trail with the pattern or id as the target
-// and the freeze's note. -until and the API's until take a time (RFC
+// there, and are in the audit trail: a freeze with its id and pattern as
+// the target ("f3 (report-*)") and its note with its end ("release (until
+// 2026-12-01T09:00:00Z)", as a pause's), an unfreeze with the id. -until and the API's until take a time (RFC
 // 3339) or a duration from now ("2h"; write -until=-1m for a negative one,
 // which is refused). A missing or empty -note, a note over 1,000 bytes or
 // with a control character (a line break, a tab, an escape), an until not
@@ -128,7 +129,8 @@
 //	GET  /metrics                   Prometheus (telemetry.metrics = "prometheus", the default)
 //	GET  /api/jobs                  JSON: each job's schedule and zone, next ticks that will run ("next",
 //	                                calendars and freezes applied) and the skipped ones before them with why
-//	                                ("skipped": tick, cause, reason), this replica's last tick
+//	                                ("skipped": tick, cause, reason; "none_before", the end of the year
+//	                                looked in past the last, when fewer than three will run), this replica's last tick
 //	                                and outcome, and the fleet's ledger (done tick, outcome, holder and
 //	                                since when, paused, "failures" in a row); "pause", the pause in force
 //	                                (by, at, note, until); "revision", the digest of the job's config block

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -79,8 +80,21 @@ func (a *admin) freezeAdd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.Info("admin request", "action", "freeze", "freeze", f.ID, "jobs", f.Jobs, "actor", actor(r.Context()), "remote", r.RemoteAddr)
-	a.record(r, "freeze", f.Jobs, f.Note)
+	a.record(r, "freeze", freezeTarget(f), freezeNote(f))
 	writeJSON(w, http.StatusOK, f)
+}
+
+// freezeTarget is the target of a freeze's audit entry: its id and the
+// jobs it stops ("f3 (report-*)"), so that an unfreeze's entry (the id)
+// finds it.
+func freezeTarget(f scheduler.Freeze) string {
+	return f.ID + " (" + f.Jobs + ")"
+}
+
+// freezeNote is the note of a freeze's audit entry: its note and its end,
+// as a pause's (auditNote).
+func freezeNote(f scheduler.Freeze) string {
+	return auditNote(fleet.PauseInfo{Note: f.Note, Until: f.Until})
 }
 
 // freezeDelete is DELETE /api/freezes/{id}: 200, or 404 for an id that
@@ -148,7 +162,7 @@ with $LOCKCRON_TOKEN or the config's operate token).`,
 						}
 						return storeError(cfg, err)
 					}
-					auditCLI(ctx, cmd, cfg, "freeze", f.Jobs, f.Note)
+					auditCLI(ctx, cmd, cfg, "freeze", freezeTarget(f), freezeNote(f))
 					return nil
 				})
 			}
