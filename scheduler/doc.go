@@ -292,8 +292,9 @@
 //     every replica decides the same; a freeze covers the ticks from its
 //     Created to its Until, both on the store's clock (Redis TIME).
 //   - An excluded tick is recorded in the history as OutcomeExcluded, once
-//     across the fleet (by the replica whose fleet.Ledger.Pass of it came
-//     first, once the store's clock has reached it), with Run.Reason
+//     across the fleet (every replica passes it, fleet.Ledger.Pass, and
+//     the first writes; consecutive ones of one calendar or freeze are
+//     one entry, see "Every tick leaves a trace"), with Run.Reason
 //     "excluded by calendar NAME" or "freeze ID: NOTE"; it goes to
 //     WithOnRun there (a notify block may name "excluded"). Every replica
 //     that fires the tick counts it in lockcron.job.runs and in Status's
@@ -483,7 +484,9 @@
 // every replica skips without a claim, the first in rank, after reading
 // the ledger to make sure the pause still holds (a resume on its way: the
 // tick runs elsewhere), or any replica whose claim found the ledger
-// paused. When several record the same tick (the first in rank skipped it
+// paused; an excluded tick (calendar, freeze), every replica, since the
+// first in rank may be dead and still a member and a Pass refused costs
+// one read. When several record the same tick (the first in rank skipped it
 // without a claim and the second's claim found the lock held, the
 // membership unknown or off, a pause rechecked by a claim), the store
 // writes one entry: Pass records a skip once per tick, by the ledger's
@@ -546,7 +549,9 @@
 // failed or lost its lock), a WARN when a replica takes over a tick (from
 // whom, and why: given back, or its claimant stopped answering), an INFO
 // line "tick not run: recorded in the history" with the outcome and reason
-// by the replica that records a skipped tick (DEBUG for a paused one), and
+// by the replica that records a skipped tick (DEBUG for a paused or an
+// excluded one, which an operator set: a weekend calendar would fill the
+// log), and
 // DEBUG for the detail (each replica's skips). A program that passes no logger still
 // hears of what goes wrong: by default the warnings and errors go to
 // os.Stderr, as net/http's server logs; WithLogger takes an hclog.Logger,

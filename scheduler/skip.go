@@ -51,7 +51,10 @@ func (s *Scheduler) recordSkip(e *entry, tick time.Time, outcome Outcome, cause,
 	case !first:
 		// Another replica recorded it (or this one, before a lost reply).
 	default:
-		if outcome == OutcomePaused {
+		if outcome == OutcomePaused || outcome == OutcomeExcluded {
+			// Expected, by a pause or a calendar/freeze an operator set:
+			// at INFO, a minutely job's weekend calendar would say so 2,880
+			// times; the history has them, coalesced.
 			log.Debug("tick not run: recorded in the history", "outcome", string(outcome), "reason", reason)
 		} else {
 			log.Info("tick not run: recorded in the history", "outcome", string(outcome), "reason", reason)
