@@ -477,9 +477,10 @@
 // for the tick, or a later one after its fallback; the others hear it let
 // go and record nothing), reading the ledger for the holder; a replica
 // that skips the tick without a claim because it runs an earlier one
-// itself, if it is the first in rank for the tick, and one whose claim of
-// an earlier tick waits for another replica's run of it (every replica may
-// wait so, and the first in rank may be dead and still a member); for a
+// itself, if it is the first in rank for the tick, and, of those whose
+// claim of an earlier tick waits for another replica's run of it, the
+// first two in rank (every replica may wait so, and the first in rank may
+// be dead and still a member); for a
 // paused job, whose ticks
 // every replica skips without a claim, the first in rank, after reading
 // the ledger to make sure the pause still holds (a resume on its way: the

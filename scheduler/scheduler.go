@@ -748,7 +748,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) bool {
 		if s.log.IsDebug() {
 			s.log.Debug("tick skipped: an earlier one is under way here", "job", e.job.Name, "tick", fmtTick(tick))
 		}
-		if s.firstFor(e, tick) || !s.runsHere(e) {
+		if s.firstFor(e, tick) || s.waitsFor(e, tick) {
 			s.skipLater(func() { s.recordBusy(e, tick) })
 		}
 		return true

@@ -158,21 +158,31 @@ func pauseReason(p fleet.PauseInfo) string {
 // The others may skip it without a claim too, so the first in rank records
 // it whether or not another's claim finds the lock held and records it as
 // well.
-func (s *Scheduler) firstFor(e *entry, tick time.Time) bool {
+func (s *Scheduler) firstFor(e *entry, tick time.Time) bool { return s.rankedFor(e, tick, 0) }
+
+// rankedFor reports whether this replica is among the first n+1 in rank for
+// tick of e, or the membership is unknown or off.
+func (s *Scheduler) rankedFor(e *entry, tick time.Time, n int) bool {
 	if s.opt.fallback <= 0 || s.members == nil {
 		return true
 	}
 	ms := tick.UnixMilli()
 	rank, ok := s.members.rank(e.job.Name, ms, ms)
-	return !ok || rank == 0
+	return !ok || rank <= n
+}
+
+// waitsFor reports whether this replica records a tick of e that it skips
+// without a claim because its claim of an earlier tick waits for another
+// replica's run of it: every replica may wait so, and the first in rank
+// may be dead and still a member, so the first two in rank record it (the
+// store writes one entry), not every replica: a run longer than the
+// period would cost the store two commands per replica per tick.
+func (s *Scheduler) waitsFor(e *entry, tick time.Time) bool {
+	return s.rankedFor(e, tick, 1) && !s.runsHere(e)
 }
 
 // runsHere reports whether a run of e's job is under way on this replica
-// (not only a claim that waits for another replica's run): the replicas
-// that wait for another's run of an earlier tick skip the next ticks
-// without a claim too, all of them, and the first in rank for a tick may be
-// a dead replica still in the membership; so each of those records the
-// tick (the store writes one entry).
+// (not only a claim that waits for another replica's run).
 func (s *Scheduler) runsHere(e *entry) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
