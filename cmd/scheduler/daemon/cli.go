@@ -359,20 +359,7 @@ func getViaAdmin(ctx context.Context, cfg *config.Config, env []string, path str
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return daemonUnreachable(cfg, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var body struct{ Error string }
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
-		return fmt.Errorf("admin API at %s: GET %s: %s: %s", cfg.Admin.Listen, path, resp.Status, body.Error)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("admin API at %s: GET %s: the answer does not decode: %w", cfg.Admin.Listen, path, err)
-	}
-	return nil
+	return doAdmin(cfg, req, v)
 }
 
 // daemonUnreachable is the error of a command whose request found no

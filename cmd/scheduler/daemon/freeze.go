@@ -257,12 +257,15 @@ func doAdmin(cfg *config.Config, req *http.Request, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		var body struct{ Error string }
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body)
-		return fmt.Errorf("admin API: %s: %s", resp.Status, body.Error)
+		return fmt.Errorf("admin API at %s: %s %s: %s: %s", cfg.Admin.Listen, req.Method, req.URL.Path, resp.Status, body.Error)
 	}
 	if v == nil {
 		return nil
 	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("admin API at %s: %s %s: the answer does not decode: %w", cfg.Admin.Listen, req.Method, req.URL.Path, err)
+	}
+	return nil
 }
 
 // printSkipped lists, after the jobs' table, the upcoming ticks that will
