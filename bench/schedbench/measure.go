@@ -27,7 +27,7 @@ var inScripts = map[string]bool{
 	"del": true, "exists": true, "get": true, "hdel": true, "hexists": true, "hget": true, "hgetall": true,
 	"hmget": true, "incr": true, "hset": true, "lindex": true, "lpop": true, "lrange": true, "lrem": true, "pexpire": true,
 	"pttl": true, "publish": true, "rpush": true, "set": true, "time": true, "type": true, "xadd": true,
-	"xtrim": true, "zadd": true, "zcard": true, "zcount": true, "zrange": true, "zrangebyscore": true, "zrem": true,
+	"xdel": true, "xrevrange": true, "xtrim": true, "zadd": true, "zcard": true, "zcount": true, "zrange": true, "zrangebyscore": true, "zrem": true,
 	"zremrangebyscore": true, "zscore": true,
 }
 
