@@ -296,7 +296,9 @@
 //     the first writes; consecutive ones of one calendar or freeze are
 //     one entry, see "Every tick leaves a trace"), with Run.Reason
 //     "excluded by calendar NAME" or "freeze ID: NOTE"; it goes to
-//     WithOnRun there (a notify block may name "excluded"). Every replica
+//     WithOnRun there, once per tick (the history coalesces them; the
+//     daemon's notify blocks do not take excluded, as they do not take
+//     paused: a weekend calendar would send a webhook per tick). Every replica
 //     that fires the tick counts it in lockcron.job.runs and in Status's
 //     last outcome, as it does a paused tick. It is not a failure. The calendars come first: a
 //     tick in both is the calendar's.

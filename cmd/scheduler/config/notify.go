@@ -34,13 +34,15 @@ const (
 var DefaultNotifyOn = []string{string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
 	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong), string(scheduler.OutcomeAutoPaused)}
 
-// notifyOutcomes are the outcomes a run in the history can have, and the
-// events running_long and auto_paused: those a notify block may name.
+// notifyOutcomes are the outcomes of the runs in the history, and the
+// events running_long and auto_paused: those a notify block may name. Not
+// the skipped ticks' skipped_busy, paused and excluded, which would send a
+// webhook per tick (a weekend calendar: one a minute); the history
+// coalesces those.
 var notifyOutcomes = []string{
 	string(scheduler.OutcomeRan), string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
 	string(scheduler.OutcomeInterrupted), string(scheduler.OutcomeHandedOff), string(scheduler.OutcomeError),
 	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong), string(scheduler.OutcomeAutoPaused),
-	string(scheduler.OutcomeExcluded),
 }
 
 // Notify is a notify "name" { ... } block: a webhook that the daemon calls
@@ -92,8 +94,13 @@ func (d *decoder) decodeNotify(cfg *Config) {
 		n.Format = cmp.Or(d.oneOf(b.Format, np("format"), NotifyJSON, NotifySlack), n.Format)
 		if d.set(np("on")...) {
 			for _, out := range b.On {
-				if !slices.Contains(notifyOutcomes, out) {
-					d.errf(np("on"), "%q is not an outcome a run can have: use %s", out, quoteAll(notifyOutcomes))
+				switch scheduler.Outcome(out) {
+				case scheduler.OutcomeSkippedBusy, scheduler.OutcomePaused, scheduler.OutcomeExcluded:
+					d.errf(np("on"), "%q is a skipped tick's outcome, which notify does not send (a webhook per tick; the history has them, coalesced): use %s", out, quoteAll(notifyOutcomes))
+				default:
+					if !slices.Contains(notifyOutcomes, out) {
+						d.errf(np("on"), "%q is not an outcome a run can have: use %s", out, quoteAll(notifyOutcomes))
+					}
 				}
 			}
 			if len(b.On) == 0 {

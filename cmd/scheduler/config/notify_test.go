@@ -100,3 +100,18 @@ notify "unset" {
 		t.Errorf("an error shows the URL: %v", err)
 	}
 }
+
+// A skipped tick's outcome is refused in on with why: a webhook per tick
+// (the history coalesces skips; notify would not).
+func TestNotifyRefusesSkippedTicks(t *testing.T) {
+	for _, out := range []string{"skipped_busy", "paused", "excluded"} {
+		_, places, err := load(t, `notify "skips" {
+  url = "https://a.example/x"
+  @@on = ["failed", "`+out+`"]
+}
+`+job)
+		checkErrors(t, err, places, []want{
+			{mark: 1, field: "notify.skips.on", msg: `"` + out + `" is a skipped tick's outcome, which notify does not send`},
+		})
+	}
+}
