@@ -454,10 +454,12 @@ func TestLedgerHistoryCoalescesSkips(t *testing.T) {
 		if ok, err := g.Pass(ctx, time.Now().Add(time.Hour).UnixMilli(), 0, map[string]string{"skip": "paused", "outcome": "paused"}); ok || err != nil {
 			t.Fatalf("pass of a tick an hour ahead: %t, %v; want false", ok, err)
 		}
-		// A tick recorded skipped may still be claimed (a takeover of an
-		// earlier tick, a queued claim: one replica's busy skip is its own
-		// view); a tick claimed to run, or run, is not recorded skipped.
-		if !skip(20, "excluded", "freeze:f1") {
+		// A tick recorded skipped busy may still be claimed (a takeover
+		// of an earlier tick, a queued claim: one replica's busy skip is
+		// its own view); one recorded excluded is not (a freeze read a
+		// moment late: neither runs it); a tick claimed to run, or run, is
+		// not recorded skipped.
+		if !skip(20, "skipped_busy", "busy:r1") {
 			t.Fatal("skip of tick 20: not written")
 		}
 		cl = mustClaim(t, ctx, g, 20)
@@ -476,6 +478,16 @@ func TestLedgerHistoryCoalescesSkips(t *testing.T) {
 		}
 		if skip(22, "excluded", "freeze:f1") != true {
 			t.Fatal("skip of tick 22 after a run: not written")
+		}
+		if cl, err := g.Claim(ctx, 22, false); !errors.Is(err, fleet.ErrDone) {
+			if cl != nil {
+				_ = cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 22})
+			}
+			t.Fatalf("claim of a tick recorded excluded: %v; want ErrDone", err)
+		}
+		cl = mustClaim(t, ctx, g, 23) // the next tick runs
+		if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1, Seen: 23}); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

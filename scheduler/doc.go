@@ -498,9 +498,14 @@
 // that the fleet may still claim it, so Pass accepts it while the store's
 // clock is up to one period of the job behind the tick (a replica whose
 // clock runs ahead fires early); only a tick further ahead is refused.
-// Recording a tick as skipped does not stop a later claim of it from
-// running it (a claim that finds the lock free after all): then the
-// history shows both.
+// Recording a tick as skipped busy or paused does not stop a later claim
+// of it from running it (a claim that finds the lock free after all, a
+// takeover that comes back for its own tick, a queued claim): then the
+// history shows both. An excluded tick is different: a calendar is the
+// same on every replica, a freeze only a moment late on one, so a claim
+// of a tick recorded excluded answers done (the store keeps the latest
+// such tick beside the ledger's skipped): neither runs it, and a tick
+// claimed first is not recorded excluded.
 //
 // What a SIGKILL costs: the killed replica's lock is held until its lease
 // ends (lock.WithLeaseTime, after its last renewal). Under OverlapSkip the

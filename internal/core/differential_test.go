@@ -701,7 +701,7 @@ func (d *diffRun) ledgerPassOp() diffOp {
 	if d.rng.IntN(10) < 7 {
 		entry = map[string]string{"passed": strconv.FormatInt(upTo, 10), "tick": strconv.FormatInt(upTo, 10)}
 		if d.skipCause(entry) {
-			entry["outcome"] = []string{"skipped", "paused"}[d.rng.IntN(2)]
+			entry["outcome"] = []string{"skipped", "paused", "excluded"}[d.rng.IntN(3)]
 		}
 	}
 	var settled time.Duration // the ticks are ms since 1970: long past

@@ -13,6 +13,7 @@ import (
 type memLedger struct {
 	done, seen, running, tries int64
 	skipped                    int64 // the latest tick a skip entry was passed for (pass.lua)
+	excluded                   int64 // the latest tick an excluded skip entry was passed for (pass.lua)
 	triggers                   int64
 	paused                     bool
 	pause                      memPause // when paused (pause.lua's fields)
@@ -109,6 +110,11 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		// Free, but others came first.
 		sleep, _ := s.keepPlace(k, owner, ca.place, now, 0)
 		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
+	}
+	if tick == g.excluded && !(running != 0 && running < tick) {
+		// Recorded excluded: as the script, neither runs it.
+		leave()
+		return claimReply{status: claimDone, value: tick}, nil
 	}
 	leave()
 	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now), extra: tick, at: now.UnixMilli()}
@@ -241,6 +247,9 @@ func (b *memoryBackend) ledgerPass(ctx context.Context, lg ledgerRef, upTo int64
 		g.seen = max(g.seen, upTo)
 		if skip {
 			g.skipped = upTo
+			if entry[hOutcome] == "excluded" {
+				g.excluded = upTo
+			}
 		}
 	}
 	s.appendHistory(lg, entry, now)

@@ -10,7 +10,8 @@
 --         running was claimed, Redis time in ms), definition and defowner
 --         (recorded by the latest claim that took the lock with one,
 --         ARGV[10], and its owner), renewed and hrenewed (when the ledger's
---         and the history's lifetimes were last renewed, see finish.lua)
+--         and the history's lifetimes were last renewed, see finish.lua),
+--         excluded (the latest tick recorded excluded, see pass.lua)
 -- ARGV[1] owner id, unique to this claim
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
@@ -46,7 +47,8 @@
 -- and defowner the ledger's before this claim recorded its own ("" if
 -- none), at the server's time of the claim in ms (TIME: the clock a
 -- start deadline is measured on, the same for every claimant);
--- {2, tick} the tick, or the later one returned, is done or under way;
+-- {2, tick} the tick, or the later one returned, is done or under way, or
+-- the tick was recorded excluded and the lock is free;
 -- {3, until} the ledger is paused (its field paused is 1, and its field
 -- pauseduntil, if any, is after the server's clock; see pause.lua): nothing
 -- is taken; until is pauseduntil, 0 if none;
@@ -60,7 +62,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil', 'excluded')
 if f.err then
   return {-6, 0}
 end
@@ -147,6 +149,14 @@ end
 if waits and head and head ~= owner then
   -- Free, but others came first.
   return wait(0)
+end
+-- A tick recorded excluded (pass.lua: a calendar or a freeze) is not run
+-- after all by a claimant that learnt of its freeze a moment late: the
+-- fleet's first decision holds. An earlier unfinished tick is still
+-- taken over (it was not excluded).
+if tick == (tonumber(f[11]) or 0) and not (running ~= 0 and running < tick) then
+  leave()
+  return answer({2, tick})
 end
 clock = clock or redis.call('TIME')
 local token = newToken(KEYS[2], ARGV[3], clock)

@@ -6,9 +6,12 @@
 -- (a claim that found the tick busy or paused moved seen already): the
 -- first caller moves skipped to the tick, and seen if it is below it; a
 -- tick claimed to run (the ledger's done or running) is not recorded
--- skipped. A skip does not stop a later claim of the tick (one replica's
--- busy skip is its own view: a takeover or a queued claim may still run
--- the tick).
+-- skipped. A busy or paused skip does not stop a later claim of the tick
+-- (one replica's busy skip is its own view: a takeover or a queued claim
+-- may still run the tick); an excluded one (outcome excluded: a calendar
+-- or a freeze, the same for every replica but for a freeze read a moment
+-- late) is kept in the field excluded, and a claim of that tick answers
+-- done (claim.lua): neither runs it.
 -- KEYS[1] the ledger hash
 -- KEYS[2] the ledger's history stream
 -- ARGV[1] the tick up to which the ticks are passed over; "": none, the
@@ -61,6 +64,9 @@ end
 if pass then
   if skip then
     redis.call('HSET', KEYS[1], 'skipped', ARGV[1])
+    if entryField(7, 'outcome') == 'excluded' then
+      redis.call('HSET', KEYS[1], 'excluded', ARGV[1])
+    end
   end
   if seen < tonumber(ARGV[1]) then
     redis.call('HSET', KEYS[1], 'seen', ARGV[1])
