@@ -594,54 +594,45 @@ passes it on to the fleet.`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", job, map[string]string{"pause": "paused", "resume": "resumed"}[action])
 			}
-			if cfg, ok := daemonConfig(*cfgPath, o); ok {
-				ctx, cancel := commandContext(cmd)
-				defer cancel()
+			err := storeOrDaemon(cmd, *cfgPath, o, job, func(ctx context.Context, cfg *config.Config) error {
 				var err error
-				if heard, err = viaAdmin(ctx, cfg, o.Environ, job, action, note, until); err != nil {
-					return err
-				}
-				done()
-				return nil
-			}
-			return withScheduler(cmd.Context(), *cfgPath, o, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+				heard, err = viaAdmin(ctx, cfg, o.Environ, job, action, note, until)
+				return err
+			}, func(ctx context.Context, s *scheduler.Scheduler, cfg *config.Config) error {
 				var err error
-				if !cfg.UsesRedis() {
-					heard, err = viaAdmin(ctx, cfg, o.Environ, job, action, note, until)
-				} else {
-					switch action {
-					case "trigger":
-						heard, err = s.Trigger(ctx, job)
-						// On a Cluster, PUBLISH counts only the replicas
-						// subscribed on the node it reached (the message
-						// reaches every node): none there is no proof.
-						cluster := len(cfg.Redis.Addrs) > 1 && cfg.Redis.MasterName == ""
-						if err == nil && heard == 0 && !cluster {
-							err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)", job)
-						}
-						onCluster = cluster
-					case "pause":
-						err = s.Pause(ctx, job, true, pause)
-					case "resume":
-						err = s.Pause(ctx, job, false, fleet.PauseInfo{})
+				switch action {
+				case "trigger":
+					heard, err = s.Trigger(ctx, job)
+					// On a Cluster, PUBLISH counts only the replicas
+					// subscribed on the node it reached (the message
+					// reaches every node): none there is no proof.
+					cluster := len(cfg.Redis.Addrs) > 1 && cfg.Redis.MasterName == ""
+					if err == nil && heard == 0 && !cluster {
+						err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)", job)
 					}
-					switch {
-					case errors.Is(err, scheduler.ErrUnknownJob):
-						err = unknownJob(cfg, job)
-					case errors.Is(err, lock.ErrInvalid):
-						// An until that Redis's clock has passed.
-					case err != nil:
-						err = storeError(cfg, err)
-					default:
-						auditCLI(ctx, cmd, cfg, action, job, auditNote(pause))
-					}
+					onCluster = cluster
+				case "pause":
+					err = s.Pause(ctx, job, true, pause)
+				case "resume":
+					err = s.Pause(ctx, job, false, fleet.PauseInfo{})
 				}
-				if err != nil {
-					return err
+				switch {
+				case errors.Is(err, scheduler.ErrUnknownJob):
+					err = unknownJob(cfg, job)
+				case errors.Is(err, lock.ErrInvalid):
+					// An until that Redis's clock has passed.
+				case err != nil:
+					err = storeError(cfg, err)
+				default:
+					auditCLI(ctx, cmd, cfg, action, job, auditNote(pause))
 				}
-				done()
-				return nil
+				return err
 			})
+			if err != nil {
+				return err
+			}
+			done()
+			return nil
 		},
 	}
 	if action == "pause" {
@@ -649,6 +640,27 @@ passes it on to the fleet.`,
 		c.Flags().StringVar(&until, "until", "", "when the pause ends by itself: a time in RFC 3339, or a duration from now such as 2h")
 	}
 	return c
+}
+
+// storeOrDaemon makes a change the way each control command does
+// (trigger, pause, resume, freeze, unfreeze): through Redis, with the
+// config's scheduler (direct), when the config names Redis; else, or
+// without a config file, through the running daemon's admin API
+// (viaDaemon). job, if not "", must be a job of the config.
+func storeOrDaemon(cmd *cobra.Command, cfgPath string, o Options, job string,
+	viaDaemon func(context.Context, *config.Config) error,
+	direct func(context.Context, *scheduler.Scheduler, *config.Config) error) error {
+	if cfg, ok := daemonConfig(cfgPath, o); ok {
+		ctx, cancel := commandContext(cmd)
+		defer cancel()
+		return viaDaemon(ctx, cfg)
+	}
+	return withScheduler(cmd.Context(), cfgPath, o, job, func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
+		if !cfg.UsesRedis() {
+			return viaDaemon(ctx, cfg)
+		}
+		return direct(ctx, s, cfg)
+	})
 }
 
 // unknownJob is the error for a job name the config does not have: it

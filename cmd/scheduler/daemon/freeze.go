@@ -17,7 +17,6 @@ import (
 
 	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/fleet"
-	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -144,28 +143,21 @@ with $LOCKCRON_TOKEN or the config's operate token).`,
 			}
 			req := FreezeRequestJSON{Jobs: jobs, Until: at.UTC().Format(time.RFC3339Nano), Note: note}
 			var f scheduler.Freeze
-			if cfg, ok := daemonConfig(*cfgPath, o); ok {
-				ctx, cancel := commandContext(cmd)
-				defer cancel()
+			err = storeOrDaemon(cmd, *cfgPath, o, "", func(ctx context.Context, cfg *config.Config) error {
+				var err error
 				f, err = freezeViaAdmin(ctx, cfg, o.Environ, req)
-			} else {
-				err = withScheduler(cmd.Context(), *cfgPath, o, "", func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
-					if !cfg.UsesRedis() {
-						var err error
-						f, err = freezeViaAdmin(ctx, cfg, o.Environ, req)
+				return err
+			}, func(ctx context.Context, s *scheduler.Scheduler, cfg *config.Config) error {
+				var err error
+				if f, err = s.Freeze(ctx, jobs, at, note); err != nil {
+					if errors.Is(err, scheduler.ErrInvalid) {
 						return err
 					}
-					var err error
-					if f, err = s.Freeze(ctx, jobs, at, note); err != nil {
-						if errors.Is(err, scheduler.ErrInvalid) {
-							return err
-						}
-						return storeError(cfg, err)
-					}
-					auditCLI(ctx, cmd, cfg, "freeze", freezeTarget(f), freezeNote(f))
-					return nil
-				})
-			}
+					return storeError(cfg, err)
+				}
+				auditCLI(ctx, cmd, cfg, "freeze", freezeTarget(f), freezeNote(f))
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -195,26 +187,18 @@ made up.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			var err error
-			if cfg, ok := daemonConfig(*cfgPath, o); ok {
-				ctx, cancel := commandContext(cmd)
-				defer cancel()
-				err = unfreezeViaAdmin(ctx, cfg, o.Environ, id)
-			} else {
-				err = withScheduler(cmd.Context(), *cfgPath, o, "", func(ctx context.Context, s *scheduler.Scheduler, _ *lock.Client, cfg *config.Config) error {
-					if !cfg.UsesRedis() {
-						return unfreezeViaAdmin(ctx, cfg, o.Environ, id)
+			err := storeOrDaemon(cmd, *cfgPath, o, "", func(ctx context.Context, cfg *config.Config) error {
+				return unfreezeViaAdmin(ctx, cfg, o.Environ, id)
+			}, func(ctx context.Context, s *scheduler.Scheduler, cfg *config.Config) error {
+				if err := s.Unfreeze(ctx, id); err != nil {
+					if errors.Is(err, scheduler.ErrUnknownFreeze) {
+						return fmt.Errorf("unknown freeze %q: no such freeze, or it has ended", id)
 					}
-					if err := s.Unfreeze(ctx, id); err != nil {
-						if errors.Is(err, scheduler.ErrUnknownFreeze) {
-							return fmt.Errorf("unknown freeze %q: no such freeze, or it has ended", id)
-						}
-						return storeError(cfg, err)
-					}
-					auditCLI(ctx, cmd, cfg, "unfreeze", id, "")
-					return nil
-				})
-			}
+					return storeError(cfg, err)
+				}
+				auditCLI(ctx, cmd, cfg, "unfreeze", id, "")
+				return nil
+			})
 			if err != nil {
 				return err
 			}
