@@ -360,7 +360,7 @@ func (s *Server) start(port, busPort int) error {
 	}()
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitReady(addr, done); err != nil {
+	if err := waitReady(addr, cmd.Process.Pid, done); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
 		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
@@ -372,17 +372,23 @@ func (s *Server) start(port, busPort int) error {
 	return nil
 }
 
-// waitReady polls PING until the server answers, it exits, or startTimeout
-// passes.
-func waitReady(addr string, exited <-chan struct{}) error {
+// waitReady polls PING until the server whose process is pid answers, it
+// exits, or startTimeout passes. A server of another process that answers
+// on addr (a parallel test's, which took the port between our probe and
+// our server's bind: ours then fails to bind and exits) is an error, so
+// that the caller tries another port instead of sharing that server.
+func waitReady(addr string, pid int, exited <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true, DialTimeout: time.Second})
 	defer c.Close()
 	deadline := time.Now().Add(startTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
+		fields, err := info(ctx, c, "server")
 		cancel()
 		if err == nil {
+			if got := fields["process_id"]; got != strconv.Itoa(pid) {
+				return fmt.Errorf("another redis-server (pid %s) answers on %s", got, addr)
+			}
 			return nil
 		}
 		select {
