@@ -381,6 +381,8 @@ type JobView struct {
 	// outcome there. Nil for other jobs, and when the history could not
 	// be read.
 	PerReplica []Run
+	// Replicas is the job's Job.Replicas: which replicas run each tick.
+	Replicas Replicas
 }
 
 // Jobs returns a view of every job, in the order they were added, reading
@@ -436,6 +438,7 @@ func (s *Scheduler) views(ctx context.Context, entries []*entry) []JobView {
 				v.RunningLong = since.Add(d)
 			}
 		}
+		v.Replicas = e.job.Replicas
 		if e.job.everyReplica() {
 			if runs, err := s.History(ctx, e.job.Name, DefaultHistoryKeep, ""); err == nil {
 				v.PerReplica = lastPerReplica(runs)

@@ -787,6 +787,9 @@ func printJobs(w io.Writer, views []JobJSON) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printPerReplica(w, views); err != nil {
+		return err
+	}
 	return printSkipped(w, views)
 }
 
