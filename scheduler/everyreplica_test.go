@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
@@ -259,5 +262,92 @@ func TestEveryReplicaValidate(t *testing.T) {
 	j = scheduler.Job{Name: "x", Schedule: "@every 1s", Run: run}
 	if err := j.Validate(); err != nil || j.Replicas != scheduler.ReplicasOne {
 		t.Fatalf("Validate() = %v, Replicas %q; want nil, one", err, j.Replicas)
+	}
+}
+
+// TestEveryReplicaPauseTriggerAndMetrics: a pause holds the ticks of a job
+// that runs on every replica on each of them, a manual run runs once on
+// each, and the metrics of its runs carry the replica.
+func TestEveryReplicaPauseTriggerAndMetrics(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	j := newJournal()
+	ids := []string{"r1", "r2"}
+	var reps []*replica
+	meters := make(map[string]*meter)
+	for _, id := range ids {
+		m := newMeter()
+		r := newRedisReplica(t, srv, id, nil, m.option())
+		r.add(t,
+			scheduler.Job{Name: "warm", Schedule: "@every 1s", Replicas: scheduler.ReplicasAll, Run: j.fn(nil)},
+			scheduler.Job{Name: "flush", Schedule: "@yearly", Replicas: scheduler.ReplicasAll, Run: j.fn(nil)},
+		)
+		reps, meters[id] = append(reps, r), m
+	}
+	for _, r := range reps {
+		r.start()
+	}
+	count := func(job string, match func(execution) bool) map[string]int {
+		out := make(map[string]int)
+		for _, x := range j.all() {
+			if x.info.Job == job && match(x) {
+				out[x.info.Replica]++
+			}
+		}
+		return out
+	}
+	testkit.Eventually(t, 30*time.Second, "warm runs on both replicas", func() bool {
+		n := count("warm", func(execution) bool { return true })
+		return n["r1"] > 0 && n["r2"] > 0
+	})
+	for _, id := range ids {
+		if n := meters[id].counter(t, "lockcron.job.runs", attribute.String("lockcron.job", "warm"),
+			attribute.String("lockcron.outcome", "ran"), attribute.String("lockcron.replica", id)); n == 0 {
+			t.Errorf("%s: lockcron.job.runs of warm has no point with lockcron.replica=%s", id, id)
+		}
+	}
+
+	// A manual run: once on each replica.
+	testkit.Eventually(t, 10*time.Second, "both replicas subscribed", func() bool { return reps[0].s.Running() && reps[1].s.Running() })
+	if _, err := reps[0].s.Trigger(ctx, "flush"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "flush's manual run on both replicas", func() bool {
+		n := count("flush", func(x execution) bool { return x.info.Trigger == 1 })
+		return n["r1"] == 1 && n["r2"] == 1
+	})
+
+	// A pause: no tick after it runs anywhere, each replica records its
+	// ticks paused; a resume runs them again.
+	if err := reps[1].s.Pause(ctx, "warm", true, testPause); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now()
+	testkit.Eventually(t, 30*time.Second, "a tick after the pause recorded paused on both replicas", func() bool {
+		for _, r := range reps {
+			st := statusOf(t, r.s, "warm")
+			if st.LastOutcome != scheduler.OutcomePaused || !st.LastTick.After(pausedAt.Add(time.Second)) {
+				return false
+			}
+		}
+		return true
+	})
+	if n := count("warm", func(x execution) bool { return x.info.Tick.After(pausedAt) }); len(n) > 0 {
+		t.Errorf("ticks after the pause ran: %v", n)
+	}
+	if err := reps[0].s.Pause(ctx, "warm", false, fleet.PauseInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	resumedAt := time.Now()
+	testkit.Eventually(t, 30*time.Second, "warm runs again on both replicas after the resume", func() bool {
+		n := count("warm", func(x execution) bool { return x.info.Tick.After(resumedAt) })
+		return n["r1"] > 0 && n["r2"] > 0
+	})
+	for _, r := range reps {
+		r.stop(t)
+	}
+	if n := count("flush", func(x execution) bool { return true }); n["r1"] != 1 || n["r2"] != 1 {
+		t.Errorf("flush ran %v, want once on each replica", n)
 	}
 }
