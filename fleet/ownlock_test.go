@@ -68,7 +68,9 @@ func TestOwnLock(t *testing.T) {
 	if len(ents) != 2 || ents[0].Fields["replica"] != "r2" || ents[1].Fields["replica"] != "r1" {
 		t.Errorf("the lock's history: %+v, want r2's and r1's runs", ents)
 	}
-	if _, err := st.Ledger("cache", "cache", fleet.WithOwnLock("r{1}")); !errors.Is(err, lock.ErrInvalid) {
-		t.Errorf("own lock with braces: %v, want ErrInvalid", err)
+	for _, bad := range []string{"r{1}", "", " "} {
+		if _, err := st.Ledger("cache", "cache", fleet.WithOwnLock(bad)); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("own lock %q: %v, want ErrInvalid", bad, err)
+		}
 	}
 }

@@ -88,7 +88,7 @@ type Ledger struct {
 	keep   int           // history entries kept
 	maxAge time.Duration // history entries' lifetime
 	histID string        // the ledger whose history this one writes (WithSharedHistory)
-	own    string        // the lock of its own its claims take, beside the lock (WithOwnLock); "": the lock's
+	own    *string       // the lock of its own its claims take, beside the lock (WithOwnLock); nil: the lock's
 	hist   string        // the history's key
 }
 

@@ -16,19 +16,19 @@ import (
 // ledgers with own locks of one task share the task's history. The
 // scheduler gives each replica of a job that runs on every replica a
 // ledger so (its replica's id as own). own must not be empty nor hold {
-// or }: Client.Ledger returns ErrInvalid.
+// or } (Client.Ledger returns ErrInvalid).
 func WithOwnLock(own string) LedgerOption {
-	return func(g *Ledger) { g.own = own }
+	return func(g *Ledger) { g.own = &own }
 }
 
 // ownMutex is the mutex a ledger's claims take: the lock named lockName,
 // or, with own set (WithOwnLock), the lock of its own beside it.
-func ownMutex(c *Client, lockName, own string) (*mutex, error) {
-	if own == "" {
+func ownMutex(c *Client, lockName string, own *string) (*mutex, error) {
+	switch {
+	case own == nil:
 		return newMutex(c, lockName), nil
+	case strings.TrimSpace(*own) == "" || strings.ContainsAny(*own, "{}"):
+		return nil, fmt.Errorf("lock %q: own lock %q: empty, or holds { or }: %w", lockName, *own, ErrInvalid)
 	}
-	if strings.ContainsAny(own, "{}") || strings.TrimSpace(own) == "" {
-		return nil, fmt.Errorf("lock %q: own lock %q: empty, or holds { or }: %w", lockName, own, ErrInvalid)
-	}
-	return mutexAt(c, keysAt(lockName+"/"+own, base(c.opt.prefix, lockName)+":own:"+own)), nil
+	return mutexAt(c, keysAt(lockName+"/"+*own, base(c.opt.prefix, lockName)+":own:"+*own)), nil
 }
