@@ -407,12 +407,14 @@ job "hello" {
 # on_shutdown is "abandon" (a stopping replica's run is its own: no other
 # replica can take it over). Each run is in the history with its replica;
 # `scheduler jobs` and the status page show each replica's last outcome.
-job "clear-local-cache" {
-  schedule = "@every 10m"
-  replicas = "all"
-  timeout  = "1m"
-  exec {
-    command = ["sh", "-c", "rm -rf \"$${TMPDIR:-/tmp}/lockcron-example-cache\""]
-    grace   = "2s"
-  }
-}
+# Commented out, as the other examples below "hello": this file runs one
+# job.
+# job "clear-local-cache" {
+#   schedule = "@every 10m"
+#   replicas = "all"
+#   timeout  = "1m"
+#   exec {
+#     command = ["sh", "-c", "rm -rf /var/cache/app/tmp/*"]
+#     grace   = "2s"
+#   }
+# }
