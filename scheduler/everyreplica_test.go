@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,21 +62,29 @@ func TestEveryReplicaRunsEachTickOnEachReplica(t *testing.T) {
 	for _, r := range fleet {
 		r.start()
 	}
-	// Wait for two ticks that ran on every replica.
+	// Wait for four ticks that ran on every replica.
 	var full []time.Time
-	testkit.Eventually(t, 30*time.Second, "two ticks run on all three replicas", func() bool {
+	testkit.Eventually(t, 30*time.Second, "four ticks run on all three replicas", func() bool {
 		full = full[:0]
 		for tick := range perReplica(j.all()) {
 			if ranOnAll(j, tick, ids...) {
 				full = append(full, tick)
 			}
 		}
-		return len(full) >= 2
+		return len(full) >= 4
 	})
 	// r2 restarts with the same id: its first tick after the restart is
 	// one it has not run, and the tick it ran last is not run again.
 	fleet["r2"].stop(t)
 	stoppedAt := time.Now()
+	// Every tick from the first that ran on all three to r2's stop ran on
+	// each: three runs per tick.
+	slices.SortFunc(full, func(a, b time.Time) int { return a.Compare(b) })
+	for tick := full[0]; tick.Before(stoppedAt.Add(-time.Second)); tick = tick.Add(time.Second) {
+		if !ranOnAll(j, tick, ids...) {
+			t.Errorf("tick %s before r2's stop did not run on all three replicas: %v", fmtT(tick), perReplica(j.all())[tick])
+		}
+	}
 	r2 := newRedisReplica(t, srv, "r2", nil)
 	r2.add(t, job())
 	r2.start()
@@ -302,10 +311,11 @@ func TestEveryReplicaPauseTriggerAndMetrics(t *testing.T) {
 		return n["r1"] > 0 && n["r2"] > 0
 	})
 	for _, id := range ids {
-		if n := meters[id].counter(t, "lockcron.job.runs", attribute.String("lockcron.job", "warm"),
-			attribute.String("lockcron.outcome", "ran"), attribute.String("lockcron.replica", id)); n == 0 {
-			t.Errorf("%s: lockcron.job.runs of warm has no point with lockcron.replica=%s", id, id)
-		}
+		// Counted as the run finishes, just after the job func returns.
+		testkit.Eventually(t, 10*time.Second, id+": lockcron.job.runs of warm with lockcron.replica="+id, func() bool {
+			return meters[id].counter(t, "lockcron.job.runs", attribute.String("lockcron.job", "warm"),
+				attribute.String("lockcron.outcome", "ran"), attribute.String("lockcron.replica", id)) > 0
+		})
 	}
 
 	// A manual run: once on each replica.

@@ -63,7 +63,7 @@ func TestReplicasAllRunsOnEveryReplica(t *testing.T) {
 	})
 
 	out := mustCLI(t, 0, dir, "jobs", "-config", cfg).stdout
-	if !strings.Contains(out, "Last outcome per replica") {
+	if !strings.Contains(out, "Last outcome per replica") || !strings.Contains(out, "per replica, below") {
 		t.Errorf("scheduler jobs lists no outcome per replica:\n%s", out)
 	}
 	for _, id := range ids {

@@ -779,6 +779,9 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		if v.Error != "" {
 			outcome = "error: " + v.Error
 		}
+		if outcome == "" && v.Replicas != "" {
+			outcome = "per replica, below"
+		}
 		if outcome == "" {
 			outcome = "-"
 		}
