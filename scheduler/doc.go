@@ -556,7 +556,11 @@
 //     own skips only. JobView.PerReplica (the daemon's `scheduler jobs`
 //     and status page) is the last entry of each replica among the
 //     latest DefaultHistoryKeep; Status is this replica's, as for every
-//     job.
+//     job; JobView.Ledger is the job's ledger, which holds its pause and
+//     counts its manual requests, and no run. WithOnRun hears each run on
+//     the replica that ran it, so the daemon's notify blocks post once
+//     per replica's run (three failures of one tick on three replicas
+//     are three messages).
 //   - Metrics count each replica's outcomes; for such a job they carry
 //     lockcron.replica besides lockcron.job (the counters, histograms and
 //     gauges), so that a collector that merges replicas keeps them apart;
