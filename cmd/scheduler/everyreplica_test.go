@@ -1,7 +1,9 @@
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,52 +16,62 @@ import (
 
 // TestReplicasAllRunsOnEveryReplica: a job with replicas = "all" runs each
 // tick on each of three replica processes, once; a replica killed with
-// SIGKILL and started again with the same replica id runs neither the
-// tick it was killed in nor any tick twice; `scheduler jobs` lists the
-// last outcome of each replica.
+// SIGKILL in the middle of a run and started again with the same replica
+// id runs neither that tick (it is recorded interrupted) nor any tick
+// twice; `scheduler jobs` lists the last outcome of each replica.
 func TestReplicasAllRunsOnEveryReplica(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	text := strings.Replace(header(srv.Addr(), "5s"), "redis {", "lock {\n  lease = \"8s\"\n}\nredis {", 1) +
-		execJob("cache", "@every 1s", "1s", `echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> ticks.log; sleep 0.3`,
+		// r2 hangs in its run while the file "hang" is there.
+		execJob("cache", "@every 1s", "1s", `if [ "$LOCKCRON_REPLICA" = r2 ] && [ -e hang ]; then echo "hang $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> ticks.log; sleep 60; fi
+echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> ticks.log`,
 			`replicas = "all"`)
 	cfg := writeConfig(t, dir, text)
 	ps := startFleet(t, dir, cfg, 3)
 	path := filepath.Join(dir, "ticks.log")
 	ids := []string{"r1", "r2", "r3"}
-	// fullAfter is the first tick after from that ran on every replica.
-	fullAfter := func(from time.Time) (time.Time, bool) {
-		by := make(map[time.Time]map[string]bool)
+	// runs is how many times each tick ran on each replica.
+	runs := func() map[time.Time]map[string]int {
+		by := make(map[time.Time]map[string]int)
 		for _, r := range parseRecords(t, fileLines(t, path)) {
+			if r.word != "run" {
+				continue
+			}
 			if by[r.tick] == nil {
-				by[r.tick] = make(map[string]bool)
+				by[r.tick] = make(map[string]int)
 			}
-			by[r.tick][r.replica] = true
+			by[r.tick][r.replica]++
 		}
-		var first time.Time
-		for tick, reps := range by {
-			if tick.After(from) && len(reps) == len(ids) && (first.IsZero() || tick.Before(first)) {
-				first = tick
-			}
-		}
-		return first, !first.IsZero()
+		return by
 	}
-	testkit.Eventually(t, 30*time.Second, "a tick run on all three replicas", func() bool {
-		_, ok := fullAfter(time.Time{})
-		return ok
-	})
+	// fullAfter reports whether a tick after from ran on every replica.
+	fullAfter := func(from time.Time) bool {
+		for tick, reps := range runs() {
+			if tick.After(from) && len(reps) == len(ids) {
+				return true
+			}
+		}
+		return false
+	}
+	testkit.Eventually(t, 30*time.Second, "a tick run on all three replicas", func() bool { return fullAfter(time.Time{}) })
 
-	// r2 dies mid-run (its runs take 0.3s of each second) and comes back
-	// with the same id.
-	r2 := byName(ps, "r2")
-	r2.signal(t, syscall.SIGKILL)
-	r2.awaitExit(t, 10*time.Second)
-	killed := time.Now()
+	// r2 dies in the middle of a run, and comes back with the same id.
+	hang := filepath.Join(dir, "hang")
+	if err := os.WriteFile(hang, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hung := waitRecord(t, 20*time.Second, path, "r2 hanging in a run", func(r record) bool { return r.word == "hang" })
+	byName(ps, "r2").signal(t, syscall.SIGKILL)
+	byName(ps, "r2").awaitExit(t, 10*time.Second)
+	if err := os.Remove(hang); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
 	ps[1] = startReplica(t, dir, cfg, "r2")
-	testkit.Eventually(t, 40*time.Second, "a tick after the restart run on all three replicas", func() bool {
-		_, ok := fullAfter(killed.Add(time.Second))
-		return ok
+	testkit.Eventually(t, 60*time.Second, "a tick after the restart run on all three replicas", func() bool {
+		return fullAfter(restarted.Add(time.Second))
 	})
 
 	out := mustCLI(t, 0, dir, "jobs", "-config", cfg).stdout
@@ -67,9 +79,26 @@ func TestReplicasAllRunsOnEveryReplica(t *testing.T) {
 		t.Errorf("scheduler jobs lists no outcome per replica:\n%s", out)
 	}
 	for _, id := range ids {
-		if !strings.Contains(out, "cache  "+id+" ") && !strings.Contains(out, "cache "+id) {
+		if !strings.Contains(out, "cache  "+id+" ") {
 			t.Errorf("scheduler jobs does not list replica %s:\n%s", id, out)
 		}
+	}
+	var hist []struct {
+		Tick    time.Time `json:"tick"`
+		Replica string    `json:"replica"`
+		Outcome string    `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, 0, dir, "history", "cache", "-json", "-config", cfg).stdout), &hist); err != nil {
+		t.Fatal(err)
+	}
+	interrupted := false
+	for _, h := range hist {
+		if h.Tick.Equal(hung.tick) && h.Replica == "r2" {
+			interrupted = h.Outcome == "interrupted"
+		}
+	}
+	if !interrupted {
+		t.Errorf("the tick r2 died in, %s, is not in the history as interrupted on r2: %+v", hung.tick.Format(time.RFC3339), hist)
 	}
 
 	for _, p := range ps {
@@ -78,15 +107,19 @@ func TestReplicasAllRunsOnEveryReplica(t *testing.T) {
 	for _, p := range ps {
 		p.awaitExit(t, 15*time.Second)
 	}
-	seen := make(map[string]int)
-	for _, r := range parseRecords(t, fileLines(t, path)) {
-		key := fmt.Sprintf("%s on %s", r.tick.Format(time.RFC3339), r.replica)
-		seen[key]++
-		if seen[key] == 2 {
-			t.Errorf("tick %s ran twice", key)
+	for tick, by := range runs() {
+		for id, n := range by {
+			if n > 1 {
+				t.Errorf("tick %s ran %d times on %s", tick.Format(time.RFC3339), n, id)
+			}
 		}
+	}
+	if runs()[hung.tick]["r2"] != 0 {
+		t.Errorf("r2 ran the tick it died in, %s, again after its restart", hung.tick.Format(time.RFC3339))
+	}
+	for _, r := range parseRecords(t, fileLines(t, path)) {
 		if r.attempt != 1 {
-			t.Errorf("tick %s: attempt %d, want 1 (a run on every replica is never taken over)", key, r.attempt)
+			t.Errorf("%s %s on %s: attempt %d, want 1 (a run on every replica is never taken over)", r.word, r.tick.Format(time.RFC3339), r.replica, r.attempt)
 		}
 	}
 }
