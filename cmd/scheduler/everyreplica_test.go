@@ -143,6 +143,7 @@ func TestBrowserPerReplicaOutcomes(t *testing.T) {
 	for _, c := range []struct{ what, js string }{
 		{"two lines, one per replica, in order", `Array.from(` + row("cache") + `.querySelectorAll('.per-replica li')).map(l => l.dataset.replica).join() === 'r1,r2'`},
 		{"r1's line in words", `/r1: ran/.test(` + li("r1", "ran") + `.innerText)`},
+		{"held per replica, triggered on every replica", `/per replica/.test(` + row("cache") + `.querySelector('td.holder').innerText) && /every replica/.test(` + row("cache") + `.querySelector('button[data-action="trigger"]').title)`},
 		{"r2's line in words, marked ✗", `/r2: failed/.test(` + li("r2", "failed") + `.innerText) && ` + li("r2", "failed") + `.querySelector('.cell').textContent === '✗'`},
 	} {
 		if !eval[bool](t, ctx, "!!("+c.js+")") {
