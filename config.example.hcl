@@ -394,3 +394,27 @@ job "hello" {
 #     expect_status = [200, 204]
 #   }
 # }
+
+# A job that runs on every replica: per-host work, such as clearing a
+# local cache or rotating a local file. replicas = "all" runs each tick on
+# every live replica, once on each (default "one": once across the
+# fleet). No fleet-wide lock is taken: each replica claims the tick in a
+# ledger of its own, so it never runs a tick twice, also after a restart,
+# as long as its replica_id stays the same (set it to the pod's name: the
+# default, host name and process id, makes a restarted replica a new
+# one). overlap, timeout and retries apply to each replica's runs;
+# max_concurrency and pause_after_failures are refused with it, and
+# on_shutdown is "abandon" (a stopping replica's run is its own: no other
+# replica can take it over). Each run is in the history with its replica;
+# `scheduler jobs` and the status page show each replica's last outcome.
+# Commented out, as the other examples below "hello": this file runs one
+# job.
+# job "clear-local-cache" {
+#   schedule = "@every 10m"
+#   replicas = "all"
+#   timeout  = "1m"
+#   exec {
+#     command = ["sh", "-c", "rm -rf /var/cache/app/tmp/*"]
+#     grace   = "2s"
+#   }
+# }

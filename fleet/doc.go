@@ -61,6 +61,13 @@
 // requests, and Store.Publish and Store.Subscribe carry messages between
 // the Clients of a store (the scheduler's fleet requests).
 //
+// WithOwnLock gives a ledger a lock of its own beside the lock, in its
+// hash slot (prefix:{n}:own:<own>, the ledger at
+// prefix:{n}:own:<own>:ledger:id), while its history stays the lock's
+// (prefix:{n}:ledger:id:history): the scheduler's jobs that run on every
+// replica give each replica such a ledger, so that each runs every tick
+// once, with the same scripts, and all write to the job's history.
+//
 // A ledger keeps a history: a Redis Stream at prefix:{n}:ledger:id:history,
 // in the lock's hash slot, whose entries are the field-value maps its
 // callers give. Claim.Finish appends Record.Entry in the same script that

@@ -91,6 +91,17 @@ func WithHistory(keep int, maxAge time.Duration) LedgerOption {
 // (its scheduled and its manual runs, say) share one history.
 func WithSharedHistory(id string) LedgerOption { return core.WithSharedHistory(id) }
 
+// WithOwnLock makes the ledger's claims take a lock of its own named own,
+// beside the lock the ledger is made on (prefix:{lockName}:own:<own>, in
+// its hash slot; named lockName/own), instead of that lock: they exclude
+// each other, not the lock's Mutex nor its other ledgers. The ledger lives
+// beside its own lock, and its history stays the lock's (the ledger id's,
+// or WithSharedHistory's), so that the ledgers of one task with own locks
+// share one history. The scheduler gives each replica of a job that runs
+// on every replica such a ledger, its replica's id as own. An own that is
+// empty or holds { or } is refused by Store.Ledger (lock.ErrInvalid).
+func WithOwnLock(own string) LedgerOption { return core.WithOwnLock(own) }
+
 // WithDefinition makes each claim of the ledger record def in it (the
 // field definition), a digest of what the claimant will run: the next
 // claim's Claim.Definition tells it, so that claimants that run different

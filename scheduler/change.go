@@ -114,6 +114,7 @@ func (s *Scheduler) Update(j Job) error {
 		return err
 	}
 	s.entries[j.Name] = e
+	s.tel.perReplica(j.Name, e.job.everyReplica())
 	s.order[slices.Index(s.order, old)] = e
 	started := old.started
 	if started {
@@ -183,6 +184,9 @@ func (j *Job) digest() string {
 	}
 	if len(j.Exclude) > 0 {
 		fields = append(fields, "exclude="+calendarNames(j.Exclude)) // likewise
+	}
+	if j.everyReplica() {
+		fields = append(fields, "replicas="+string(j.Replicas)) // likewise
 	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)

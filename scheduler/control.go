@@ -249,7 +249,7 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 			}
 			e.mu.Unlock()
 			if s.claimsManual(e, n) {
-				s.handleClaim(e, at, claimSpec{ledger: e.manual, tick: n, queue: true, manual: true})
+				s.handleClaim(e, at, claimSpec{ledger: e.manualLedger(), tick: n, queue: true, manual: true})
 			}
 			done = n
 		}
@@ -298,7 +298,7 @@ func (e *entry) heardManual(ev fleet.TickEvent) {
 // outlasts the lease. It returns false when the Scheduler stops
 // meanwhile.
 func (s *Scheduler) claimsManual(e *entry, n int64) bool {
-	if s.opt.fallback <= 0 || s.members == nil {
+	if s.opt.fallback <= 0 || s.members == nil || e.job.everyReplica() {
 		return true
 	}
 	rank, ok := s.members.rank(e.job.Name+manualSuffix, n, 0)
@@ -375,6 +375,14 @@ type JobView struct {
 	// replica is known from the ledger: its claim's time, on the store's
 	// clock, plus AlertAfter, once this replica's clock is past that.
 	RunningLong time.Time
+	// PerReplica is, for a job that runs on every replica (Job.Replicas
+	// ReplicasAll), the last entry of each replica in the job's latest
+	// history entries (DefaultHistoryKeep), by replica id: its last
+	// outcome there. Nil for other jobs, and when the history could not
+	// be read.
+	PerReplica []Run
+	// Replicas is the job's Job.Replicas: which replicas run each tick.
+	Replicas Replicas
 }
 
 // Jobs returns a view of every job, in the order they were added, reading
@@ -428,6 +436,12 @@ func (s *Scheduler) views(ctx context.Context, entries []*entry) []JobView {
 				v.RunningLong = r.long
 			} else if v.LedgerErr == nil && v.Ledger.Held && !since.IsZero() && !time.Now().Before(since.Add(d)) {
 				v.RunningLong = since.Add(d)
+			}
+		}
+		v.Replicas = e.job.Replicas
+		if e.job.everyReplica() {
+			if runs, err := s.History(ctx, e.job.Name, DefaultHistoryKeep, ""); err == nil {
+				v.PerReplica = lastPerReplica(runs)
 			}
 		}
 		out[i] = v

@@ -516,6 +516,66 @@
 // (a replica keeps at most two ticks of a job in hand; a further one is
 // skipped_busy), unless StartDeadline turns them into deadline_missed.
 //
+// # Every replica
+//
+// Job.Replicas ReplicasAll (the config's replicas = "all") runs each tick
+// of the job on every replica that runs it, once on each, for work that is
+// per host (a local cache, a local file), as dkron targets every node and
+// gocron's users ask to skip the lock. How, and the choices made:
+//
+//   - No fleet-wide lock: each replica claims the tick at once, with no
+//     ranking nor fallback (its claims do not wait for any other
+//     replica's), in a ledger of its own beside a lock of its own, both in
+//     the job's hash slot: fleet.WithOwnLock with the replica's id
+//     (WithReplicaID), at prefix:{lock}:own:<replica> and
+//     prefix:{lock}:own:<replica>:ledger:<job>. Everything a claim does
+//     for a job of one run per tick, it does there: the ledger keeps the
+//     replica's latest tick done, so a replica never runs a tick twice,
+//     also after a restart with the same replica id; the lock keeps its
+//     runs one at a time (overlap skip or queue, per replica), with a
+//     watchdog and a fencing token; Timeout and Retries apply to each run.
+//     Two such jobs with one LockName exclude each other on each replica;
+//     they do not exclude a job of one run per tick with that LockName.
+//   - The record is per replica id: the daemon's default id is the host
+//     name and process id, so a restarted process is a new replica and
+//     runs the next tick whatever its predecessor ran. Give replicas a
+//     stable id (a pod's name) for the record to hold across restarts.
+//     A replica that starts again applies the job's Misfire policy to
+//     the ticks its own ledger says it missed (a new replica id has
+//     missed nothing), and a tick it claimed and never finished (it died
+//     mid-run) is not run again: it is recorded interrupted, as under
+//     ShutdownAbandon, once its old lease has expired.
+//   - A stop cannot hand a run to another replica, which runs the tick
+//     for itself already: OnShutdown is ShutdownAbandon (the default for
+//     such a job; ShutdownHandoff is refused), so a run cut short by the
+//     stop is recorded interrupted and not run again.
+//   - Every run goes to the job's history (the stream of the job's
+//     ledger: the own ledgers write to it), with its replica; a tick thus
+//     has one entry per replica. Skipped ticks (busy, paused, excluded,
+//     missed) are recorded by each replica for itself, coalesced with its
+//     own skips only. JobView.PerReplica (the daemon's `scheduler jobs`
+//     and status page) is the last entry of each replica among the
+//     latest DefaultHistoryKeep; Status is this replica's, as for every
+//     job; JobView.Ledger is the job's ledger, which holds its pause and
+//     counts its manual requests, and no run. WithOnRun hears each run on
+//     the replica that ran it, so the daemon's notify blocks post once
+//     per replica's run (three failures of one tick on three replicas
+//     are three messages).
+//   - Metrics count each replica's outcomes; for such a job they carry
+//     lockcron.replica besides lockcron.job (the counters, histograms and
+//     gauges), so that a collector that merges replicas keeps them apart;
+//     lockcron.job.last_success_timestamp is this replica's last success.
+//   - The pause stays the job's, in its fleet ledger (Pause, a resume, a
+//     pause with an end): since the own ledgers' claims do not read it,
+//     each replica reads the job's ledger before each claim, one round
+//     trip more per tick. A pause set while a replica's claim is under
+//     way lets that tick run there, as a run under way goes on.
+//   - A manual run (Trigger) runs once on every replica that hears it, in
+//     each replica's own ledger of manual runs.
+//   - MaxConcurrency (a fleet-wide permit) and PauseAfterFailures (a count
+//     of failures in a row across the fleet, where each replica has a
+//     row of its own) are refused with it (ErrInvalid, naming the field).
+//
 // # Lock kinds and concurrency
 //
 // LockFair makes the job's claims wait in the lock's FIFO queue

@@ -128,6 +128,13 @@ type Job struct {
 	// which each claim records in the job's ledger so that replicas that
 	// run another definition of the job are noticed. Default "".
 	Revision string
+	// Replicas says which replicas run each tick: ReplicasOne (default),
+	// once across the fleet; or ReplicasAll, every replica that runs the
+	// job, once each, with no fleet-wide lock (see the package doc,
+	// "Every replica"). ReplicasAll refuses MaxConcurrency and
+	// PauseAfterFailures, and OnShutdown ShutdownHandoff; its OnShutdown
+	// defaults to ShutdownAbandon.
+	Replicas Replicas
 }
 
 // LockKind is the kind of lock a job's runs take.
@@ -392,6 +399,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	default:
 		bad("misfire", "%q is not one of %q, %q", j.Misfire, MisfireSkip, MisfireRunOnce)
 	}
+	j.validateReplicas(bad)
 	switch j.OnShutdown {
 	case "":
 		j.OnShutdown = ShutdownHandoff

@@ -360,7 +360,7 @@ func (s *Scheduler) heardTick(e *entry, ev fleet.TickEvent) {
 // rank, or ranking off or unknown). If not, the tick waits (wait), and what
 // settles the wait claims it or lets it go.
 func (s *Scheduler) claimsNow(e *entry, tick time.Time) bool {
-	if s.opt.fallback <= 0 || s.members == nil {
+	if s.opt.fallback <= 0 || s.members == nil || e.job.everyReplica() {
 		return true
 	}
 	ms := tick.UnixMilli()

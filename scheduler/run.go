@@ -497,9 +497,9 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if outcome == OutcomeLostLock && errors.Is(err, lock.ErrNotHeld) {
 		// A lost lease records nothing in the ledger (the tick is run
 		// again); the history keeps the run all the same.
-		ledger := r.e.ledger
+		ledger := r.e.runLedger()
 		if r.manual {
-			ledger = r.e.manual
+			ledger = r.e.manualLedger()
 		}
 		herr := ledger.Append(ctx, rr.fields())
 		recorded = herr == nil

@@ -117,6 +117,10 @@ type entry struct {
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
 	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
 	otherAt     time.Time               // when a claim last found it
+
+	// The ledgers of this replica's own runs of a job that runs on every
+	// replica (Job.Replicas ReplicasAll; ownLedgers), nil otherwise.
+	mine, mineManual *fleet.Ledger
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -201,6 +205,7 @@ func (s *Scheduler) Add(j Job) error {
 	}
 	s.entries[j.Name] = e
 	s.order = append(s.order, e)
+	s.tel.perReplica(j.Name, e.job.everyReplica())
 	s.tel.zero(j.Name)
 	if s.started {
 		s.startLoop(e)
@@ -240,6 +245,11 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	e := &entry{job: j, sched: sched, ledger: g, manual: manual, digest: digest, loc: jobLocation(&j),
 		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout)),
 		quit:   make(chan struct{}), done: make(chan struct{})}
+	if j.everyReplica() {
+		if err := s.ownLedgers(e, ledger, fleet.WithHistory(keep, age), fleet.WithDefinition(digest)); err != nil {
+			return nil, err
+		}
+	}
 	e.ctx, e.cancel = context.WithCancelCause(s.stopCtx)
 	return e, nil
 }
@@ -457,7 +467,7 @@ func (s *Scheduler) Status() []Status {
 func (s *Scheduler) loop(e *entry) {
 	defer s.wg.Done()
 	defer close(e.done)
-	if s.members != nil {
+	if s.members != nil && !e.job.everyReplica() {
 		// The job's channel stays subscribed while the job is scheduled:
 		// its finish messages tell this replica which ticks are done.
 		if stop, err := e.ledger.Watch(func(ev fleet.TickEvent) { s.heardTick(e, ev) }); err != nil {
@@ -559,7 +569,7 @@ func (s *Scheduler) catchUp(e *entry) time.Time {
 	now := e.from
 	next := e.sched.Next(now)
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
-	st, err := e.ledger.State(ctx)
+	st, err := e.runLedger().State(ctx)
 	cancel()
 	if err != nil {
 		if s.stopCtx.Err() == nil {
@@ -631,7 +641,7 @@ func (s *Scheduler) recordMissed(e *entry, latest time.Time, missed int64) {
 	now := time.Now()
 	r := Run{Job: e.job.Name, Tick: latest, Replica: s.opt.replica, Start: now, End: now, Outcome: OutcomeMissed, Missed: missed}
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
-	first, err := e.ledger.Pass(ctx, latest.UnixMilli(), s.opt.memberTTL+s.opt.fallback, r.fields())
+	first, err := e.runLedger().Pass(ctx, latest.UnixMilli(), s.opt.memberTTL+s.opt.fallback, r.fields())
 	cancel()
 	switch {
 	case err != nil:
@@ -660,6 +670,7 @@ type gauge struct {
 	paused      bool
 	mismatch    bool          // a claim here found another definition lately
 	running     time.Duration // how long the run of the job under way here has gone; 0 if none
+	replica     string        // this replica, for a job that runs on every replica: its gauges are per replica
 }
 
 // gauges reads every job's ledger for the gauges (one round trip each).
@@ -671,6 +682,7 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 	for _, e := range order {
 		e.mu.Lock()
 		g := gauge{job: e.job.Name, next: e.next, mismatch: e.otherDigest != ""}
+		everyPaused := e.paused()
 		e.mu.Unlock()
 		if r, ok := runs[e.job.Name]; ok {
 			g.running = now.Sub(r.start)
@@ -679,8 +691,13 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 			g.period = e.sched.Next(g.next).Sub(g.next)
 		}
 		if ctx.Err() == nil {
-			if st, err := e.ledger.State(ctx); err == nil {
+			if st, err := e.runLedger().State(ctx); err == nil {
 				g.ok, g.lastSuccess, g.paused = true, st.Last[string(OutcomeRan)], st.Paused
+			}
+			if e.job.everyReplica() {
+				// Its own ledger: this replica's last success; the pause
+				// is the job's, as this replica last learnt it.
+				g.replica, g.paused = s.opt.replica, everyPaused
 			}
 		}
 		out = append(out, g)
@@ -837,7 +854,12 @@ func (s *Scheduler) claimTick(e *entry, tick time.Time) {
 	ms := tick.UnixMilli()
 	defer e.decided(ms)
 	s.awaitEarlier(e, ms, nil)
-	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: ms, queue: e.job.Overlap == OverlapQueue})
+	c := claimSpec{ledger: e.runLedger(), tick: ms, queue: e.job.Overlap == OverlapQueue}
+	if e.job.everyReplica() {
+		s.claimOwnTick(e, tick, c)
+		return
+	}
+	s.handleClaim(e, tick, c)
 }
 
 // fired ends the counts of a tick that fire (or fireGivenBack) took.

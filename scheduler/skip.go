@@ -40,7 +40,12 @@ func (s *Scheduler) recordSkip(e *entry, tick time.Time, outcome Outcome, cause,
 		skew = next.Sub(tick)
 	}
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
-	first, err := e.ledger.Pass(ctx, tick.UnixMilli(), -skew, r.fields())
+	if e.job.everyReplica() {
+		// Each replica skips its own: recorded in its own ledger, and
+		// coalesced with its own skips only.
+		r.skip += "@" + s.opt.replica
+	}
+	first, err := e.runLedger().Pass(ctx, tick.UnixMilli(), -skew, r.fields())
 	cancel()
 	log := s.runLog(e, tick)
 	switch {
@@ -84,11 +89,11 @@ func (s *Scheduler) skipLater(f func()) {
 func (s *Scheduler) recordBusy(e *entry, tick time.Time) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
 	defer cancel()
-	st, err := e.ledger.State(ctx)
+	st, err := e.runLedger().State(ctx)
 	what := ""
 	if err == nil && st.Held && st.Running == 0 {
 		// Perhaps a manual run holds the lock.
-		if m, merr := e.manual.State(ctx); merr == nil && m.Running != 0 {
+		if m, merr := e.manualLedger().State(ctx); merr == nil && m.Running != 0 {
 			st.Owner, st.Since = m.Owner, m.Since
 			what = fmt.Sprintf("manual run #%d", m.Running)
 		}
@@ -163,7 +168,7 @@ func (s *Scheduler) firstFor(e *entry, tick time.Time) bool { return s.rankedFor
 // rankedFor reports whether this replica is among the first n+1 in rank for
 // tick of e, or the membership is unknown or off.
 func (s *Scheduler) rankedFor(e *entry, tick time.Time, n int) bool {
-	if s.opt.fallback <= 0 || s.members == nil {
+	if s.opt.fallback <= 0 || s.members == nil || e.job.everyReplica() {
 		return true
 	}
 	ms := tick.UnixMilli()

@@ -57,6 +57,7 @@ type telemetry struct {
 	// jobs × outcomes entries.
 	setsMu sync.RWMutex
 	sets   map[attrKey]metric.MeasurementOption
+	every  map[string]bool // jobs that run on every replica: their measurements carry the replica too (perReplica)
 }
 
 type attrKey struct {
@@ -75,18 +76,42 @@ func (t *telemetry) attrs(job string, k attribute.Key, v string) metric.Measurem
 	if ok {
 		return o
 	}
-	set := attribute.NewSet(attrJob.String(job))
+	kvs := []attribute.KeyValue{attrJob.String(job)}
 	if k != "" {
-		set = attribute.NewSet(attrJob.String(job), k.String(v))
+		kvs = append(kvs, k.String(v))
 	}
-	o = metric.WithAttributeSet(set)
 	t.setsMu.Lock()
+	if t.every[job] {
+		kvs = append(kvs, attrReplica.String(t.replica))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(kvs...))
 	if t.sets == nil {
 		t.sets = make(map[attrKey]metric.MeasurementOption)
 	}
 	t.sets[key] = o
 	t.setsMu.Unlock()
 	return o
+}
+
+// perReplica says whether job runs on every replica (Job.Replicas
+// ReplicasAll): then its measurements carry lockcron.replica besides
+// lockcron.job, so that a collector that merges the replicas' metrics
+// keeps each replica's outcomes apart.
+func (t *telemetry) perReplica(job string, on bool) {
+	t.setsMu.Lock()
+	defer t.setsMu.Unlock()
+	if t.every[job] == on {
+		return
+	}
+	if t.every == nil {
+		t.every = make(map[string]bool)
+	}
+	t.every[job] = on
+	for k := range t.sets {
+		if k.job == job {
+			delete(t.sets, k)
+		}
+	}
 }
 
 func newTelemetry(o options, log hclog.Logger) *telemetry {
@@ -144,6 +169,9 @@ func (t *telemetry) observe(s *Scheduler) (metric.Registration, error) {
 		defer cancel()
 		for _, g := range s.gauges(ctx) {
 			job := metric.WithAttributes(attrJob.String(g.job))
+			if g.replica != "" {
+				job = metric.WithAttributes(attrJob.String(g.job), attrReplica.String(g.replica))
+			}
 			if !g.next.IsZero() {
 				o.ObserveFloat64(next, float64(g.next.UnixMilli())/1e3, job)
 			}

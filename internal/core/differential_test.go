@@ -249,6 +249,19 @@ func newDiffRun(t *testing.T, seed uint64) *diffRun {
 			}
 			d.ledgers = append(d.ledgers, &diffLedger{plain: plain, fair: fair})
 		}
+		// A replica's own ledger of a job that runs on every replica
+		// (WithOwnLock): its lock beside the name's, its history the
+		// first ledger's.
+		own := []LedgerOption{WithHistory(diffKeep, 0), WithOwnLock("r1"), WithSharedHistory(diffLedgers[0])}
+		plain, err := c.Ledger(name, diffLedgers[0], own...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fair, err := c.FairLedger(name, diffLedgers[0], own...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.ledgers = append(d.ledgers, &diffLedger{plain: plain, fair: fair})
 	}
 	return d
 }

@@ -88,6 +88,7 @@ type Ledger struct {
 	keep   int           // history entries kept
 	maxAge time.Duration // history entries' lifetime
 	histID string        // the ledger whose history this one writes (WithSharedHistory)
+	own    *string       // the lock of its own its claims take, beside the lock (WithOwnLock); nil: the lock's
 	hist   string        // the history's key
 }
 
@@ -130,19 +131,23 @@ func (c *Client) Ledger(lockName, id string, opts ...LedgerOption) (*Ledger, err
 	if id == "" || strings.ContainsAny(id, "{}") {
 		return nil, fmt.Errorf("lock %q: ledger id %q: empty, or holds { or }: %w", lockName, id, ErrInvalid)
 	}
-	m := newMutex(c, lockName)
-	c.tel.zero(lockName)
-	g := &Ledger{c: c, m: m, id: id, key: m.k.lock + ":ledger:" + id, keep: DefaultHistoryKeep, maxAge: DefaultHistoryMaxAge}
+	g := &Ledger{c: c, id: id, keep: DefaultHistoryKeep, maxAge: DefaultHistoryMaxAge}
 	for _, o := range opts {
 		o(g)
 	}
+	m, err := ownMutex(c, lockName, g.own)
+	if err != nil {
+		return nil, err
+	}
+	g.m, g.key = m, m.k.lock+":ledger:"+id
+	c.tel.zero(m.k.name)
 	if g.histID == "" {
 		g.histID = id
 	}
 	if strings.ContainsAny(g.histID, "{}") {
 		return nil, fmt.Errorf("lock %q: ledger %q: shared history %q holds { or }: %w", lockName, id, g.histID, ErrInvalid)
 	}
-	g.hist = m.k.lock + ":ledger:" + g.histID + ":history"
+	g.hist = base(c.opt.prefix, lockName) + ":ledger:" + g.histID + ":history"
 	if g.keep < 0 || g.maxAge < 0 {
 		return nil, fmt.Errorf("lock %q: ledger %q: history keeps %d entries for %v: must not be negative: %w", lockName, id, g.keep, g.maxAge, ErrInvalid)
 	}

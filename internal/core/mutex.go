@@ -30,8 +30,11 @@ type mutex struct {
 	acq acquisition
 }
 
-func newMutex(c *Client, name string) *mutex {
-	m := &mutex{c: c, k: newKeys(c.opt.prefix, name)}
+func newMutex(c *Client, name string) *mutex { return mutexAt(c, newKeys(c.opt.prefix, name)) }
+
+// mutexAt is the reentrant lock with the keys k.
+func mutexAt(c *Client, k *keys) *mutex {
+	m := &mutex{c: c, k: k}
 	m.acq = acquisition{k: m.k, kind: mutexKind{c}, attempt: m.attempt, leaseKey: leaseKey{c, m.k.id}}
 	return m
 }

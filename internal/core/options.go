@@ -182,8 +182,11 @@ func base(prefix, name string) string { return prefix + ":{" + name + "}" }
 
 // newKeys are the keys of the reentrant lock (Mutex), which FairMutex
 // shares: the two kinds exclude each other.
-func newKeys(prefix, name string) *keys {
-	b := base(prefix, name)
+func newKeys(prefix, name string) *keys { return keysAt(name, base(prefix, name)) }
+
+// keysAt are the keys of a reentrant lock named name whose keys start with
+// b (which holds the hash tag).
+func keysAt(name, b string) *keys {
 	return &keys{
 		name: name, id: b, lock: b, token: b + ":token", channel: b + ":channel",
 		queue: b + ":queue", timeout: b + ":timeout",

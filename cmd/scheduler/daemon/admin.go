@@ -178,6 +178,21 @@ type JobJSON struct {
 	Revision       string     `json:"revision,omitempty"`
 	ConfigDigest   string     `json:"config_digest,omitempty"`
 	ConfigLoadedAt *time.Time `json:"config_loaded_at,omitempty"`
+
+	// Replicas is "all" for a job that runs on every replica (replicas =
+	// "all"), absent otherwise; PerReplica is then the last outcome of
+	// each replica in the job's latest history entries.
+	Replicas   string           `json:"replicas,omitempty"`
+	PerReplica []ReplicaRunJSON `json:"per_replica,omitempty"`
+}
+
+// ReplicaRunJSON is the last run of a job that runs on every replica on one
+// replica: its tick, outcome and end.
+type ReplicaRunJSON struct {
+	Replica string            `json:"replica"`
+	Tick    time.Time         `json:"tick"`
+	Outcome scheduler.Outcome `json:"outcome"`
+	End     time.Time         `json:"end"`
 }
 
 // FleetJSON is what a job's ledger says for the whole fleet.
@@ -233,6 +248,12 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 		}
 		if v.LedgerErr != nil {
 			j.Error = v.LedgerErr.Error()
+		}
+		if v.Replicas == scheduler.ReplicasAll {
+			j.Replicas = string(v.Replicas)
+			for _, r := range v.PerReplica {
+				j.PerReplica = append(j.PerReplica, ReplicaRunJSON{Replica: r.Replica, Tick: r.Tick.UTC(), Outcome: r.Outcome, End: r.End.UTC()})
+			}
 		}
 		out = append(out, j)
 	}

@@ -779,12 +779,18 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		if v.Error != "" {
 			outcome = "error: " + v.Error
 		}
+		if outcome == "" && v.Replicas != "" {
+			outcome = "per replica, below"
+		}
 		if outcome == "" {
 			outcome = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Schedule, strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, paused(v))
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printPerReplica(w, views); err != nil {
 		return err
 	}
 	return printSkipped(w, views)

@@ -1,0 +1,147 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockcron/lockcron/fleet"
+)
+
+// Replicas says which replicas run each tick of a job: one across the
+// fleet (ReplicasOne, the default) or every live replica (ReplicasAll).
+type Replicas string
+
+const (
+	// ReplicasOne runs each tick once across the fleet, under the job's
+	// lock and ledger.
+	ReplicasOne Replicas = "one"
+	// ReplicasAll runs each tick on every replica that runs the job, once
+	// per replica: each claims it at once (no ranking, no fallback) in a
+	// ledger of its own, under a lock of its own (fleet.WithOwnLock with
+	// its replica's id), so no fleet-wide lock is taken, and a replica
+	// never runs a tick twice, also after a restart with the same replica
+	// id. Every run goes to the job's history with its replica. See the
+	// package doc, "Every replica".
+	ReplicasAll Replicas = "all"
+)
+
+// everyReplica reports whether j runs on every replica.
+func (j *Job) everyReplica() bool { return j.Replicas == ReplicasAll }
+
+// validateReplicas checks j.Replicas and what it cannot go with, and
+// fills in its defaults: Replicas ReplicasOne; for ReplicasAll, OnShutdown
+// ShutdownAbandon. It runs before OnShutdown's own default.
+func (j *Job) validateReplicas(bad func(field, format string, args ...any)) {
+	switch j.Replicas {
+	case "":
+		j.Replicas = ReplicasOne
+	case ReplicasOne:
+	case ReplicasAll:
+		if j.MaxConcurrency > 0 {
+			bad("max_concurrency", "%d with replicas %q: a job that runs on every replica takes no fleet-wide permit", j.MaxConcurrency, ReplicasAll)
+		}
+		if j.PauseAfterFailures > 0 {
+			bad("pause_after_failures", "%d with replicas %q: the failed runs in a row are counted across the fleet, and a job that runs on every replica has one row per replica", j.PauseAfterFailures, ReplicasAll)
+		}
+		switch j.OnShutdown {
+		case "":
+			j.OnShutdown = ShutdownAbandon
+		case ShutdownHandoff:
+			bad("on_shutdown", "%q with replicas %q: a run on every replica is the stopping replica's own, and no other replica can take it over; use %q (the default)", ShutdownHandoff, ReplicasAll, ShutdownAbandon)
+		}
+	default:
+		bad("replicas", "%q is not one of %q, %q", j.Replicas, ReplicasOne, ReplicasAll)
+	}
+}
+
+// ownLedgers makes the ledgers of a job that runs on every replica on
+// this replica (ReplicasAll): its scheduled ticks' and its manual runs',
+// beside a lock of this replica's own in the job's hash slot
+// (fleet.WithOwnLock), writing to the job's history. e.ledger stays the
+// job's, for its pause, its manual requests and its view.
+func (s *Scheduler) ownLedgers(e *entry, ledger func(string, string, ...fleet.LedgerOption) (*fleet.Ledger, error), opts ...fleet.LedgerOption) error {
+	own := fleet.WithOwnLock(s.opt.replica)
+	var err error
+	if e.mine, err = ledger(e.job.LockName, e.job.Name, append(opts, own)...); err != nil {
+		return fmt.Errorf("scheduler: job %q: replica id %q: %w: %w", e.job.Name, s.opt.replica, ErrInvalid, err)
+	}
+	e.mineManual, err = ledger(e.job.LockName, e.job.Name+manualSuffix, append(opts, own, fleet.WithSharedHistory(e.job.Name))...)
+	if err != nil {
+		return fmt.Errorf("scheduler: job %q: replica id %q: %w: %w", e.job.Name, s.opt.replica, ErrInvalid, err)
+	}
+	return nil
+}
+
+// runLedger is the ledger e's scheduled ticks are claimed in: this
+// replica's own for a job that runs on every replica, else the job's.
+func (e *entry) runLedger() *fleet.Ledger {
+	if e.mine != nil {
+		return e.mine
+	}
+	return e.ledger
+}
+
+// manualLedger is the ledger e's manual runs are claimed in, likewise.
+func (e *entry) manualLedger() *fleet.Ledger {
+	if e.mineManual != nil {
+		return e.mineManual
+	}
+	return e.manual
+}
+
+// pausedEverywhere reports whether the job of e, which runs on every
+// replica, is paused: its pause is in the job's ledger, which claims of
+// this replica's own ledger do not read, so it is read before each claim
+// (one round trip). A pause found is taken as heard (setPaused); a read
+// that fails takes the job for not paused, as a claim that cannot reach
+// the store would not find it paused either.
+func (s *Scheduler) pausedEverywhere(e *entry) bool {
+	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
+	defer cancel()
+	st, err := e.ledger.State(ctx)
+	if err != nil || !st.Paused {
+		return false
+	}
+	e.setPaused(true, st.Pause.Until)
+	return true
+}
+
+// claimOwnTick is claimTick's claim of a tick of a job that runs on every
+// replica: the job's pause first (pausedEverywhere), then the claim in
+// this replica's own ledger.
+func (s *Scheduler) claimOwnTick(e *entry, tick time.Time, c claimSpec) {
+	if s.pausedEverywhere(e) {
+		s.record(e, tick, OutcomePaused)
+		s.recordPaused(e, tick, false)
+		return
+	}
+	s.handleClaim(e, tick, c)
+}
+
+// lastPerReplica returns, for a job that runs on every replica, the
+// newest entry of each replica among the job's latest history entries
+// (DefaultHistoryKeep of them), by replica id. A replica whose runs all
+// fell out of that window is not listed.
+func lastPerReplica(runs []Run) []Run {
+	seen := make(map[string]bool)
+	var out []Run
+	for _, r := range runs { // newest first
+		if r.Replica == "" || seen[r.Replica] {
+			continue
+		}
+		seen[r.Replica] = true
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Run) int {
+		switch {
+		case a.Replica < b.Replica:
+			return -1
+		case a.Replica > b.Replica:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
