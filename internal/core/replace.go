@@ -1,5 +1,7 @@
 package core
 
+import "time"
+
 // WithReplace makes the ledger's claims replace (a scheduler's overlap
 // "replace"): a claim that finds the lock held by another owner for an
 // earlier unfinished tick records its own tick in the ledger's field
@@ -23,3 +25,7 @@ func (g *Ledger) replaceAsked(tick int64) {
 	g.c.heard(g.m.k.channel, ev, g.id)
 	g.c.announce(g.m.k.channel, g.id, ev, true)
 }
+
+// LeaseTime is the lease time of the Client's locks and claims
+// (WithLeaseTime): a claim's lock is kept that long after its last renewal.
+func (c *Client) LeaseTime() time.Duration { return c.opt.leaseTime }
