@@ -839,7 +839,11 @@ func (s *Scheduler) claimTick(e *entry, tick time.Time) {
 	defer s.fired(e)
 	ms := tick.UnixMilli()
 	defer e.decided(ms)
-	s.awaitEarlier(e, ms, nil)
+	if e.job.Overlap != OverlapReplace {
+		// (A replacing tick does not wait: its claim asks the earlier
+		// run to end, and an earlier tick not claimed yet is replaced.)
+		s.awaitEarlier(e, ms, nil)
+	}
 	s.handleClaim(e, tick, claimSpec{ledger: e.ledger, tick: ms, queue: e.job.queues()})
 }
 
