@@ -249,10 +249,10 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if e.job.Overlap == OverlapReplace && !c.manual {
 		r.poke = make(chan struct{}, 1)
 		if by := s.replacedAlready(ctx, r); by != 0 {
-			// A later tick asked this one's run to end before the claim
-			// took it over (its holder died): the tick is done, not run
-			// again.
-			r.setReason("replaced by tick " + fmtTick(time.UnixMilli(by)) + " before it was run again")
+			// A later tick asked this tick's run to end before the claim
+			// took it (its holder died; or it waited behind a run that a
+			// still later tick replaced): the tick is done, not run.
+			r.setReason("replaced by tick " + fmtTick(time.UnixMilli(by)) + " before this claim could run it")
 			endSpan(span, s.finish(r, OutcomeReplaced, nil, log), nil)
 			return earlier
 		}
