@@ -547,14 +547,15 @@
 //     its reason; metrics; notify blocks that name it), and its tick is
 //     done: not handed off, not run again. Its failures-in-a-row count is
 //     left as it was.
-//   - A claim that takes an unfinished tick over (its holder died, and its
-//     lease ended) reads the ledger first: a tick a later one replaced is
-//     recorded replaced, not run. So is a tick whose claim waited behind a
+//   - Each claim reads the ledger before its run starts (one round trip):
+//     a tick a later one replaced is recorded replaced, not run. So is the
+//     unfinished tick that a claim takes over (its holder died, and its
+//     lease ended). So is a tick whose claim waited behind a
 //     run that a still later tick replaced: the newest tick wins, and a
 //     run whose grace is longer than the period is replaced in turn by
 //     the tick after the next.
-//   - Manual runs (Trigger) are neither replaced nor replace: their
-//     ledger is apart. A replica keeps at most two ticks of a replace job
+//   - Manual runs (Trigger) are neither replaced nor replace (their
+//     ledger is apart): a tick due while one holds the lock waits for it. A replica keeps at most two ticks of a replace job
 //     in hand (one run, one waiting tick); a further one is skipped_busy.
 //     A replace tick's claim does not wait for an earlier tick's claim on
 //     the same replica: an earlier tick not claimed yet is answered done

@@ -241,13 +241,15 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if c.manual {
 		log.Info("manual run claimed")
 	}
+	if e.job.Overlap == OverlapReplace && !c.manual {
+		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it
+	}
 	if !s.track(r) {
 		// The stop began while the claim was made: give the tick back.
 		endSpan(span, s.finish(r, OutcomeHandedOff, nil, log), nil)
 		return false
 	}
-	if e.job.Overlap == OverlapReplace && !c.manual {
-		r.poke = make(chan struct{}, 1)
+	if r.poke != nil {
 		if by := s.replacedAlready(ctx, r); by != 0 {
 			// A later tick asked this tick's run to end before the claim
 			// took it (its holder died; or it waited behind a run that a
