@@ -550,13 +550,14 @@
 //   - Each claim reads the ledger before its run starts (one round trip):
 //     a tick a later one replaced is recorded replaced, not run. So is the
 //     unfinished tick that a claim takes over (its holder died, and its
-//     lease ended). So is a tick whose claim waited behind a
-//     run that a still later tick replaced: the newest tick wins, and a
-//     run whose grace is longer than the period is replaced in turn by
-//     the tick after the next.
+//     lease ended). So is a tick whose claim waited behind a run that a
+//     still later tick replaced: the newest tick wins, and when a run
+//     takes longer than the period to end (an exec grace longer than it),
+//     the tick after the next replaces the one that waited.
 //   - Manual runs (Trigger) are neither replaced nor replace (their
-//     ledger is apart): a tick due while one holds the lock waits for it. A replica keeps at most two ticks of a replace job
-//     in hand (one run, one waiting tick); a further one is skipped_busy.
+//     ledger is apart): a tick due while one holds the lock waits for it.
+//     A replica keeps at most two ticks of a replace job in hand (one
+//     run, one waiting tick); a further one is skipped_busy.
 //     A replace tick's claim does not wait for an earlier tick's claim on
 //     the same replica: an earlier tick not claimed yet is answered done
 //     by the later claim (skipped_done).
