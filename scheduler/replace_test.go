@@ -183,3 +183,48 @@ func TestOverlapReplaceWithoutMessage(t *testing.T) {
 	})
 	r.stop(t)
 }
+
+// On the in-memory backend (one process, no fleet), the next tick ends the
+// run all the same: the claim's request reaches the run at once.
+func TestOverlapReplaceMemory(t *testing.T) {
+	t.Parallel()
+	c, err := lock.NewMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const job = "replaced-in-memory"
+	j, clk, causes := newJournal(), testclock.NewFake(fakeStart), make(chan error, 1)
+	work := func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		if !info.Tick.Equal(fakeStart.Add(time.Second)) {
+			return nil
+		}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return context.Cause(ctx)
+	}
+	m := newMeter()
+	r := newReplica(t, c, "r1", m.option(), scheduler.WithClock(clk))
+	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapReplace, Run: j.fn(work)})
+	r.start()
+	step(t, clk, 1)
+	j.awaitStart(t, 10*time.Second)
+	t2 := step(t, clk, 1)
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, scheduler.ErrReplaced) || !strings.Contains(cause.Error(), rfc(t2)) {
+			t.Errorf("cause %v, want ErrReplaced naming tick %s", cause, rfc(t2))
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatalf("the run was not ended within 8s of tick %s", fmtT(t2))
+	}
+	second := j.awaitStart(t, 10*time.Second)
+	if !second.info.Tick.Equal(t2) {
+		t.Errorf("second run of tick %s, want %s", fmtT(second.info.Tick), fmtT(t2))
+	}
+	testkit.Eventually(t, 10*time.Second, "the replaced run recorded", func() bool {
+		return runsOf(t, job, scheduler.OutcomeReplaced, m) == 1
+	})
+	r.stop(t)
+	checkNoOverlap(t, j.byJob()[job])
+}
