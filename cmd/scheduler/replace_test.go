@@ -69,8 +69,9 @@ func startedRun(t *testing.T, path string) (record, int) {
 }
 
 // checkReplaced checks the history of a run of tick first replaced and the
-// next tick run once, and that the first tick did not run again.
-func checkReplaced(t *testing.T, dir, cfg, job, path string, first record, period time.Duration) {
+// next tick (period later) run once, within grace of its time, and that
+// the first tick did not run again.
+func checkReplaced(t *testing.T, dir, cfg, job, path string, first record, period, grace time.Duration) {
 	t.Helper()
 	next := first.tick.Add(period)
 	var runs []scheduler.Run
@@ -108,6 +109,16 @@ func checkReplaced(t *testing.T, dir, cfg, job, path string, first record, perio
 	if counts[next] != 1 {
 		t.Errorf("tick %s, the one that replaced it, ran %d times, want once", next.Format(time.RFC3339), counts[next])
 	}
+	// It ran as soon as the lock was free: within the replaced run's grace
+	// (its own process gone at SIGTERM, or SIGKILLed after the grace), with
+	// room for a loaded machine.
+	if r, ok := findRecord(t, path, func(r record) bool { return r.word == "run" && r.tick.Equal(next) }); ok {
+		late := unixTime(t, r.rest[0]).Sub(next)
+		t.Logf("tick %s started %v after its time", next.Format(time.RFC3339), late.Round(time.Millisecond))
+		if late > grace+5*time.Second {
+			t.Errorf("tick %s started %v after its time, want within its grace %v (and 5s)", next.Format(time.RFC3339), late, grace)
+		}
+	}
 }
 
 // overlap = "replace" on three replicas: the next tick ends a hanging exec
@@ -128,7 +139,7 @@ func TestReplaceEndsHangingExecJob(t *testing.T) {
 	})
 	t.Logf("tick %s ran on %s (group %d), ended by the next tick; gone %v after it", first.tick.Format(time.RFC3339), first.replica, pgid,
 		time.Since(first.tick.Add(2*time.Second)).Round(time.Millisecond))
-	checkReplaced(t, dir, cfg, job, path, first, 2*time.Second)
+	checkReplaced(t, dir, cfg, job, path, first, 2*time.Second, 2*time.Second)
 }
 
 // An exec job that ignores SIGTERM is SIGKILLed once its grace has passed:
@@ -156,7 +167,7 @@ func TestReplaceKillsAJobThatTrapsSIGTERM(t *testing.T) {
 	if gone.Sub(termAt) < grace-200*time.Millisecond {
 		t.Errorf("group gone %v after SIGTERM, before its grace of %v", gone.Sub(termAt), grace)
 	}
-	checkReplaced(t, dir, cfg, job, path, first, 4*time.Second)
+	checkReplaced(t, dir, cfg, job, path, first, 4*time.Second, grace)
 }
 
 // The replica that runs the hanging job is SIGKILLed: its lock is held
