@@ -291,7 +291,10 @@ job "hello" {
   # A tick whose lock is held by a run of an earlier tick: "skip" (default)
   # gives it up, recorded skipped_busy in the history with the holder
   # (consecutive ones as one entry; also while a SIGKILLed replica's lock
-  # lasts, up to lock.lease); "queue" runs it when that run ends.
+  # lasts, up to lock.lease); "queue" runs it when that run ends;
+  # "replace" ends that run, wherever it runs (outcome replaced; an exec
+  # job gets SIGTERM, then SIGKILL after its grace), and runs the tick as
+  # soon as the lock is free.
   overlap = "skip"
 
   # Ticks missed while every replica was down: "skip" (default) drops
@@ -416,5 +419,20 @@ job "hello" {
 #   exec {
 #     command = ["sh", "-c", "rm -rf /var/cache/app/tmp/*"]
 #     grace   = "2s"
+#   }
+# }
+
+# A run that may hang (a stuck connection, a lock on the database) and
+# whose next run does the same work: overlap = "replace" ends the run that
+# still holds the lock when the next tick comes, wherever in the fleet it
+# runs (the process group gets SIGTERM, then SIGKILL after exec's grace),
+# records it "replaced" in the history, and runs the new tick as soon as
+# the lock is free. Commented out: it would run every minute.
+# job "cache-warm" {
+#   schedule = "*/1 * * * *"
+#   overlap  = "replace"
+#   exec {
+#     command = ["/app/warm-cache"]
+#     grace   = "5s"
 #   }
 # }

@@ -108,6 +108,15 @@ func WithOwnLock(own string) LedgerOption { return core.WithOwnLock(own) }
 // versions of the task notice each other. It costs no round trip.
 func WithDefinition(def string) LedgerOption { return core.WithDefinition(def) }
 
+// WithReplace makes the ledger's claims replace (overlap "replace"): a
+// claim that finds the lock held by another owner for an earlier
+// unfinished tick records its own tick in the ledger (LedgerState.Replace)
+// in the same step, if it is later than the one there, tells the ledger's
+// watchers (a TickEvent with Replace; delivery at most once), and waits
+// for the lock as a claim that queues. The run of any tick before
+// LedgerState.Replace is to end. It costs no round trip.
+func WithReplace() LedgerOption { return core.WithReplace() }
+
 // Ledger returns the ledger named id beside the lock named lockName, with
 // its history (Ledger.History) kept as opts say. It returns lock.ErrInvalid
 // for a bad lock name, an id that is empty or holds { or }, or a negative
@@ -309,6 +318,10 @@ type LedgerState struct {
 	// Last is when each outcome was last recorded by a Finish, on the
 	// store's clock (as long as the ledger lives, LedgerTTL).
 	Last map[string]time.Time
+	// Replace is the latest tick whose claim asked the run of an earlier
+	// tick to end (WithReplace); 0 if none. A run of a tick before it is
+	// to end: replaced.
+	Replace int64
 }
 
 // State reads the ledger, and whether the lock is held, in one round trip.
@@ -430,6 +443,10 @@ type TickEvent struct {
 	// lock held for an earlier tick, and let the tick go (a claim that
 	// does not queue). Done is false then.
 	Busy bool
+	// Replace is true when a claim of the tick found the lock held for an
+	// earlier tick and asked that run to end (WithReplace). Done is false
+	// then.
+	Replace bool
 }
 
 // Watch calls fn with each tick of the ledger that a claimant claims or

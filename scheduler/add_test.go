@@ -44,7 +44,7 @@ func TestAddValidation(t *testing.T) {
 		{"negative backoff", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Backoff: -1}, "backoff"},
 		{"negative grace", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, MisfireGrace: -1}, "misfire_grace"},
 		{"unknown lock kind", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, LockKind: "spin"}, "lock_kind"},
-		{"unknown overlap", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Overlap: "replace"}, "overlap"},
+		{"unknown overlap", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Overlap: "always"}, "overlap"},
 		{"unknown misfire", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, Misfire: "all"}, "misfire"},
 		{"unknown shutdown policy", scheduler.Job{Name: "j", Schedule: "@daily", Run: noop, OnShutdown: "wait"}, "on_shutdown"},
 		{"name taken", scheduler.Job{Name: "taken", Schedule: "@daily", Run: noop}, "already taken"},

@@ -22,8 +22,9 @@
 //  2. while another replica holds the lock for T, waits for it through the
 //     lock's unlock messages (no polling) and goes back to 1, so that it
 //     stops waiting as soon as T is done; while the lock is held for an
-//     earlier tick, skips T (overlap skip: skipped_busy) or waits its turn
-//     (overlap queue);
+//     earlier tick, skips T (overlap skip: skipped_busy), waits its turn
+//     (overlap queue), or asks that run to end and waits for the lock
+//     (overlap replace, below);
 //  3. holding the lock, marks T running and runs the job with a ctx that
 //     ends on timeout, on lock loss (cause lock.ErrLockLost) and on shutdown
 //     (cause ErrClosed), carrying the run's jobs.Info (jobs.InfoFrom);
@@ -515,6 +516,51 @@
 // OverlapQueue they wait for the lock and run late, one after the other
 // (a replica keeps at most two ticks of a job in hand; a further one is
 // skipped_busy), unless StartDeadline turns them into deadline_missed.
+// Under OverlapReplace the first claim to find the dead holder's lock
+// asks its run to end; once the lease ends, the claim that takes the lock
+// records the dead run's tick replaced, without running it, and runs its
+// own.
+//
+// # Overlap replace
+//
+// Under OverlapReplace (Kubernetes' concurrencyPolicy Replace, Temporal's
+// TerminateOther) a tick T due while a run of an earlier tick holds the
+// job's lock ends that run, wherever in the fleet it runs, and runs as
+// soon as the lock is free. Never two runs at once: the lock guarantees
+// it, and T waits for it as under overlap queue.
+//
+//   - The request lives in the ledger: T's claim, finding the lock held
+//     for an earlier unfinished tick, records in the same step that T
+//     replaces it (the ledger's field replace, only if T is later than
+//     the one there; fleet.WithReplace), and tells the fleet (a message
+//     on the announcements channel, sent again at each of the claim's
+//     attempts). The replica running the earlier tick hears it and reads
+//     the ledger; should the message be lost, it reads the ledger every
+//     third of the lease anyway while a run of a replace job goes on.
+//     The ledger decides: a run of tick R ends only when the ledger's
+//     replace is after R, so a stray message never ends a run.
+//   - The run's ctx ends with cause ErrReplaced, wrapped with the
+//     replacing tick (context.Cause). An exec job's process group gets
+//     SIGTERM, then SIGKILL after its grace (jobs/execjob). A job that
+//     returns nil all the same is recorded ran. No retry follows.
+//   - The run is recorded replaced (history, with "replaced by tick T" as
+//     its reason; metrics; notify blocks that name it), and its tick is
+//     done: not handed off, not run again. Its failures-in-a-row count is
+//     left as it was.
+//   - Each claim reads the ledger before its run starts (one round trip):
+//     a tick a later one replaced is recorded replaced, not run. So is the
+//     unfinished tick that a claim takes over (its holder died, and its
+//     lease ended). So is a tick whose claim waited behind a run that a
+//     still later tick replaced: the newest tick wins, and when a run
+//     takes longer than the period to end (an exec grace longer than it),
+//     the tick after the next replaces the one that waited.
+//   - Manual runs (Trigger) are neither replaced nor replace (their
+//     ledger is apart): a tick due while one holds the lock waits for it.
+//     A replica keeps at most two ticks of a replace job in hand (one
+//     run, one waiting tick); a further one is skipped_busy.
+//     A replace tick's claim does not wait for an earlier tick's claim on
+//     the same replica: an earlier tick not claimed yet is answered done
+//     by the later claim (skipped_done).
 //
 // # Every replica
 //

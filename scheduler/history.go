@@ -63,7 +63,8 @@ type Run struct {
 	// Error is the tail of the run's error, at most MaxErrorTail bytes,
 	// with secrets redacted. Reason says why a tick was not run, for an
 	// operator to read: the lock's holder (skipped_busy), the pause, the
-	// start deadline.
+	// start deadline; or why a run was ended: the tick that replaced it
+	// (replaced).
 	Error  string `json:"error,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Missed is, for an OutcomeMissed entry, how many ticks were missed,

@@ -47,7 +47,7 @@ type Job struct {
 	// with an error wrapping jobs.ErrTimeout.
 	Timeout time.Duration
 	// Overlap says what a tick does while a run of an earlier tick holds
-	// the lock: OverlapSkip (default) or OverlapQueue.
+	// the lock: OverlapSkip (default), OverlapQueue or OverlapReplace.
 	Overlap Overlap
 	// Misfire says what happens to ticks missed while every replica was
 	// down: MisfireSkip (default) or MisfireRunOnce.
@@ -161,6 +161,11 @@ const (
 	// OverlapQueue runs the tick when the earlier run ends. At most one
 	// tick waits so on each replica; a further one is skipped_busy.
 	OverlapQueue Overlap = "queue"
+	// OverlapReplace ends the earlier run, wherever in the fleet it runs
+	// (its ctx ends with cause ErrReplaced; outcome replaced), and runs
+	// the tick as soon as the lock is free. At most one tick waits so on
+	// each replica; a further one is skipped_busy.
+	OverlapReplace Overlap = "replace"
 )
 
 // Misfire is what happens, when a replica starts, to ticks that were due
@@ -388,9 +393,9 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	switch j.Overlap {
 	case "":
 		j.Overlap = OverlapSkip
-	case OverlapSkip, OverlapQueue:
+	case OverlapSkip, OverlapQueue, OverlapReplace:
 	default:
-		bad("overlap", "%q is not one of %q, %q", j.Overlap, OverlapSkip, OverlapQueue)
+		bad("overlap", "%q is not one of %q, %q, %q", j.Overlap, OverlapSkip, OverlapQueue, OverlapReplace)
 	}
 	switch j.Misfire {
 	case "":

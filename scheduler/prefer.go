@@ -307,6 +307,9 @@ func (e *entry) dropWait(w *wait) {
 // replica's claim or finish, and settles the waits it decides. It runs on
 // the lock Client's dispatcher: it must not block.
 func (s *Scheduler) heardTick(e *entry, ev fleet.TickEvent) {
+	if ev.Replace {
+		return // a request to end a run: watchReplaces hears it
+	}
 	e.mu.Lock()
 	h := &e.heard
 	heardClaimed := h.running == ev.Tick // by another replica: not this one's own give-back

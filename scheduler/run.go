@@ -241,10 +241,23 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if c.manual {
 		log.Info("manual run claimed")
 	}
+	if e.job.Overlap == OverlapReplace && !c.manual {
+		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it
+	}
 	if !s.track(r) {
 		// The stop began while the claim was made: give the tick back.
 		endSpan(span, s.finish(r, OutcomeHandedOff, nil, log), nil)
 		return false
+	}
+	if r.poke != nil {
+		if by := s.replacedAlready(ctx, r); by != 0 {
+			// A later tick asked this tick's run to end before the claim
+			// took it (its holder died; or it waited behind a run that a
+			// still later tick replaced): the tick is done, not run.
+			r.setReason("replaced by tick " + fmtTick(time.UnixMilli(by)) + " before this claim could run it")
+			endSpan(span, s.finish(r, OutcomeReplaced, nil, log), nil)
+			return earlier
+		}
 	}
 	if cl.Try > 1 && e.job.OnShutdown == ShutdownAbandon {
 		log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
@@ -286,8 +299,13 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	if d := e.job.AlertAfter; d > 0 {
 		stopWatch = s.watchLong(r, d, log)
 	}
+	stopReplace := func() {}
+	if r.poke != nil {
+		runCtx, stopReplace = s.watchReplace(r, runCtx, log)
+	}
 	defer func() {
 		stopWatch() // the job has returned: nothing to announce any more
+		stopReplace()
 		outcome := s.complete(r, err, log)
 		s.tel.held(e.job.Name, outcome, time.Since(start))
 		endSpan(span, outcome, err)
@@ -435,6 +453,8 @@ func (s *Scheduler) complete(r *run, err error, log hclog.Logger) Outcome {
 		outcome = OutcomeError
 	case state == tooLate:
 		outcome = OutcomeDeadlineMissed
+	case !r.replaced().IsZero():
+		outcome = OutcomeReplaced
 	case state == permitLost || errors.Is(r.cl.Err(), lock.ErrLockLost):
 		s.tel.lostLock(e.job.Name)
 		outcome = OutcomeLostLock
@@ -473,6 +493,12 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if outcome == OutcomeDeadlineMissed {
 		// Consecutive ticks past their deadline make one history entry.
 		rr.Reason, rr.skip = reason, "deadline"
+	}
+	if outcome == OutcomeReplaced {
+		if by := r.replaced(); !by.IsZero() {
+			reason = "replaced by tick " + fmtTick(by)
+		}
+		rr.Reason = reason
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	seen := r.cl.Tick
@@ -533,6 +559,8 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 		log.Error("run finished: job failed, and a retry would start after the start deadline", append(line, "error", runErr)...)
 	case outcome == OutcomeDeadlineMissed:
 		log.Warn("run finished: not started by its start deadline; not run", line...)
+	case outcome == OutcomeReplaced:
+		log.Warn("run finished: replaced by a later tick", append(line, "reason", rr.Reason, "error", runErr)...)
 	default:
 		log.Info("run finished", line...)
 	}

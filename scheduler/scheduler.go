@@ -143,6 +143,12 @@ type run struct {
 	reason  string    // why a tick ending deadline_missed was not run (Run.Reason)
 	state   runState  // moved by to
 	outcome Outcome   // the outcome finish recorded, once state is finished
+
+	// poke wakes the watch of a run of a replace job (watchReplace); nil
+	// for other runs. replacedBy is the tick whose request ended the run,
+	// zero if none did (under mu).
+	poke       chan struct{}
+	replacedBy time.Time
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -234,7 +240,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 		age = s.opt.historyMaxAge
 	}
 	digest := j.digest()
-	g, err := ledger(j.LockName, j.Name, fleet.WithHistory(keep, age), fleet.WithDefinition(digest))
+	g, err := ledger(j.LockName, j.Name, append([]fleet.LedgerOption{fleet.WithHistory(keep, age), fleet.WithDefinition(digest)}, j.replaceOption()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: job %q: %w: %w", j.Name, ErrInvalid, err)
 	}
@@ -480,6 +486,9 @@ func (s *Scheduler) loop(e *entry) {
 		} else {
 			defer stop()
 		}
+	}
+	if stop := s.watchReplaces(e); stop != nil {
+		defer stop()
 	}
 	var next time.Time
 	if e.prev != nil {
@@ -753,10 +762,7 @@ func (s *Scheduler) fire(e *entry, tick time.Time) bool {
 		s.skipLater(func() { s.recordSkip(e, tick, OutcomeExcluded, cause, reason) })
 		return true
 	}
-	limit := 1
-	if e.job.Overlap == OverlapQueue {
-		limit = 2
-	}
+	limit := e.overlapLimit()
 	e.mu.Lock()
 	if e.inflight-e.held >= limit {
 		e.lastTick, e.lastOutcome = tick, OutcomeSkippedBusy
@@ -825,10 +831,7 @@ func (s *Scheduler) awaitFreezes(e *entry, tick time.Time) bool {
 // that this replica let go when it heard it claimed, unless it handles as
 // many ticks of the job as its overlap policy allows.
 func (s *Scheduler) fireGivenBack(e *entry, tick time.Time) {
-	limit := 1
-	if e.job.Overlap == OverlapQueue {
-		limit = 2
-	}
+	limit := e.overlapLimit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing || !s.started || e.cancelled() {
@@ -853,8 +856,12 @@ func (s *Scheduler) claimTick(e *entry, tick time.Time) {
 	defer s.fired(e)
 	ms := tick.UnixMilli()
 	defer e.decided(ms)
-	s.awaitEarlier(e, ms, nil)
-	c := claimSpec{ledger: e.runLedger(), tick: ms, queue: e.job.Overlap == OverlapQueue}
+	if e.job.Overlap != OverlapReplace {
+		// (A replacing tick does not wait: its claim asks the earlier
+		// run to end, and an earlier tick not claimed yet is replaced.)
+		s.awaitEarlier(e, ms, nil)
+	}
+	c := claimSpec{ledger: e.runLedger(), tick: ms, queue: e.job.queues()}
 	if e.job.everyReplica() {
 		s.claimOwnTick(e, tick, c)
 		return

@@ -249,7 +249,7 @@ const (
 // the moment a job is added (zero).
 var outcomes = []Outcome{OutcomeRan, OutcomeFailed, OutcomeSkippedDone, OutcomeSkippedBusy,
 	OutcomeLostLock, OutcomeInterrupted, OutcomeHandedOff, OutcomeMissed, OutcomeError, OutcomePaused,
-	OutcomeDeadlineMissed, OutcomeExcluded}
+	OutcomeDeadlineMissed, OutcomeExcluded, OutcomeReplaced}
 
 // zero makes job's counters (runs by outcome, locks lost) exist at 0, so
 // that a rate or increase() over them sees the first event: a counter that

@@ -636,6 +636,9 @@ func (d *diffRun) claimOp() diffOp {
 	}
 	// The definition the claim records: none, or one of two versions.
 	fc.def = [...]string{"", "v1", "v2"}[d.rng.IntN(3)]
+	// A claim that replaces (overlap replace) records its tick when it
+	// finds the lock held for an earlier one.
+	fc.replace = d.rng.IntN(3) == 0
 	return diffOp{
 		desc:  fmt.Sprintf("claim(%s, ledger %s, %s, lease %v, tick %d, args %+v)", k.name, g.id, owner, lease, tick, fc),
 		short: lease == diffShort || fc.place == diffShort,
@@ -1423,7 +1426,7 @@ func (a *diffAnswer) entries(what string, ents []Entry, err error) {
 // from (claim's reply carries it). since and at:<outcome> are times.
 func (a *diffAnswer) ledgerFields(f map[string]string) {
 	num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
-	for _, k := range []string{"done", "seen", "running", "tries", "triggers"} {
+	for _, k := range []string{"done", "seen", "running", "tries", "triggers", "replace"} {
 		a.exact(k, num(k))
 	}
 	for _, k := range []string{"owner", "outcome", "finished"} {

@@ -90,6 +90,8 @@ type Ledger struct {
 	histID string        // the ledger whose history this one writes (WithSharedHistory)
 	own    *string       // the lock of its own its claims take, beside the lock (WithOwnLock); nil: the lock's
 	hist   string        // the history's key
+
+	replace bool // claims ask the run of an earlier tick to end (WithReplace)
 }
 
 // claimArgs are a claim's arguments besides the tick: how it takes part in
@@ -100,6 +102,9 @@ type claimArgs struct {
 	place time.Duration // a place's lifetime without a heartbeat
 	wait  int           // 0 no wait (one attempt); 1 for the same tick; 2 for any tick (queue)
 	def   string        // "": record none
+	// replace: a claim that finds the lock held for an earlier tick asks
+	// that run to end (ARGV[12], WithReplace)
+	replace bool
 }
 
 // ref is where g lives in the store, for the backend.
@@ -264,7 +269,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...Acqu
 // earlier tick, and queue is false), or a failure.
 func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, once bool, until time.Time) (*Lease, time.Duration, *Claim, error) {
 	m, c := g.m, g.c
-	fc := claimArgs{fair: g.fair, place: c.opt.waiterTTL, wait: 1, def: g.def}
+	fc := claimArgs{fair: g.fair, place: c.opt.waiterTTL, wait: 1, def: g.def, replace: g.replace}
 	switch {
 	case once:
 		fc.wait = 0
@@ -325,6 +330,9 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		}
 		return nil, 0, nil, pe
 	case claimHeld:
+		if g.replace && r.extra != 0 && r.extra < tick {
+			g.replaceAsked(tick)
+		}
 		if r.extra == tick || queue {
 			return nil, time.Duration(r.value) * time.Millisecond, nil, nil
 		}
@@ -483,6 +491,10 @@ type LedgerState struct {
 	// Last is when each outcome was last recorded by a Finish, on the
 	// store's clock (as long as the ledger lives, LedgerTTL).
 	Last map[string]time.Time
+	// Replace is the latest tick whose claim asked the run of an earlier
+	// tick to end (WithReplace); 0 if none. A run of a tick before it is
+	// to end: replaced.
+	Replace int64
 }
 
 // State reads the ledger, and whether the lock is held, in one round trip.
@@ -506,6 +518,7 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 		Done: num("done"), Seen: num("seen"), Running: num("running"),
 		Owner: f["owner"], Tries: int(num("tries")), Outcome: f["outcome"], Finished: f["finished"],
 		Held: held, Paused: f["paused"] == "1", Failures: int(num("failures")), Triggers: num("triggers"),
+		Replace: num("replace"),
 	}
 	if st.Paused {
 		st.Pause, st.PauseFinish = PauseInfo{By: f["pausedby"], Note: f["pausenote"]}, f["pausefinish"]

@@ -24,6 +24,15 @@ type memLedger struct {
 	definition, defOwner       string           // recorded by the latest claim that had one, and its owner
 	last                       map[string]int64 // at:<outcome>: ms of its last finish
 	expires                    time.Time
+	replace                    int64 // the latest tick that asked an earlier run to end (claim.lua's ARGV[12])
+}
+
+// askReplace records, as claim.lua's wait, that tick asks the run of the
+// earlier unfinished tick running to end, when the claim replaces.
+func (g *memLedger) askReplace(ca claimArgs, running, tick int64) {
+	if ca.replace && running != 0 && running < tick && tick > g.replace {
+		g.replace = tick
+	}
 }
 
 // memPause is a ledger's pause: pause.lua's fields.
@@ -101,6 +110,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner, at: now.UnixMilli()}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
+		g.askReplace(ca, running, tick)
 		if waits {
 			pttl, _ = s.keepPlace(k, owner, ca.place, now, pttl)
 		}
@@ -108,6 +118,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	}
 	if head := q.head(); waits && head != "" && head != owner {
 		// Free, but others came first.
+		g.askReplace(ca, running, tick)
 		sleep, _ := s.keepPlace(k, owner, ca.place, now, 0)
 		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
 	}
@@ -421,6 +432,9 @@ func (b *memoryBackend) ledger(ctx context.Context, k *keys, key string) (map[st
 	pauseOver(f, now.UnixMilli())
 	if g.since != 0 {
 		f["since"] = n(g.since)
+	}
+	if g.replace != 0 {
+		f["replace"] = n(g.replace)
 	}
 	for outcome, ms := range g.last {
 		f["at:"+outcome] = n(ms)

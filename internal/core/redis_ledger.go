@@ -20,6 +20,9 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	} else {
 		args = append(args, 0, 0, 0, 0, ca.def, ledgerRenew.Milliseconds())
 	}
+	if ca.replace {
+		args = append(args, 1)
+	}
 	v, err := b.runBatched(ctx, claimScript, keys, args...).Slice()
 	if err != nil {
 		return claimReply{}, err

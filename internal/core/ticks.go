@@ -26,6 +26,10 @@ type TickEvent struct {
 	// lock held for an earlier tick, and let the tick go (a claim that
 	// does not queue). Done is false then.
 	Busy bool
+	// Replace is true when a claim of the tick found the lock held for an
+	// earlier tick, and asked that run to end (WithReplace: the ledger's
+	// field replace says so; LedgerState.Replace). Done is false then.
+	Replace bool
 }
 
 // tickTail is the tail of a finish's unlock message: it names the ledger
@@ -123,7 +127,8 @@ func (c *Client) heardDone(g *Ledger) int64 {
 //
 // A message is this Client's owner prefix, then one record per event,
 // each "\x1e" followed by a letter (c claimed, d done, b given back, s
-// let go: the lock was held for an earlier tick), the tick (and for a
+// let go: the lock was held for an earlier tick, r replace: the lock was
+// held for an earlier tick, whose run is asked to end), the tick (and for a
 // claim "+" and its lease in ms), "\x1f", the lock's channel, "\x1f" and
 // the ledger's id. Events of a lock or ledger whose name holds either
 // separator are not announced.
@@ -160,6 +165,8 @@ func (c *Client) announce(channel, id string, ev TickEvent, always bool) bool {
 		kind = "c"
 	case ev.Busy:
 		kind = "s"
+	case ev.Replace:
+		kind = "r"
 	case ev.Done:
 		kind = "d"
 	}
@@ -249,6 +256,8 @@ func (c *Client) heardAnnouncements(msg string) {
 			ev = TickEvent{Tick: tick}
 		case 's':
 			ev = TickEvent{Tick: tick, Busy: true}
+		case 'r':
+			ev = TickEvent{Tick: tick, Replace: true}
 		default:
 			continue
 		}

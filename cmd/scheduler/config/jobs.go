@@ -129,6 +129,9 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 			if j.Overlap == scheduler.OverlapQueue {
 				effect = "queued (one at a time) or skipped"
 			}
+			if j.Overlap == scheduler.OverlapReplace {
+				effect = "run in its place: the next tick ends it (overlap replace)"
+			}
 			d.warnf(jp("timeout"), "%v is longer than the %v between ticks: while a run goes on, later ticks are %s", j.Timeout, gap, effect)
 		}
 	}

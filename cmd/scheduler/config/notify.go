@@ -43,6 +43,7 @@ var notifyOutcomes = []string{
 	string(scheduler.OutcomeRan), string(scheduler.OutcomeFailed), string(scheduler.OutcomeLostLock), string(scheduler.OutcomeMissed),
 	string(scheduler.OutcomeInterrupted), string(scheduler.OutcomeHandedOff), string(scheduler.OutcomeError),
 	string(scheduler.OutcomeDeadlineMissed), string(scheduler.OutcomeRunningLong), string(scheduler.OutcomeAutoPaused),
+	string(scheduler.OutcomeReplaced),
 }
 
 // Notify is a notify "name" { ... } block: a webhook that the daemon calls

@@ -319,7 +319,7 @@ job "backup" {
 }`,
 		want: []want{
 			{mark: 1, job: "backup", field: "lock_kind", msg: `"shared" is not one of "reentrant", "fair"`},
-			{mark: 2, job: "backup", field: "overlap", msg: `"parallel" is not one of "skip", "queue"`},
+			{mark: 2, job: "backup", field: "overlap", msg: `"parallel" is not one of "skip", "queue", "replace"`},
 			{mark: 3, job: "backup", field: "misfire", msg: `"catch_up" is not one of "skip", "run_once"`},
 			{mark: 4, job: "backup", field: "on_shutdown", msg: `"wait" is not one of "handoff", "abandon"`},
 		},

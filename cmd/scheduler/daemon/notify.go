@@ -303,6 +303,7 @@ func summary(r scheduler.Run, slack bool) string {
 		scheduler.OutcomeError:          "could not run (the lock store did not answer)",
 		scheduler.OutcomeDeadlineMissed: "missed its start_deadline and was not run",
 		scheduler.OutcomeRunningLong:    "is still running, past its alert_after,",
+		scheduler.OutcomeReplaced:       "was ended by a later tick (overlap replace)",
 	}[r.Outcome]
 	tick := r.Tick.UTC().Format(time.RFC3339)
 	if r.Trigger > 0 {

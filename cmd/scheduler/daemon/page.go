@@ -327,6 +327,7 @@ var outcomeLooks = map[scheduler.Outcome]outcomeLook{
 	scheduler.OutcomeSkippedBusy:    {"B", "muted", "skipped: busy"},
 	scheduler.OutcomePaused:         {"P", "muted", "paused"},
 	scheduler.OutcomeExcluded:       {"X", "muted", "excluded"},
+	scheduler.OutcomeReplaced:       {"R", "warn", "replaced"},
 }
 
 func lookOf(outcome scheduler.Outcome) outcomeLook {

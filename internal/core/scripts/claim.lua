@@ -11,7 +11,9 @@
 --         (recorded by the latest claim that took the lock with one,
 --         ARGV[10], and its owner), renewed and hrenewed (when the ledger's
 --         and the history's lifetimes were last renewed, see finish.lua),
---         excluded (the latest tick recorded excluded, see pass.lua)
+--         excluded (the latest tick recorded excluded, see pass.lua),
+--         replace (the latest tick that asked the run of an earlier one to
+--         end, ARGV[12])
 -- ARGV[1] owner id, unique to this claim
 -- ARGV[2] lease in milliseconds
 -- ARGV[3] lifetime of KEYS[2] in milliseconds
@@ -30,6 +32,10 @@
 --         digest of what the claimant runs); "" records none
 -- ARGV[11] how often the ledger's lifetime is renewed, ms (finish.lua's
 --         ARGV[13])
+-- ARGV[12] 1: the claim replaces (overlap replace): when it finds the lock
+--         held by another owner for an earlier unfinished tick of the
+--         ledger, it records ARGV[4] in the ledger's field replace (if
+--         later than the one there): that run is asked to end (replaced)
 -- A fair claim that would wait takes a free lock only when the queue is
 -- empty or the caller is its head, and otherwise takes or keeps its place:
 -- the sleep in {0, sleep, running} is then the time to its next heartbeat.
@@ -62,7 +68,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil', 'excluded')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil', 'excluded', 'replace')
 if f.err then
   return {-6, 0}
 end
@@ -119,6 +125,9 @@ end
 -- sleep; a caller that will not wait gets the holder's TTL.
 local waits = fair and ((ARGV[9] == '1' and running == tick) or ARGV[9] == '2')
 local function wait(pttl)
+  if ARGV[12] == '1' and running ~= 0 and running < tick and tick > (tonumber(f[12]) or 0) then
+    redis.call('HSET', KEYS[3], 'replace', tick)
+  end
   if not waits then
     return answer({0, math.max(pttl, 1), running})
   end
