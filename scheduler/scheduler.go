@@ -67,6 +67,11 @@ type Scheduler struct {
 	stopOnce    sync.Once
 	closeOnce   sync.Once
 	stoppedOnce sync.Once
+
+	// Backfills (readBackfills): backfillNow asks for a read at once;
+	// carried are the backfills this replica carries on, by id (s.mu).
+	backfillNow chan struct{}
+	carried     map[string]bool
 }
 
 // entry is one added job, one definition of it: Update replaces the entry,
@@ -125,6 +130,9 @@ type run struct {
 	cl     *fleet.Claim
 	tick   time.Time
 	manual bool // a manual run (Trigger), in e.manual
+	// backfill is the id of the backfill whose run this is, in its own
+	// ledger (Backfill); "" for the others.
+	backfill string
 	start  time.Time
 	trace  string // the run's trace id, if sampled
 	// startBy is when, on this replica's monotonic clock, the job's start
@@ -170,6 +178,9 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 
 		freezeNow:   make(chan struct{}, 1),
 		freezesRead: make(chan struct{}),
+
+		backfillNow: make(chan struct{}, 1),
+		carried:     make(map[string]bool),
 	}
 	s.tel = newTelemetry(o, s.log)
 	if o.fallback > 0 {
@@ -221,13 +232,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	if j.LockKind == LockFair {
 		ledger = s.store.FairLedger
 	}
-	keep, age := j.HistoryKeep, j.HistoryMaxAge
-	if keep == 0 {
-		keep = s.opt.historyKeep
-	}
-	if age == 0 {
-		age = s.opt.historyMaxAge
-	}
+	keep, age := s.historyOf(j)
 	digest := j.digest()
 	g, err := ledger(j.LockName, j.Name, fleet.WithHistory(keep, age), fleet.WithDefinition(digest))
 	if err != nil {
@@ -287,6 +292,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	go func() {
 		defer s.wg.Done()
 		s.readFreezes()
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.readBackfills()
 	}()
 	for _, e := range s.order {
 		s.startLoop(e)
