@@ -243,12 +243,21 @@ func (s *Scheduler) doneTicks(ctx context.Context, e *entry) (map[int64]bool, er
 	}
 }
 
-// Backfills returns the backfills of the Scheduler's jobs, running and
-// ended (kept fleet.BackfillKeep), job by job in the order they were added,
-// oldest first. It needs no Run.
-func (s *Scheduler) Backfills(ctx context.Context) ([]Backfill, error) {
+// Backfills returns the backfills of job, or of every job of the
+// Scheduler if job is "", running and ended (kept fleet.BackfillKeep), job
+// by job in the order they were added, oldest first: one round trip per
+// job. It needs no Run. It returns ErrUnknownJob, and the store's error.
+func (s *Scheduler) Backfills(ctx context.Context, job string) ([]Backfill, error) {
+	entries := s.ordered()
+	if job != "" {
+		e, err := s.entry(job)
+		if err != nil {
+			return nil, err
+		}
+		entries = []*entry{e}
+	}
 	var out []Backfill
-	for _, e := range s.ordered() {
+	for _, e := range entries {
 		bs, err := s.backfillsOf(ctx, e)
 		if err != nil {
 			return nil, err

@@ -35,7 +35,7 @@ func awaitBackfill(t *testing.T, s *scheduler.Scheduler, id string, within time.
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		bs, err := s.Backfills(context.Background())
+		bs, err := s.Backfills(context.Background(), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: BackfillTicks = %v, want %v", c.name, err, c.want)
 		}
 	}
-	if bs, err := r.s.Backfills(ctx); err != nil || len(bs) != 0 {
+	if bs, err := r.s.Backfills(ctx, ""); err != nil || len(bs) != 0 {
 		t.Errorf("Backfills = %v, %v; want none recorded", bs, err)
 	}
 	// Force allows more than 100,000 ticks.
