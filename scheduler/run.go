@@ -171,6 +171,9 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if c.manual {
 		log = log.With("trigger", c.tick)
 	}
+	if c.backfill != "" {
+		log = log.With("backfill", c.backfill)
+	}
 	ctx, span := s.tel.startTick(e.ctx, e.job.Name, e.job.LockName, tick)
 	fired := time.Now()
 	cl, err := c.ledger.Claim(ctx, c.tick, c.queue)
