@@ -35,7 +35,7 @@ const backfillSuffix = "!backfill:"
 // stopped): one EVALSHA per job per replica. A new backfill, and a
 // carrier's stop, are also told on the control topic, which makes the
 // replicas that hear it read them at once.
-const backfillPoll = 2 * time.Second
+const backfillPoll = 5 * time.Second
 
 // ErrUnknownBackfill: CancelBackfill of an id that names no backfill of
 // the Scheduler's jobs (or one dropped fleet.BackfillKeep after it ended).
@@ -383,7 +383,7 @@ func (s *Scheduler) takeOn(e *entry, b Backfill) {
 	}
 	s.carried[b.ID] = true
 	s.mu.Unlock()
-	lease, err := s.locks.Mutex(e.job.LockName+backfillSuffix+b.ID).TryLock(e.ctx)
+	lease, err := s.locks.Mutex(e.job.LockName + backfillSuffix + b.ID).TryLock(e.ctx)
 	s.mu.Lock()
 	if err != nil || s.closing {
 		delete(s.carried, b.ID)
@@ -425,11 +425,7 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 	ctx := lease.Context()
 	log := s.log.With("job", e.job.Name, "backfill", b.ID)
 	keep, age := s.historyOf(e.job)
-	newLedger := s.store.Ledger
-	if e.job.LockKind == LockFair {
-		newLedger = s.store.FairLedger
-	}
-	g, err := newLedger(e.job.LockName, e.job.Name+backfillSuffix+b.ID, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name))
+	g, err := s.ledgerOf(e.job)(e.job.LockName, e.job.Name+backfillSuffix+b.ID, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name))
 	if err != nil {
 		log.Error("backfill not carried on", "error", err)
 		return
@@ -536,6 +532,14 @@ func (s *Scheduler) runBackfillTick(ctx context.Context, e *entry, g *fleet.Ledg
 			return false
 		}
 	}
+}
+
+// ledgerOf is how j's ledgers are made: fair ones for LockFair.
+func (s *Scheduler) ledgerOf(j Job) func(lockName, id string, opts ...fleet.LedgerOption) (*fleet.Ledger, error) {
+	if j.LockKind == LockFair {
+		return s.store.FairLedger
+	}
+	return s.store.Ledger
 }
 
 // historyOf is j's history retention, its own or the Scheduler's.

@@ -130,9 +130,6 @@ type run struct {
 	cl     *fleet.Claim
 	tick   time.Time
 	manual bool // a manual run (Trigger), in e.manual
-	// backfill is the id of the backfill whose run this is, in its own
-	// ledger (Backfill); "" for the others.
-	backfill string
 	start  time.Time
 	trace  string // the run's trace id, if sampled
 	// startBy is when, on this replica's monotonic clock, the job's start
@@ -147,6 +144,10 @@ type run struct {
 	reason  string    // why a tick ending deadline_missed was not run (Run.Reason)
 	state   runState  // moved by to
 	outcome Outcome   // the outcome finish recorded, once state is finished
+
+	// backfill is the id of the backfill whose run this is, in its own
+	// ledger (Backfill); "" for the others.
+	backfill string
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -228,10 +229,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	ledger := s.store.Ledger
-	if j.LockKind == LockFair {
-		ledger = s.store.FairLedger
-	}
+	ledger := s.ledgerOf(j)
 	keep, age := s.historyOf(j)
 	digest := j.digest()
 	g, err := ledger(j.LockName, j.Name, fleet.WithHistory(keep, age), fleet.WithDefinition(digest))
