@@ -32,11 +32,12 @@ var ErrNoBackfill = core.ErrNoBackfill
 var ErrBackfillEnded = core.ErrBackfillEnded
 
 // AddBackfill records the backfill id of the ledger's task, running, with
-// fields (free names but state, created, ended, done, last and
-// cancelled_by; id has no "/"). The ledger's backfills live in one hash at
+// fields (free names but state, created, ended, done, last, cancelled_by
+// and nonce; id has no "/"). The ledger's backfills live in one hash at
 // BackfillsKey, in the lock's hash slot, which lives LedgerTTL after the
 // last change; a backfill is dropped BackfillKeep after it ended. A Redis
-// client's retry of the call finds the id taken and changes nothing. It
+// client's retry of the call (after a lost reply) changes nothing and
+// answers success, told by the call's nonce from another add of the id. It
 // returns lock.ErrInvalid for an id taken or malformed, lock.ErrBadKey if
 // the key holds another type, lock.ErrClosed after Close.
 func (g *Ledger) AddBackfill(ctx context.Context, id string, fields map[string]string) error {

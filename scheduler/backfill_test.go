@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -245,5 +247,47 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 	ticks, err := r.s.BackfillTicks(ctx, "fast", scheduler.BackfillOptions{From: now.Add(-48 * time.Hour), To: now.Add(-time.Hour), Force: true})
 	if err != nil || len(ticks) < 100_000 {
 		t.Errorf("forced dry run = %d ticks, %v", len(ticks), err)
+	}
+}
+
+// A Backfill and a CancelBackfill whose replies are lost, and which the
+// Redis client sends again, answer success and record one backfill, one
+// cancel (DESIGN.md: no script may run twice because of a client retry).
+func TestBackfillLostReplyMadeOnce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var l replyLoser
+	c, err := lock.New(l.client(t, srv), lock.WithClientID("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReplica(t, c, "r1")
+	r.add(t, scheduler.Job{Name: "report", Schedule: "@every 1h", Run: newJournal().fn(nil)})
+	ctx := testkit.Context(t)
+	if _, err := r.s.Backfills(ctx, ""); err != nil { // loads the script: the EVALSHA below runs it
+		t.Fatal(err)
+	}
+	now := time.Now()
+	l.arm(":backfills:report", "\r\nadd\r\n")
+	b, err := r.s.Backfill(ctx, "report", scheduler.BackfillOptions{From: now.Add(-5 * time.Hour), To: now.Add(-time.Hour)})
+	if err != nil {
+		t.Fatalf("Backfill with its reply lost: %v", err)
+	}
+	if l.lostReplies() != 1 {
+		t.Fatalf("%d replies lost, want 1: the test did not lose the add's", l.lostReplies())
+	}
+	bs, err := r.s.Backfills(ctx, "report")
+	if err != nil || len(bs) != 1 || bs[0].ID != b.ID || bs[0].Total != 4 && bs[0].Total != 5 {
+		t.Fatalf("Backfills after a retried add = %+v, %v; want the one backfill %+v", bs, err, b)
+	}
+	l.arm(":backfills:report", "\r\ncancel\r\n")
+	if _, err := r.s.CancelBackfill(ctx, b.ID, "test"); err != nil {
+		t.Errorf("CancelBackfill with its reply lost: %v, want success", err)
+	}
+	if l.lostReplies() != 2 {
+		t.Fatalf("%d replies lost, want 2: the test did not lose the cancel's", l.lostReplies())
+	}
+	if bs, err := r.s.Backfills(ctx, "report"); err != nil || len(bs) != 1 || bs[0].State != "cancelled" || bs[0].CancelledBy != "test" {
+		t.Errorf("Backfills after the cancel = %+v, %v; want it cancelled by test", bs, err)
 	}
 }

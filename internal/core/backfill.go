@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,19 +65,24 @@ func (g *Ledger) backfillsKey() string { return g.m.k.lock + ":backfills:" + g.i
 func (g *Ledger) BackfillsKey() string { return g.backfillsKey() }
 
 // AddBackfill records a backfill id of the ledger's task with fields (none
-// of them named state, created, ended, done, last or cancelled_by; no "/"
-// in id), running, with nothing done. A retry of the call by the Redis
-// client (after a lost reply) finds the id taken and changes nothing: an
-// id is the caller's random one. It returns ErrInvalid for an id taken or
-// malformed, ErrBadKey if the key holds another type, ErrClosed after
+// of them named state, created, ended, done, last, cancelled_by or nonce;
+// no "/" in id), running, with nothing done. A retry of the call by the
+// Redis client (after a lost reply) changes nothing and answers success:
+// the call's random nonce, kept with the backfill, tells it from another
+// add of the same id. It returns ErrInvalid for an id taken by another add
+// or malformed, ErrBadKey if the key holds another type, ErrClosed after
 // Close.
 func (g *Ledger) AddBackfill(ctx context.Context, id string, fields map[string]string) error {
 	if id == "" || strings.Contains(id, "/") {
 		return fmt.Errorf("lock: backfill id %q: empty or holds a slash: %w", id, ErrInvalid)
 	}
-	keys := make([]string, 0, len(fields))
+	keys := []string{"nonce"}
+	fields = maps.Clone(fields)
+	fields["nonce"] = randomID()
 	for k := range fields {
-		keys = append(keys, k)
+		if k != "nonce" {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	args := make([]string, 0, 2*len(keys))
@@ -165,6 +171,7 @@ func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
 			}
 		case "cancelled_by":
 			b.CancelledBy = v
+		case "nonce":
 		default:
 			b.Fields[f] = v
 		}
@@ -288,6 +295,11 @@ func (b *memoryBackend) backfills(ctx context.Context, key, op, id string, args 
 	switch {
 	case op == "add":
 		if ok {
+			for i := 0; i+1 < len(args); i += 2 {
+				if args[i] == "nonce" && args[i+1] == h.m[p+"nonce"] {
+					return 1, now, nil, nil
+				}
+			}
 			return 2, now, nil, nil
 		}
 		for i := 0; i+1 < len(args); i += 2 {

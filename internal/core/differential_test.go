@@ -1579,7 +1579,8 @@ func (d *diffRun) backfillsOp() diffOp {
 	op, args := "list", []string(nil)
 	switch d.rng.IntN(5) {
 	case 0:
-		op, args = "add", []string{"from", "1000", "job", "job", "to", strconv.Itoa(d.rng.IntN(9000))}
+		// Two nonces: an add of a taken id is now a retry, now another's.
+		op, args = "add", []string{"nonce", "n" + strconv.Itoa(d.rng.IntN(2)), "from", "1000", "job", "job", "to", strconv.Itoa(d.rng.IntN(9000))}
 	case 1:
 		op, args = "cancel", []string{d.name()}
 	case 2, 3:

@@ -16,8 +16,9 @@
 -- progress: ARGV[5] done, ARGV[6] last, ARGV[7] "1" if it is finished
 -- First drops the backfills that ended more than ARGV[4] ms ago.
 -- Returns {status, now, ...}, now the server's time (ms):
---   add      {1, now}: added; {2, now}: the id is taken (a retry of the
---            add that took it, whose reply was lost: nothing changed)
+--   add      {1, now}: added, or the id was taken by an add of the same
+--            nonce (the field "nonce": a retry of it, whose reply was lost;
+--            nothing changed); {2, now}: the id is taken by another add
 --   cancel   {1, now}: cancelled (or it was already); {0, now}: no such
 --            backfill; {2, now}: it had finished
 --   progress {1, now, state}: done and last recorded (last only if later
@@ -58,6 +59,12 @@ end
 local state = redis.call('HGET', KEYS[1], p .. 'state')
 if op == 'add' then
   if state then
+    local nonce = redis.call('HGET', KEYS[1], p .. 'nonce')
+    for i = 5, #ARGV - 1, 2 do
+      if ARGV[i] == 'nonce' and ARGV[i + 1] == nonce then
+        return {1, now}
+      end
+    end
     return {2, now}
   end
   for i = 5, #ARGV - 1, 2 do
