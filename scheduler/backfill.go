@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -404,10 +406,14 @@ func (s *Scheduler) takeOn(e *entry, b Backfill) {
 			s.mu.Lock()
 			delete(s.carried, b.ID)
 			s.mu.Unlock()
-			// Another replica takes it on at once, if it is not over.
-			ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
-			defer cancel()
-			_, _ = s.store.Publish(ctx, controlTopic, "backfills")
+			if s.stopCtx.Err() != nil {
+				// Stopped: another replica takes it on at once, if it is
+				// not over. (A carrier that failed leaves it to the next
+				// poll, rather than have the fleet retry at once.)
+				ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+				defer cancel()
+				_, _ = s.store.Publish(ctx, controlTopic, "backfills")
+			}
 		}()
 		s.carry(e, b, lease)
 	}()
@@ -424,8 +430,15 @@ func (s *Scheduler) unlockCarrier(lease *lock.Lease) {
 func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 	ctx := lease.Context()
 	log := s.log.With("job", e.job.Name, "backfill", b.ID)
+	// Read again under the lock: a carrier that ended just before may have
+	// moved it on, or it may be over.
+	bs, err := s.backfillsOf(ctx, e)
+	if b, err = findRunning(bs, b.ID, err); err != nil {
+		return
+	}
 	keep, age := s.historyOf(e.job)
-	g, err := s.ledgerOf(e.job)(e.job.LockName, e.job.Name+backfillSuffix+b.ID, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name))
+	g, err := s.ledgerOf(e.job)(e.job.LockName, e.job.Name+backfillSuffix+b.ID, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name),
+		fleet.WithDefinition(e.digest))
 	if err != nil {
 		log.Error("backfill not carried on", "error", err)
 		return
@@ -491,22 +504,35 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 	log.Info("backfill finished", "done", count, "total", b.Total)
 }
 
-// backfillLive reads whether the backfill id is still running (not
-// cancelled), just before one of its ticks starts.
-func (s *Scheduler) backfillLive(ctx context.Context, e *entry, id string, log interface{ Info(string, ...any) }) bool {
-	bs, err := s.backfillsOf(ctx, e)
+// findRunning returns the backfill id of bs if it is running, else an
+// error.
+func findRunning(bs []Backfill, id string, err error) (Backfill, error) {
 	if err != nil {
-		return ctx.Err() == nil // the claim finds out, or the next read
+		return Backfill{}, err
 	}
 	for _, b := range bs {
 		if b.ID == id {
 			if !b.Running() {
-				log.Info("backfill ends here", "state", b.State)
+				return b, fmt.Errorf("scheduler: backfill %q: %s", id, b.State)
 			}
-			return b.Running()
+			return b, nil
 		}
 	}
-	return false
+	return Backfill{}, fmt.Errorf("%w: %q", ErrUnknownBackfill, id)
+}
+
+// backfillLive reads whether the backfill id is still running (not
+// cancelled), just before one of its ticks starts.
+func (s *Scheduler) backfillLive(ctx context.Context, e *entry, id string, log hclog.Logger) bool {
+	bs, err := s.backfillsOf(ctx, e)
+	if _, err := findRunning(bs, id, err); err != nil {
+		if ctx.Err() == nil && (errors.Is(err, ErrUnknownBackfill) || len(bs) > 0) {
+			log.Info("backfill ends here", "why", err)
+			return false
+		}
+		return ctx.Err() == nil // unreadable: the claim finds out, or the next read
+	}
+	return true
 }
 
 // runBackfillTick claims tick t in the backfill's ledger g and runs it

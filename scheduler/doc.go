@@ -430,7 +430,7 @@
 // State (running, cancelled, finished); an ended one is kept 7 days
 // (fleet.BackfillKeep). Every running Scheduler reads its jobs' backfills
 // every 5 seconds (one script call per job), and at once when a Backfill,
-// a cancel, or the end of a carrier is published on the control topic;
+// a cancel, or a carrier's stop is published on the control topic;
 // for each running one it takes the backfill's carrier lock (a Mutex named
 // for the job's lock and the backfill, with its watchdog) with one try.
 // The replica that gets it carries the backfill on from its Last: for

@@ -510,8 +510,8 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 		// A lost lease records nothing in the ledger (the tick is run
 		// again); the history keeps the run all the same.
 		ledger := r.e.ledger
-		if !r.scheduled() {
-			ledger = r.e.manual // the same history
+		if r.manual {
+			ledger = r.e.manual
 		}
 		herr := ledger.Append(ctx, rr.fields())
 		recorded = herr == nil
