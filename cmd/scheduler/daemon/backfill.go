@@ -78,7 +78,7 @@ func parseRate(s string) (float64, error) {
 	return n / per, nil
 }
 
-// backfillOptions reads a BackfillRequestJSON.
+// options reads req as the options of a backfill asked for by by.
 func (req BackfillRequestJSON) options(by string) (scheduler.BackfillOptions, error) {
 	o := scheduler.BackfillOptions{OnlyMissing: req.OnlyMissing, Force: req.Force, By: by}
 	var err error

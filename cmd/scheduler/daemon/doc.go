@@ -58,7 +58,7 @@
 //
 // Without a config file (no -config, no LOCKCRON_CONFIG, and no
 // lockcron.hcl in the working directory), jobs, locks, history, trigger,
-// pause, resume, freeze, unfreeze and reload ask the running daemon's admin API, as nomad's
+// pause, resume, freeze, unfreeze, backfill and reload ask the running daemon's admin API, as nomad's
 // commands ask the agent at NOMAD_ADDR: at $LOCKCRON_ADMIN__LISTEN, else
 // 127.0.0.1:9090 (admin.listen's default, where `make run` serves), with
 // $LOCKCRON_TOKEN, else $LOCKCRON_ADMIN__TOKEN, as the bearer token if it
@@ -177,7 +177,8 @@
 // Tokens (access.go): each admin token block, and the single admin.token
 // (scope admin, named "admin.token"), is a bearer token with a scope:
 // read may GET the JSON API and the status page; operate may also
-// trigger, pause, resume, freeze and unfreeze; admin may also reload.
+// trigger, pause, resume, freeze, unfreeze, backfill and cancel a
+// backfill; admin may also reload.
 // actionScope is the table of what each change needs. With any token configured, every call of the JSON API and the
 // page needs "Authorization: Bearer TOKEN" of a scope that suffices, but
 // /healthz, /readyz, /metrics and /static stay open, and

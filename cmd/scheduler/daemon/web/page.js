@@ -1,5 +1,6 @@
 // lockcron status page: the Trigger, Pause and Resume buttons call the
-// admin API (POST /api/jobs/{name}/{action}) with the token kept in
+// admin API (POST /api/jobs/{name}/{action}), and a backfill's Cancel
+// button DELETE /api/backfills/{id}, with the token kept in
 // sessionStorage, say on the page what came of it, and the page's live
 // part (<main id="live">) is re-fetched, with the token as a bearer token,
 // and swapped in place every few seconds. When the daemon needs a token to
