@@ -95,7 +95,7 @@ func (b Backfill) Running() bool { return b.State == fleet.BackfillRunning }
 // o.OnlyMissing those known done left out. It returns the errors of
 // Backfill.
 func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOptions) ([]time.Time, error) {
-	e, ticks, err := s.checkBackfill(ctx, job, &o)
+	e, ticks, _, err := s.checkBackfill(ctx, job, &o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +124,14 @@ func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOpt
 // tick, more than MaxBackfillTicks ticks without Force, or a bad Rate; and
 // the store's error.
 func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions) (Backfill, error) {
-	e, ticks, err := s.checkBackfill(ctx, job, &o)
+	e, _, total, err := s.checkBackfill(ctx, job, &o, false)
 	if err != nil {
 		return Backfill{}, err
 	}
 	id := "bf-" + randomHex(4)
 	f := map[string]string{
 		"job": job, "from": strconv.FormatInt(o.From.UnixMilli(), 10), "to": strconv.FormatInt(o.To.UnixMilli(), 10),
-		"rate": strconv.FormatFloat(o.Rate, 'g', -1, 64), "total": strconv.Itoa(len(ticks)), "by": o.By,
+		"rate": strconv.FormatFloat(o.Rate, 'g', -1, 64), "total": strconv.Itoa(total), "by": o.By,
 	}
 	if o.OnlyMissing {
 		f["only_missing"] = "1"
@@ -141,7 +141,7 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 	}
 	s.tellBackfills(ctx)
 	s.log.Info("backfill requested", "job", job, "backfill", id, "from", fmtTick(o.From), "to", fmtTick(o.To),
-		"ticks", len(ticks), "rate", o.Rate, "only_missing", o.OnlyMissing, "by", o.By)
+		"ticks", total, "rate", o.Rate, "only_missing", o.OnlyMissing, "by", o.By)
 	bs, err := s.backfillsOf(ctx, e)
 	if err == nil {
 		for _, b := range bs {
@@ -151,30 +151,31 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 		}
 	}
 	return Backfill{ID: id, Job: job, From: o.From, To: o.To, Rate: o.Rate, OnlyMissing: o.OnlyMissing, By: o.By,
-		Total: int64(len(ticks)), State: fleet.BackfillRunning, Created: time.Now()}, nil
+		Total: int64(total), State: fleet.BackfillRunning, Created: time.Now()}, nil
 }
 
 // checkBackfill checks a backfill of job, fills in o's defaults, and
-// returns the job's entry and the ticks of the range.
-func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOptions) (*entry, []time.Time, error) {
+// returns the job's entry, the ticks of the range if list (else nil:
+// forced, they may be millions) and their count.
+func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOptions, list bool) (*entry, []time.Time, int, error) {
 	e, err := s.entry(job)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("scheduler: backfill %q: "+format+": %w", append([]any{job}, append(a, ErrInvalid)...)...)
 	}
 	switch {
 	case o.From.IsZero() || o.To.IsZero():
-		return nil, nil, bad("from and to: both are needed")
+		return nil, nil, 0, bad("from and to: both are needed")
 	case o.From.After(o.To):
-		return nil, nil, bad("from %s is after to %s", fmtTick(o.From), fmtTick(o.To))
+		return nil, nil, 0, bad("from %s is after to %s", fmtTick(o.From), fmtTick(o.To))
 	case o.To.After(s.opt.clock.Now()):
-		return nil, nil, bad("to %s is in the future: a backfill runs past ticks only", fmtTick(o.To))
+		return nil, nil, 0, bad("to %s is in the future: a backfill runs past ticks only", fmtTick(o.To))
 	case o.Rate < 0 || o.Rate > MaxBackfillRate || o.Rate != o.Rate:
-		return nil, nil, bad("rate %v: must be above 0 and at most %v ticks a second", o.Rate, MaxBackfillRate)
+		return nil, nil, 0, bad("rate %v: must be above 0 and at most %v ticks a second", o.Rate, MaxBackfillRate)
 	case strings.ContainsFunc(o.By, func(r rune) bool { return r < ' ' }):
-		return nil, nil, bad("by %q has control characters", o.By)
+		return nil, nil, 0, bad("by %q has control characters", o.By)
 	}
 	if o.Rate == 0 {
 		o.Rate = DefaultBackfillRate
@@ -184,17 +185,20 @@ func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOp
 		fs = s.knownFreezes()
 	}
 	var ticks []time.Time
+	n := 0
 	for t := range backfillRange(e, o.From, o.To, fs) {
-		if len(ticks) == MaxBackfillTicks && !o.Force {
-			return nil, nil, bad("the range from %s to %s holds more than %d ticks: narrow it, or force it",
+		if n == MaxBackfillTicks && !o.Force {
+			return nil, nil, 0, bad("the range from %s to %s holds more than %d ticks: narrow it, or force it",
 				fmtTick(o.From), fmtTick(o.To), MaxBackfillTicks)
 		}
-		ticks = append(ticks, t)
+		if n++; list {
+			ticks = append(ticks, t)
+		}
 	}
-	if len(ticks) == 0 {
-		return nil, nil, bad("the range from %s to %s holds no tick of the job (calendars and freezes applied)", fmtTick(o.From), fmtTick(o.To))
+	if n == 0 {
+		return nil, nil, 0, bad("the range from %s to %s holds no tick of the job (calendars and freezes applied)", fmtTick(o.From), fmtTick(o.To))
 	}
-	return e, ticks, nil
+	return e, ticks, n, nil
 }
 
 // backfillRange yields e's ticks in [from, to], oldest first, but those its
