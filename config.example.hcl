@@ -205,8 +205,9 @@ history {
 }
 
 # The audit trail (scheduler audit, GET /api/audit, the status page's
-# Audit page): every trigger, pause, resume, freeze, unfreeze and reload
-# made through the admin API or the command, one entry each across the fleet, with its
+# Audit page): every trigger, pause, resume, freeze, unfreeze, backfill,
+# cancel-backfill and reload made through the admin API or the command,
+# one entry each across the fleet, with its
 # time, action, target, actor, replica, remote address and note. Kept in
 # Redis as one capped stream (key_prefix:audit): the latest `keep`
 # entries, none older than `max_age`. Without Redis it is kept in the

@@ -22,6 +22,10 @@ const (
 	HeaderReplica = "Lockcron-Replica" // Info.Replica
 	HeaderAttempt = "Lockcron-Attempt" // Info.Attempt, in decimal
 	HeaderTrigger = "Lockcron-Trigger" // Info.Trigger, in decimal; empty for a scheduled run
+
+	// HeaderBackfill is "1" on a backfill's run (Info.Backfill); the
+	// header is absent on other runs.
+	HeaderBackfill = "Lockcron-Backfill"
 )
 
 // Info is what a run knows about itself. The scheduler puts it in the
@@ -40,6 +44,10 @@ type Info struct {
 	// run's Tick is the time it was asked for, which may fall in the same
 	// second as a scheduled tick: (Tick, Trigger) tells runs apart.
 	Trigger int64
+	// Backfill is true for a run of a backfill (the scheduler's
+	// Backfill): a past tick run on an operator's request, Tick being
+	// that past tick.
+	Backfill bool
 }
 
 type infoKey struct{}
@@ -63,11 +71,12 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 // order: LOCKCRON_JOB, LOCKCRON_TICK (RFC 3339 in UTC, with a fraction of
 // a second only when the tick has one: a jittered tick), LOCKCRON_TOKEN,
 // LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the manual run's
-// number, empty for a scheduled run). Lock is not included.
+// number, empty for a scheduled run), and on a backfill's run only,
+// LOCKCRON_BACKFILL=1. Lock is not included.
 // Values are not quoted or escaped. Append the result to os.Environ() for
 // exec.Cmd.Env.
 func (i Info) Env() []string {
-	return []string{
+	env := []string{
 		"LOCKCRON_JOB=" + i.Job,
 		"LOCKCRON_TICK=" + i.Tick.UTC().Format(time.RFC3339Nano),
 		"LOCKCRON_TOKEN=" + strconv.FormatInt(i.Token, 10),
@@ -75,6 +84,10 @@ func (i Info) Env() []string {
 		"LOCKCRON_ATTEMPT=" + strconv.Itoa(i.Attempt),
 		"LOCKCRON_TRIGGER=" + i.TriggerString(),
 	}
+	if i.Backfill {
+		env = append(env, "LOCKCRON_BACKFILL=1")
+	}
+	return env
 }
 
 // TriggerString is Trigger in decimal, or "" for a scheduled run (0): the

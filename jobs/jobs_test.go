@@ -688,6 +688,13 @@ func TestInfo(t *testing.T) {
 	if env := manual.Env(); !slices.Equal(env, want) {
 		t.Errorf("manual run: Env() = %q, want %q", env, want)
 	}
+	// A backfill's run: its past tick, and LOCKCRON_BACKFILL=1 last.
+	backfill := info
+	backfill.Backfill = true
+	want = append(want[:len(want)-1], "LOCKCRON_TRIGGER=", "LOCKCRON_BACKFILL=1")
+	if env := backfill.Env(); !slices.Equal(env, want) {
+		t.Errorf("backfill run: Env() = %q, want %q", env, want)
+	}
 }
 
 func TestInfoEnvZero(t *testing.T) {

@@ -164,6 +164,10 @@ func (s *Scheduler) control(payload string) {
 		s.rereadFreezes()
 		return
 	}
+	if payload == "backfills" {
+		s.rereadBackfills()
+		return
+	}
 	// "pause\n<job>[\n<until, ms>]" or "resume\n<job>".
 	if (len(parts) == 2 || len(parts) == 3 && parts[0] == "pause") && (parts[0] == "pause" || parts[0] == "resume") {
 		var until time.Time

@@ -399,6 +399,73 @@
 // them. A trigger published while no replica is connected is lost. Each
 // replica logs at INFO the pause, resume and trigger requests it hears.
 //
+// # Backfill
+//
+// Backfill(ctx, job, o) runs the job's ticks in [o.From, o.To] that have
+// passed, as Temporal's and Airflow's backfills do: each once across the
+// fleet, oldest first, with its own tick as jobs.Info.Tick and
+// jobs.Info.Backfill set (LOCKCRON_BACKFILL=1, Lockcron-Backfill: 1), at
+// most o.Rate a second (DefaultBackfillRate, 1/s, when none is given:
+// gentle on what the job talks to; MaxBackfillRate 1000). The range's
+// ticks are the schedule's with the job's calendars and the freezes known
+// then applied, as for scheduled ticks. Refused with ErrInvalid, nothing
+// recorded: a missing end, From after To, To in the future (a backfill
+// fills the past; the schedule runs the rest), a range with no tick, a bad
+// rate, and more than MaxBackfillTicks (100,000) ticks without o.Force;
+// ErrUnknownJob for a job the Scheduler does not have. BackfillTicks is
+// the dry run: the ticks it would run, nothing changed.
+//
+// o.OnlyMissing skips the ticks known done. A tick is done when the job's
+// history holds an entry of a run of it that ended OutcomeRan or
+// OutcomeFailed (scheduled, or of an earlier backfill; not a manual run,
+// whose tick is its request's time), or the job's ledger records it as
+// its latest tick done with such an outcome. Entries older than the
+// history's retention (WithHistory, Job.HistoryKeep, Job.HistoryMaxAge)
+// are not known, so their ticks count as missing; a tick skipped, paused,
+// excluded, missed or past its deadline counts as missing too. The
+// carrier reads what is done when it takes the backfill on.
+//
+// The backfill lives in the lock store beside the job's ledger (its hash
+// slot; fleet.Ledger.AddBackfill): its range, rate, OnlyMissing, the ticks
+// it holds (Total), its progress (Done and the Last tick handled) and its
+// State (running, cancelled, finished); an ended one is kept 7 days
+// (fleet.BackfillKeep). Every running Scheduler reads its jobs' backfills
+// every 5 seconds (one script call per job), and at once when a Backfill,
+// a cancel, or a carrier's stop is published on the control topic;
+// for each running one it takes the backfill's carrier lock (a Mutex named
+// for the job's lock and the backfill, with its watchdog) with one try.
+// The replica that gets it carries the backfill on from its Last: for
+// each tick, it waits for its turn at the rate (ticks skipped as done take
+// none), reads the backfill's state (a cancelled one ends there), and
+// claims the tick in a ledger of the backfill's own beside the job's lock
+// (id "JOB!backfill:ID", sharing the job's history), waiting for a run of
+// the job under way (overlap queue): the claim takes the job's lock, so a
+// backfill run never overlaps a scheduled or manual run of the job, and a
+// scheduled tick due meanwhile meets a held lock as it would meet any run
+// (overlap skip: skipped_busy). Ticks go in increasing order, which suits
+// the ledger's done mark: a claim of a tick done or behind one done is
+// ErrDone and counts as handled; a tick claimed and never finished (its
+// carrier died, or stopped and handed it off) is run first by the next
+// claim. Once the ledger records the tick done, the carrier records the
+// progress (done and last, in one step; a late carrier never moves it
+// back). The run is a normal run (retries, timeout, telemetry, WithOnRun)
+// and its history entry has Run.Backfill; its failures do not count
+// towards PauseAfterFailures, it has no StartDeadline, and it runs while
+// the job is paused (as Temporal's backfills of a paused schedule).
+//
+// When the carrier stops, its carrier lock is released and the fleet told:
+// another replica carries the backfill on at once; its run under way is
+// handed off (OnShutdown) and run again by the next carrier's first claim.
+// When the carrier dies, its locks expire within the lease and another
+// replica carries it on within the poll after: no tick runs twice, but the
+// one the death cut short, which is run again (Try 2) as a scheduled tick
+// would be. CancelBackfill marks it cancelled in the store: no tick starts
+// once the carrier has read it (before each tick), so at most the tick
+// whose claim was under way then still runs; the run under way goes on to
+// its end. A cancel of a finished backfill is ErrBackfillEnded. The
+// backfill's own ledger lives fleet.LedgerTTL (35 days) after its last
+// claim, as a job's.
+//
 // # Changing jobs while running
 //
 // Add, Update and Remove work while the Scheduler runs; a change on one

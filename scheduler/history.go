@@ -79,6 +79,9 @@ type Run struct {
 	// First is the first tick of such an entry (Tick is the last); zero
 	// for one tick.
 	First time.Time `json:"first,omitzero"`
+	// Backfill is the id of the backfill whose run this is (Backfill); ""
+	// for the others.
+	Backfill string `json:"backfill,omitempty"`
 
 	// skip is the cause of a skipped tick (recordSkip), which coalesces
 	// the entry with the history's newest of the same cause and outcome.
@@ -132,6 +135,7 @@ const (
 	hSkip     = "skip"  // the cause of a skipped tick: the store coalesces by it (fleet.Ledger.Pass)
 	hCount    = "count" // written by the store as it coalesces
 	hFirst    = "first" // likewise: the first tick's hTick
+	hBackfill = "backfill"
 )
 
 // fields is r as a history entry's fields.
@@ -165,6 +169,9 @@ func (r Run) fields() map[string]string {
 	if r.skip != "" {
 		f[hSkip] = r.skip
 	}
+	if r.Backfill != "" {
+		f[hBackfill] = r.Backfill
+	}
 	return f
 }
 
@@ -180,7 +187,7 @@ func runFromEntry(job string, ent fleet.Entry) Run {
 		Attempt: int(num(hAttempt)), Start: at(hStart), End: at(hEnd),
 		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: Outcome(f[hOutcome]),
 		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Reason: f[hReason], Missed: num(hMissed),
-		Count: num(hCount), First: at(hFirst),
+		Count: num(hCount), First: at(hFirst), Backfill: f[hBackfill],
 	}
 }
 

@@ -137,7 +137,14 @@ type claimSpec struct {
 	tick   int64 // the tick in ms, or the manual run's number
 	queue  bool  // wait for a run of an earlier tick
 	manual bool
+	// backfill is the id of the backfill whose ledger this is (Backfill);
+	// its tick is a past tick's time in ms.
+	backfill string
 }
+
+// scheduled reports whether c is a scheduled tick: neither a manual run
+// nor a backfill's.
+func (c claimSpec) scheduled() bool { return !c.manual && c.backfill == "" }
 
 // maxEarlier bounds how many earlier unfinished ticks one claim runs before
 // its own: each is a tick whose claimant died or gave it back, and the
@@ -164,10 +171,13 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if c.manual {
 		log = log.With("trigger", c.tick)
 	}
+	if c.backfill != "" {
+		log = log.With("backfill", c.backfill)
+	}
 	ctx, span := s.tel.startTick(e.ctx, e.job.Name, e.job.LockName, tick)
 	fired := time.Now()
 	cl, err := c.ledger.Claim(ctx, c.tick, c.queue)
-	if !c.manual {
+	if c.scheduled() {
 		e.decided(c.tick) // a later tick's claim may go out now
 	}
 	if err != nil {
@@ -189,7 +199,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		default:
 			log.Error("tick not claimed", "error", err)
 		}
-		if !c.manual && outcome != OutcomeError {
+		if c.scheduled() && outcome != OutcomeError {
 			var until time.Time
 			if pe != nil {
 				until = pe.Until
@@ -199,7 +209,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		s.tel.waited(e.job.Name, string(outcome), time.Since(fired))
 		s.record(e, tick, outcome)
 		switch {
-		case c.manual:
+		case !c.scheduled():
 		case outcome == OutcomeSkippedBusy:
 			s.skipLater(func() { s.recordBusy(e, tick) })
 		case outcome == OutcomePaused:
@@ -212,12 +222,12 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		return false
 	}
 	s.tel.waited(e.job.Name, "acquired", time.Since(fired))
-	if !c.manual {
+	if c.scheduled() {
 		e.setPaused(false, time.Time{})
 	}
 	s.checkDefinition(e, cl, log)
 	span.SetAttributes(attrToken.Int64(cl.Token()), attrAttempt.Int(cl.Try))
-	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now()}
+	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, backfill: c.backfill, start: time.Now()}
 	if sc := span.SpanContext(); sc.HasTraceID() {
 		r.trace = sc.TraceID().String()
 	}
@@ -264,7 +274,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		endSpan(span, s.finish(r, OutcomeInterrupted, nil, log), nil)
 		return earlier
 	}
-	if d := e.job.StartDeadline; d > 0 && !c.manual {
+	if d := e.job.StartDeadline; d > 0 && c.scheduled() {
 		// Measured on the store's clock, the same for every claimant: the
 		// claim's time against the tick it took.
 		left := r.tick.Add(d).Sub(cl.At)
@@ -278,7 +288,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		}
 		r.startBy = time.Now().Add(left)
 	}
-	if !c.manual && !earlier {
+	if c.scheduled() && !earlier {
 		s.tel.late(e.job.Name, s.opt.clock.Now().Sub(tick))
 	}
 	s.execute(r, span, log)
@@ -352,6 +362,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	if r.manual {
 		info.Trigger = cl.Tick
 	}
+	info.Backfill = r.backfill != ""
 	backoff := e.job.Backoff
 	for try := cl.Try; ; try++ {
 		r.setTries(try)
@@ -490,6 +501,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if r.manual {
 		rr.Trigger = r.cl.Tick
 	}
+	rr.Backfill = r.backfill
 	if outcome == OutcomeDeadlineMissed {
 		// Consecutive ticks past their deadline make one history entry.
 		rr.Reason, rr.skip = reason, "deadline"
@@ -502,11 +514,11 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 	seen := r.cl.Tick
-	if !r.manual {
+	if r.scheduled() {
 		seen = s.latestDue(r.e, r.tick).UnixMilli()
 	}
 	rec := fleet.Record{Done: outcome.Done(), Outcome: string(outcome), Tries: tries, Seen: seen, Entry: rr.fields()}
-	if !r.manual {
+	if r.scheduled() {
 		// The failures in a row count the scheduled runs alone; a run
 		// whose retry the start deadline cut off failed all the same.
 		rec.Failed = outcome == OutcomeFailed || outcome == OutcomeDeadlineMissed && runErr != nil

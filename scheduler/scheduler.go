@@ -67,6 +67,11 @@ type Scheduler struct {
 	stopOnce    sync.Once
 	closeOnce   sync.Once
 	stoppedOnce sync.Once
+
+	// Backfills (readBackfills): backfillNow asks for a read at once;
+	// carried are the backfills this replica carries on, by id (s.mu).
+	backfillNow chan struct{}
+	carried     map[string]bool
 }
 
 // entry is one added job, one definition of it: Update replaces the entry,
@@ -149,6 +154,9 @@ type run struct {
 	// zero if none did (under mu).
 	poke       chan struct{}
 	replacedBy time.Time
+	// backfill is the id of the backfill whose run this is, in its own
+	// ledger (Backfill); "" for the others.
+	backfill string
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -180,6 +188,9 @@ func New(locks *lock.Client, opts ...Option) (*Scheduler, error) {
 
 		freezeNow:   make(chan struct{}, 1),
 		freezesRead: make(chan struct{}),
+
+		backfillNow: make(chan struct{}, 1),
+		carried:     make(map[string]bool),
 	}
 	s.tel = newTelemetry(o, s.log)
 	if o.fallback > 0 {
@@ -228,17 +239,8 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	ledger := s.store.Ledger
-	if j.LockKind == LockFair {
-		ledger = s.store.FairLedger
-	}
-	keep, age := j.HistoryKeep, j.HistoryMaxAge
-	if keep == 0 {
-		keep = s.opt.historyKeep
-	}
-	if age == 0 {
-		age = s.opt.historyMaxAge
-	}
+	ledger := s.ledgerOf(j)
+	keep, age := s.historyOf(j)
 	digest := j.digest()
 	g, err := ledger(j.LockName, j.Name, append([]fleet.LedgerOption{fleet.WithHistory(keep, age), fleet.WithDefinition(digest)}, j.replaceOption()...)...)
 	if err != nil {
@@ -303,6 +305,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	go func() {
 		defer s.wg.Done()
 		s.readFreezes()
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.readBackfills()
 	}()
 	for _, e := range s.order {
 		s.startLoop(e)

@@ -36,6 +36,7 @@ type backend interface {
 	memberBackend
 	freezeBackend
 	replicaBackend
+	backfillBackend
 
 	// acquire runs acquire.lua: holds is 0 for a new lease.
 	acquire(ctx context.Context, k *keys, owner string, lease time.Duration, holds int) (acquireReply, error)

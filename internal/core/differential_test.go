@@ -77,6 +77,7 @@ var diffScripts = map[string]string{
 	"freeze.lua":         "freezes",
 	"replicareport.lua":  "reportReplica",
 	"replicas.lua":       "replicas",
+	"backfill.lua":       "backfills",
 	"lib.lua":            "",
 	"rwlib.lua":          "",
 }
@@ -138,6 +139,7 @@ var diffMethods = []diffMethod{
 	{"freezes", 2, (*diffRun).freezesOp},
 	{"reportReplica", 2, (*diffRun).reportReplicaOp},
 	{"replicas", 1, (*diffRun).replicasOp},
+	{"backfills", 2, (*diffRun).backfillsOp},
 	{"publish", 1, (*diffRun).publishOp},
 	{"ping", 1, (*diffRun).pingOp},
 }
@@ -1581,4 +1583,53 @@ var diffReplies = []string{
 	"semRelease status=1", "semRelease status=2", "semRelease status=0", "semRelease status=-5",
 	"semForceUnlock status=1", "semForceUnlock status=0",
 	"members member=true", "members member=false",
+	"backfills status=1", "backfills status=0", "backfills status=2",
+}
+
+// backfillsOp adds, cancels, moves on or lists the backfills of a job:
+// ids from a small set, so that adds find them taken (a retry), cancels
+// find them finished, and progress finds them cancelled.
+func (d *diffRun) backfillsOp() diffOp {
+	key := d.prefix + ":{" + d.name() + "}:backfills:job"
+	id := "b" + strconv.Itoa(d.rng.IntN(4))
+	op, args := "list", []string(nil)
+	switch d.rng.IntN(5) {
+	case 0:
+		// Two nonces: an add of a taken id is now a retry, now another's.
+		op, args = "add", []string{"nonce", "n" + strconv.Itoa(d.rng.IntN(2)), "from", "1000", "job", "job", "to", strconv.Itoa(d.rng.IntN(9000))}
+	case 1:
+		op, args = "cancel", []string{d.name()}
+	case 2, 3:
+		fin := [...]string{"0", "1"}[d.rng.IntN(2)]
+		op, args = "progress", []string{strconv.Itoa(d.rng.IntN(50)), strconv.Itoa(1000 + d.rng.IntN(50)), fin}
+	}
+	return diffOp{
+		desc: fmt.Sprintf("backfills(%s, %s, %s, %q)", key, op, id, args),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			st, now, rest, err := be.backfills(ctx, key, op, id, args...)
+			a.err(err)
+			a.exact("status", st)
+			a.near("now", now-time.Now().UnixMilli())
+			if op != "list" {
+				a.exact("reply", strings.Join(rest, "|"))
+				return a
+			}
+			fields := make([][2]string, 0, len(rest)/2)
+			for i := 0; i+1 < len(rest); i += 2 {
+				fields = append(fields, [2]string{rest[i], rest[i+1]})
+			}
+			slices.SortFunc(fields, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) }) // a hash's order is the backend's
+			var list []string
+			for _, f := range fields {
+				if strings.HasSuffix(f[0], "/created") || strings.HasSuffix(f[0], "/ended") && f[1] != "0" {
+					n, _ := strconv.ParseInt(f[1], 10, 64)
+					a.near(f[0], n-time.Now().UnixMilli())
+					f[1] = "t"
+				}
+				list = append(list, f[0]+"="+f[1])
+			}
+			a.exact("reply", strings.Join(list, "|"))
+			return a
+		},
+	}
 }

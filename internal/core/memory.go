@@ -27,6 +27,8 @@ type MemoryStore struct {
 	freeze map[string]*memFreezes           // the fleet's freezes (AddFreeze), by key
 	reps   map[string]map[string]memReplica // replicas' reports (ReportReplica), by key
 
+	backfill map[string]*memBackfills // jobs' backfills (Ledger.AddBackfill), by key; made at first use
+
 	released map[string]time.Time // release marks (release.lua), by key, until they expire
 }
 

@@ -104,6 +104,27 @@ func TestHTTPDefaults(t *testing.T) {
 	if v := r.header.Get("Content-Type"); v != "" {
 		t.Errorf("Content-Type = %q, want none", v)
 	}
+	if v, ok := r.header["Lockcron-Backfill"]; ok {
+		t.Errorf("Lockcron-Backfill = %q on a run not of a backfill, want none", v)
+	}
+}
+
+func TestHTTPBackfillHeader(t *testing.T) {
+	t.Parallel()
+	srv, got := recordingServer(t, http.StatusOK, "")
+	h := &HTTP{URL: srv.URL, Client: srv.Client()}
+	info := runtest.Info
+	info.Backfill = true
+	if err := h.Run(jobs.WithInfo(t.Context(), info)); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r := <-got
+	if v := r.header.Values(jobs.HeaderBackfill); len(v) != 1 || v[0] != "1" {
+		t.Errorf("%s = %q on a backfill's run, want [\"1\"]", jobs.HeaderBackfill, v)
+	}
+	if v := r.header.Get(jobs.HeaderTick); v != runtest.Tick {
+		t.Errorf("Lockcron-Tick = %q, want the backfilled tick %q", v, runtest.Tick)
+	}
 }
 
 func TestHTTPStatus(t *testing.T) {

@@ -445,7 +445,7 @@ func (d *decoder) decodeAdmin(a *adminBlock, cfg *Config) {
 		d.warnf(p("public_read"), "true, but there is no token: without one, reads are open anyway")
 	}
 	if !isLoopback(cfg.Admin.Listen) && !anyToken && d.set(p("listen")...) {
-		d.warnf(p("listen"), "%q is reachable from other machines, and there is no admin token: anyone who reaches it can read the jobs, their run history, the locks and the audit trail (who did what, from where, with what note: the JSON API and the status page), and anyone on this machine can trigger, pause and resume jobs, freeze and unfreeze them, and reload the config; add a token block, or set token_env", cfg.Admin.Listen)
+		d.warnf(p("listen"), "%q is reachable from other machines, and there is no admin token: anyone who reaches it can read the jobs, their run history, the locks and the audit trail (who did what, from where, with what note: the JSON API and the status page), and anyone on this machine can trigger, pause and resume jobs, freeze and unfreeze them, backfill them and cancel a backfill (cancel-backfill), and reload the config; add a token block, or set token_env", cfg.Admin.Listen)
 	}
 }
 

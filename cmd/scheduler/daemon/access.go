@@ -36,6 +36,9 @@ var actionScope = map[string]config.Scope{
 	"freeze":   config.ScopeOperate,
 	"unfreeze": config.ScopeOperate,
 	"reload":   config.ScopeAdmin,
+
+	"backfill":        config.ScopeOperate, // POST /api/jobs/{name}/backfill
+	"cancel-backfill": config.ScopeOperate, // DELETE /api/backfills/{id}
 }
 
 // actorLoopback is the actor of a change taken from loopback, when no

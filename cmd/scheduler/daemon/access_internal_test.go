@@ -103,7 +103,8 @@ func TestAuthorizeWithoutTokens(t *testing.T) {
 // reload.
 func TestActionScope(t *testing.T) {
 	want := map[string]config.Scope{"trigger": config.ScopeOperate, "pause": config.ScopeOperate, "resume": config.ScopeOperate,
-		"freeze": config.ScopeOperate, "unfreeze": config.ScopeOperate, "reload": config.ScopeAdmin}
+		"freeze": config.ScopeOperate, "unfreeze": config.ScopeOperate, "reload": config.ScopeAdmin,
+		"backfill": config.ScopeOperate, "cancel-backfill": config.ScopeOperate}
 	for a, s := range want {
 		if actionScope[a] != s {
 			t.Errorf("%s needs %v, want %v", a, actionScope[a], s)

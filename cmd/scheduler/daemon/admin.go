@@ -69,6 +69,9 @@ type admin struct {
 //	POST /api/reload                read the config file again and apply its jobs (ReloadJSON)
 //	GET  /api/audit                 the audit trail, newest first: ?limit= (default 50, at most 1000), ?before=ID (audit.go)
 //	GET  /api/replicas              the fleet's replicas: version, config digest, jobs, runs, last heartbeat (replicas.go)
+//	POST /api/jobs/{name}/backfill  run the job's past ticks (BackfillRequestJSON; "dry_run": list them); 400 for bad input (backfill.go)
+//	GET  /api/backfills             the backfills, running and ended lately: ?job= one job's
+//	DELETE /api/backfills/{id}      cancel a backfill; 404 for an unknown id, 409 for one that has finished
 //	GET  /                          status page: the jobs, their holders and their last outcomes
 //	GET  /jobs/{name}               status page: the job's run history, paged with ?before=ID
 //	GET  /locks                     status page: the locks in the store
@@ -104,6 +107,9 @@ func (a *admin) handler() http.Handler {
 	mux.HandleFunc("POST /api/reload", a.reloadConfig)
 	mux.HandleFunc("GET /api/audit", a.reader(a.needStore(a.auditList)))
 	mux.HandleFunc("GET /api/replicas", a.reader(a.needStore(a.replicaList)))
+	mux.HandleFunc("POST /api/jobs/{name}/backfill", a.needStore(a.backfillAdd))
+	mux.HandleFunc("GET /api/backfills", a.reader(a.needStore(a.backfillList)))
+	mux.HandleFunc("DELETE /api/backfills/{id}", a.needStore(a.backfillCancel))
 	a.pageRoutes(mux)
 	return mux
 }
@@ -430,7 +436,7 @@ func LocksJSON(ls []lock.LockInfo) []LockJSON {
 func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	need, ok := actionScope[action]
-	if !ok || action == "reload" || action == "freeze" || action == "unfreeze" {
+	if !ok || action == "reload" || action == "freeze" || action == "unfreeze" || action == "cancel-backfill" {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown action " + action + ": trigger, pause or resume"})
 		return
 	}

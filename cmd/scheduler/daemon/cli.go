@@ -274,6 +274,7 @@ up.`, &cfgPath, o),
 		reloadCommand(&cfgPath, o),
 		auditCommand(&cfgPath, o),
 		replicasCommand(&cfgPath, o),
+		backfillCommand(&cfgPath, o),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the version of scheduler",

@@ -30,6 +30,10 @@
 //	scheduler audit    -config FILE   the audit trail, newest first (-limit N, -before ID, -json; see audit.go)
 //	scheduler replicas -config FILE   the fleet's replicas: state, version, config digest, start, last heartbeat,
 //	                                  jobs, runs under way (-json; see replicas.go)
+//	scheduler backfill JOB -from TIME -to TIME [-only-missing] [-rate N/s] [-dry-run] [-force] -config FILE
+//	                                  run the job's past ticks once across the fleet; prints the backfill's
+//	                                  id, then its progress until it ends (see backfill.go and "Backfill")
+//	scheduler backfill -cancel ID -config FILE   cancel a backfill: no tick of it starts after
 //	scheduler version                    the version (also --version)
 //
 // validate, jobs, locks and history only read: they load the config with
@@ -54,7 +58,7 @@
 //
 // Without a config file (no -config, no LOCKCRON_CONFIG, and no
 // lockcron.hcl in the working directory), jobs, locks, history, trigger,
-// pause, resume, freeze, unfreeze and reload ask the running daemon's admin API, as nomad's
+// pause, resume, freeze, unfreeze, backfill and reload ask the running daemon's admin API, as nomad's
 // commands ask the agent at NOMAD_ADDR: at $LOCKCRON_ADMIN__LISTEN, else
 // 127.0.0.1:9090 (admin.listen's default, where `make run` serves), with
 // $LOCKCRON_TOKEN, else $LOCKCRON_ADMIN__TOKEN, as the bearer token if it
@@ -160,6 +164,11 @@
 //	GET  /api/replicas              JSON: the fleet's replicas (ReplicaJSON; see replicas.go and "The fleet
 //	                                in view" below)
 //	GET  /replicas                  status page: the fleet's replicas, another config and gone ones marked
+//	POST /api/jobs/{name}/backfill  run the job's past ticks (BackfillRequestJSON); 200 with the backfill
+//	                                (its "id"), or with its ticks for "dry_run"; 400 for bad input, 404 for
+//	                                an unknown job
+//	GET  /api/backfills             JSON: the backfills, running and ended within 7 days (?job=NAME)
+//	DELETE /api/backfills/{id}      cancel a backfill; 404 for an unknown id, 409 for one that has finished
 //
 // An unknown job is a 404 whose error names it and lists the jobs (also
 // in "jobs"); a bad limit or before is a 400 whose error names the
@@ -168,7 +177,8 @@
 // Tokens (access.go): each admin token block, and the single admin.token
 // (scope admin, named "admin.token"), is a bearer token with a scope:
 // read may GET the JSON API and the status page; operate may also
-// trigger, pause, resume, freeze and unfreeze; admin may also reload.
+// trigger, pause, resume, freeze, unfreeze, backfill and cancel a
+// backfill; admin may also reload.
 // actionScope is the table of what each change needs. With any token configured, every call of the JSON API and the
 // page needs "Authorization: Bearer TOKEN" of a scope that suffices, but
 // /healthz, /readyz, /metrics and /static stay open, and
@@ -307,6 +317,29 @@
 // jobs: about 40 kB, 90µs of Redis). On the in-memory backend the fleet
 // is the one daemon. These are per replica process; the scheduler's
 // memberships, which rank replicas for each tick, are per group of jobs.
+//
+// # Backfill
+//
+// scheduler backfill and POST /api/jobs/{name}/backfill start a backfill
+// (scheduler.Backfill; its semantics are in the scheduler package's doc,
+// "Backfill"); they need scope operate, and are in the audit trail
+// (action backfill, target the job, the note its id, range, tick count and
+// rate; cancel-backfill, target "ID (JOB)"), with the actor as the
+// backfill's By. -from and -to are RFC 3339 or a date, read in UTC
+// (time.ParseInLocation with a zone-less layout); -rate is N/s, N/m, N/h
+// or N a second. A time or rate that does not parse is a usage error
+// (exit 2; 400); the scheduler's refusals (ErrInvalid) exit 1 (400).
+// The command prints the id on stdout, then follows the backfill, reading
+// it every 500ms (through Redis, or GET /api/backfills without it): on a
+// terminal (golang.org/x/term, stdin and stdout both) one line rewritten
+// after \r and cleared to its end; else a line per change, so a log or a
+// pipe gets a readable history. The estimate is the ticks left at the
+// slower of the rate and the pace since its start. The first SIGINT on a
+// terminal asks "cancel backfill ID? [y/N]"; yes cancels it, anything else
+// (and SIGINT without a terminal) only detaches: the backfill goes on in
+// the fleet, and the command says how to cancel it. The job's page lists
+// its running backfills with a progress bar and a Cancel button (DELETE
+// /api/backfills/{id}, after a confirm).
 //
 // # Stopping
 //

@@ -116,6 +116,9 @@ type pageData struct {
 
 	// The replicas page.
 	Replicas []ReplicaJSON
+
+	// Backfills are the job page's job's running backfills (backfill.go).
+	Backfills []scheduler.Backfill
 }
 
 // jobRow is a job on the jobs page.
@@ -255,6 +258,7 @@ func (a *admin) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Jobs = a.jobRows(ctx, []scheduler.JobView{v})
+	d.Backfills = a.runningBackfills(ctx, name)
 	d.Before = before
 	if limit != historyRuns {
 		d.Limit = limit

@@ -1,5 +1,6 @@
 // lockcron status page: the Trigger, Pause and Resume buttons call the
-// admin API (POST /api/jobs/{name}/{action}) with the token kept in
+// admin API (POST /api/jobs/{name}/{action}), and a backfill's Cancel
+// button DELETE /api/backfills/{id}, with the token kept in
 // sessionStorage, say on the page what came of it, and the page's live
 // part (<main id="live">) is re-fetched, with the token as a bearer token,
 // and swapped in place every few seconds. When the daemon needs a token to
@@ -52,7 +53,13 @@
     msg.hidden = !text;
   }
 
-  var done = { trigger: 'triggered', pause: 'paused on every replica', resume: 'resumed on every replica' };
+  var done = { trigger: 'triggered', pause: 'paused on every replica', resume: 'resumed on every replica',
+    'cancel-backfill': 'backfill cancelled: no tick of it starts any more' };
+
+  // pastOf is what a refused action did not do: "triggered", "paused", ...
+  function pastOf(action) {
+    return { trigger: 'triggered', 'cancel-backfill': 'cancelled' }[action] || action + 'd';
+  }
 
   async function act(button) {
     var job = button.dataset.job, action = button.dataset.action;
@@ -73,12 +80,19 @@
       body = JSON.stringify({ note: note });
       headers['Content-Type'] = 'application/json';
     }
+    var url = '/api/jobs/' + encodeURIComponent(job) + '/' + action, method = 'POST';
+    if (action === 'cancel-backfill') {
+      // DELETE /api/backfills/{id}, once confirmed.
+      if (!window.confirm('Cancel backfill ' + button.dataset.backfill + ' of ' + job + '? No tick of it starts after.')) { return; }
+      url = '/api/backfills/' + encodeURIComponent(button.dataset.backfill);
+      method = 'DELETE';
+    }
     button.disabled = true;
     button.setAttribute('aria-busy', 'true');
     say(job + ': ' + action + '…', 'info');
     try {
-      var r = await fetch('/api/jobs/' + encodeURIComponent(job) + '/' + action, {
-        method: 'POST', headers: headers, body: body, cache: 'no-store', credentials: 'same-origin'
+      var r = await fetch(url, {
+        method: method, headers: headers, body: body, cache: 'no-store', credentials: 'same-origin'
       });
       var res = {};
       try { res = await r.json(); } catch (e) { /* not JSON */ }
@@ -93,11 +107,11 @@
         say(text, res.heard_by === 0 ? 'err' : 'ok');
         refresh();
       } else if (r.status === 401) {
-        say((tok ? 'Wrong token' : 'Token needed') + ': ' + job + ' was not ' + (action === 'trigger' ? 'triggered' : action + 'd') +
+        say((tok ? 'Wrong token' : 'Token needed') + ': ' + job + ' was not ' + pastOf(action) +
           '. The admin API said: ' + why, 'err');
         if (tokenInput) { tokenInput.focus(); tokenInput.select(); }
       } else if (r.status === 403) {
-        say('Refused: ' + job + ' was not ' + (action === 'trigger' ? 'triggered' : action + 'd') + '. The admin API said: ' + why, 'err');
+        say('Refused: ' + job + ' was not ' + pastOf(action) + '. The admin API said: ' + why, 'err');
       } else if (r.status === 503) {
         say('Not yet: ' + why + '. Try again once the daemon is connected.', 'err');
       } else {

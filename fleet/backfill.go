@@ -1,0 +1,70 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockcron/lockcron/internal/core"
+)
+
+// A Backfill is a run of a task's past ticks, as the store keeps it beside
+// the task's ledger (Ledger.AddBackfill): Fields are what the add was
+// given; State is BackfillRunning, BackfillCancelled or BackfillFinished;
+// Done counts the ticks handled, up to Last; Created and Ended are on the
+// store's clock (Ended zero while it runs); CancelledBy is who cancelled it.
+type Backfill = core.Backfill
+
+// The states of a Backfill.
+const (
+	BackfillRunning   = core.BackfillRunning
+	BackfillCancelled = core.BackfillCancelled
+	BackfillFinished  = core.BackfillFinished
+)
+
+// BackfillKeep is how long a backfill is kept once it has ended (7 days).
+const BackfillKeep = core.BackfillKeep
+
+// ErrNoBackfill: CancelBackfill or BackfillProgress of an id that names no
+// backfill of the ledger (or one dropped BackfillKeep after it ended).
+var ErrNoBackfill = core.ErrNoBackfill
+
+// ErrBackfillEnded: CancelBackfill of a backfill that has finished.
+var ErrBackfillEnded = core.ErrBackfillEnded
+
+// AddBackfill records the backfill id of the ledger's task, running, with
+// fields (free names but state, created, ended, done, last, cancelled_by
+// and nonce; id has no "/"). The ledger's backfills live in one hash at
+// BackfillsKey, in the lock's hash slot, which lives LedgerTTL after the
+// last change; a backfill is dropped BackfillKeep after it ended. A Redis
+// client's retry of the call (after a lost reply) changes nothing and
+// answers success, told by the call's nonce from another add of the id. It
+// returns lock.ErrInvalid for an id taken or malformed, lock.ErrBadKey if
+// the key holds another type, lock.ErrClosed after Close.
+func (g *Ledger) AddBackfill(ctx context.Context, id string, fields map[string]string) error {
+	return g.g.AddBackfill(ctx, id, fields)
+}
+
+// CancelBackfill marks the backfill id cancelled by by (it stays so if it
+// was). It returns ErrNoBackfill, ErrBackfillEnded for one that finished,
+// and the errors of AddBackfill.
+func (g *Ledger) CancelBackfill(ctx context.Context, id, by string) error {
+	return g.g.CancelBackfill(ctx, id, by)
+}
+
+// BackfillProgress records that the backfill id handled done ticks up to
+// last (only if last is later than the one recorded), and finishes it if
+// finished and it is running; it returns its state. It returns
+// ErrNoBackfill and the errors of AddBackfill.
+func (g *Ledger) BackfillProgress(ctx context.Context, id string, done, last int64, finished bool) (string, error) {
+	return g.g.BackfillProgress(ctx, id, done, last, finished)
+}
+
+// Backfills returns the ledger's backfills, oldest first, and the store's
+// time. One round trip.
+func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
+	return g.g.Backfills(ctx)
+}
+
+// BackfillsKey is the Redis key of the ledger's backfills: a hash in the
+// lock's hash slot.
+func (g *Ledger) BackfillsKey() string { return g.g.BackfillsKey() }

@@ -1,0 +1,335 @@
+package core
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoBackfill: CancelBackfill or BackfillProgress of an id that names no
+// backfill of the ledger's (or one dropped after BackfillKeep).
+var ErrNoBackfill = errors.New("lock: no such backfill")
+
+// ErrBackfillEnded: CancelBackfill of a backfill that has finished.
+var ErrBackfillEnded = errors.New("lock: backfill has finished")
+
+// BackfillKeep is how long a backfill is kept once it has ended (finished
+// or cancelled), for operators to read.
+const BackfillKeep = 7 * 24 * time.Hour
+
+// A Backfill is a run of a job's past ticks, as the store keeps it beside
+// the job's ledger: Fields are what AddBackfill was given; State is
+// "running", "cancelled" or "finished"; Done counts the ticks handled, up
+// to Last; Created and Ended are on the store's clock (Ended zero while
+// running).
+type Backfill struct {
+	ID          string
+	Fields      map[string]string
+	State       string
+	Done        int64
+	Last        int64
+	Created     time.Time
+	Ended       time.Time
+	CancelledBy string
+}
+
+// The states of a Backfill.
+const (
+	BackfillRunning   = "running"
+	BackfillCancelled = "cancelled"
+	BackfillFinished  = "finished"
+)
+
+// backfillBackend keeps the backfills of the ledgers.
+type backfillBackend interface {
+	// backfills runs backfill.lua on key: op "add" (args: field, value,
+	// ...), "cancel" (args: by), "progress" (args: done, last, "1" if
+	// finished) or "list". It returns the status, the store's time in ms
+	// and the rest of the reply.
+	backfills(ctx context.Context, key, op, id string, args ...string) (int64, int64, []string, error)
+}
+
+// backfillsKey is where the backfills of g live: beside its ledger, in its
+// lock's hash slot.
+func (g *Ledger) backfillsKey() string { return g.m.k.lock + ":backfills:" + g.id }
+
+// BackfillsKey is the Redis key of the ledger's backfills (a hash).
+func (g *Ledger) BackfillsKey() string { return g.backfillsKey() }
+
+// AddBackfill records a backfill id of the ledger's task with fields (none
+// of them named state, created, ended, done, last, cancelled_by or nonce;
+// no "/" in id), running, with nothing done. A retry of the call by the
+// Redis client (after a lost reply) changes nothing and answers success:
+// the call's random nonce, kept with the backfill, tells it from another
+// add of the same id. It returns ErrInvalid for an id taken by another add
+// or malformed, ErrBadKey if the key holds another type, ErrClosed after
+// Close.
+func (g *Ledger) AddBackfill(ctx context.Context, id string, fields map[string]string) error {
+	if id == "" || strings.Contains(id, "/") {
+		return fmt.Errorf("lock: backfill id %q: empty or holds a slash: %w", id, ErrInvalid)
+	}
+	keys := []string{"nonce"}
+	fields = maps.Clone(fields)
+	fields["nonce"] = randomID()
+	for k := range fields {
+		if k != "nonce" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	args := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k, fields[k])
+	}
+	st, _, _, err := g.backfill(ctx, "add", id, args...)
+	if err != nil {
+		return err
+	}
+	if st != 1 {
+		return fmt.Errorf("lock: backfill %q: id taken: %w", id, ErrInvalid)
+	}
+	return nil
+}
+
+// CancelBackfill marks the backfill id cancelled, by by; one already
+// cancelled stays so. It returns ErrNoBackfill for no such backfill,
+// ErrBackfillEnded for one that has finished, and the errors of
+// AddBackfill.
+func (g *Ledger) CancelBackfill(ctx context.Context, id, by string) error {
+	st, _, _, err := g.backfill(ctx, "cancel", id, by)
+	switch {
+	case err != nil:
+		return err
+	case st == 0:
+		return fmt.Errorf("lock: backfill %q: %w", id, ErrNoBackfill)
+	case st == 2:
+		return fmt.Errorf("lock: backfill %q: %w", id, ErrBackfillEnded)
+	}
+	return nil
+}
+
+// BackfillProgress records that the backfill id has handled done ticks, up
+// to last (kept only if later than the last recorded, so that a late
+// carrier never moves it back), and finishes it if finished and it is
+// running. It returns the backfill's state, ErrNoBackfill for no such
+// backfill, and the errors of AddBackfill.
+func (g *Ledger) BackfillProgress(ctx context.Context, id string, done, last int64, finished bool) (string, error) {
+	fin := "0"
+	if finished {
+		fin = "1"
+	}
+	st, _, rest, err := g.backfill(ctx, "progress", id, strconv.FormatInt(done, 10), strconv.FormatInt(last, 10), fin)
+	switch {
+	case err != nil:
+		return "", err
+	case st == 0 || len(rest) != 1:
+		return "", fmt.Errorf("lock: backfill %q: %w", id, ErrNoBackfill)
+	}
+	return rest[0], nil
+}
+
+// Backfills returns the ledger's backfills, oldest first, and the store's
+// time. It returns the errors of AddBackfill.
+func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
+	_, now, rest, err := g.backfill(ctx, "list", "")
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	byID := make(map[string]*Backfill)
+	for i := 0; i+1 < len(rest); i += 2 {
+		id, f, ok := strings.Cut(rest[i], "/")
+		if !ok {
+			continue
+		}
+		b := byID[id]
+		if b == nil {
+			b = &Backfill{ID: id, Fields: make(map[string]string)}
+			byID[id] = b
+		}
+		v := rest[i+1]
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch f {
+		case "state":
+			b.State = v
+		case "done":
+			b.Done = n
+		case "last":
+			b.Last = n
+		case "created":
+			b.Created = time.UnixMilli(n)
+		case "ended":
+			if n > 0 {
+				b.Ended = time.UnixMilli(n)
+			}
+		case "cancelled_by":
+			b.CancelledBy = v
+		case "nonce":
+		default:
+			b.Fields[f] = v
+		}
+	}
+	out := make([]Backfill, 0, len(byID))
+	for _, b := range byID {
+		if b.State != "" {
+			out = append(out, *b)
+		}
+	}
+	slices.SortFunc(out, func(a, b Backfill) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, time.UnixMilli(now), nil
+}
+
+func (g *Ledger) backfill(ctx context.Context, op, id string, args ...string) (int64, int64, []string, error) {
+	if g.c.isClosed() {
+		return 0, 0, nil, fmt.Errorf("lock %q: backfills: %w", g.m.k.name, ErrClosed)
+	}
+	key := g.backfillsKey()
+	st, now, rest, err := g.c.be.backfills(ctx, key, op, id, args...)
+	if err != nil {
+		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return 0, 0, nil, fmt.Errorf("lock: key %q holds another type, not a hash of backfills: %w", key, ErrBadKey)
+		}
+		return 0, 0, nil, fmt.Errorf("lock %q: backfills: %w", g.m.k.name, err)
+	}
+	return st, now, rest, nil
+}
+
+var (
+	//go:embed scripts/backfill.lua
+	backfillSrc    string
+	backfillScript = redis.NewScript(backfillSrc)
+)
+
+func (b *redisBackend) backfills(ctx context.Context, key, op, id string, args ...string) (int64, int64, []string, error) {
+	argv := make([]any, 0, 4+len(args))
+	argv = append(argv, op, id, LedgerTTL.Milliseconds(), BackfillKeep.Milliseconds())
+	for _, a := range args {
+		argv = append(argv, a)
+	}
+	v, err := backfillScript.Run(ctx, b.rdb, []string{key}, argv...).Slice()
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if len(v) < 2 {
+		return 0, 0, nil, fmt.Errorf("backfill.lua: a reply of %d values", len(v))
+	}
+	st, _ := v[0].(int64)
+	now, _ := v[1].(int64)
+	rest := make([]string, 0, len(v)-2)
+	for _, x := range v[2:] {
+		s, _ := x.(string)
+		rest = append(rest, s)
+	}
+	return st, now, rest, nil
+}
+
+// memBackfills is the hash of one job's backfills in a MemoryStore, as
+// backfill.lua's KEYS[1], and when it expires.
+type memBackfills struct {
+	m    map[string]string
+	ends time.Time
+}
+
+func (b *memoryBackend) backfills(ctx context.Context, key, op, id string, args ...string) (int64, int64, []string, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, nil, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nowT := time.Now()
+	now := nowT.UnixMilli()
+	if s.backfill == nil {
+		s.backfill = make(map[string]*memBackfills)
+	}
+	h := s.backfill[key]
+	if h != nil && !nowT.Before(h.ends) {
+		h = nil
+		delete(s.backfill, key)
+	}
+	if h == nil {
+		h = &memBackfills{m: make(map[string]string)}
+	}
+	keep := BackfillKeep.Milliseconds()
+	dead := make(map[string]bool)
+	for f, v := range h.m {
+		if p, ok := strings.CutSuffix(f, "/ended"); ok {
+			if ended, err := strconv.ParseInt(v, 10, 64); err == nil && ended > 0 && ended+keep <= now {
+				dead[p+"/"] = true
+			}
+		}
+	}
+	for f := range h.m {
+		if i := strings.LastIndexByte(f, '/'); i >= 0 && dead[f[:i+1]] {
+			delete(h.m, f)
+		}
+	}
+	save := func() {
+		s.backfill[key] = h
+		h.ends = nowT.Add(LedgerTTL)
+	}
+	if op == "list" {
+		rest := make([]string, 0, 2*len(h.m))
+		for f, v := range h.m {
+			rest = append(rest, f, v)
+		}
+		if len(h.m) > 0 {
+			s.backfill[key] = h // pruned, its expiry unchanged
+		}
+		return 1, now, rest, nil
+	}
+	p := id + "/"
+	state, ok := h.m[p+"state"]
+	switch {
+	case op == "add":
+		if ok {
+			for i := 0; i+1 < len(args); i += 2 {
+				if args[i] == "nonce" && args[i+1] == h.m[p+"nonce"] {
+					return 1, now, nil, nil
+				}
+			}
+			return 2, now, nil, nil
+		}
+		for i := 0; i+1 < len(args); i += 2 {
+			h.m[p+args[i]] = args[i+1]
+		}
+		n := strconv.FormatInt(now, 10)
+		h.m[p+"state"], h.m[p+"created"], h.m[p+"ended"], h.m[p+"done"], h.m[p+"last"] = BackfillRunning, n, "0", "0", "0"
+		save()
+		return 1, now, nil, nil
+	case !ok:
+		return 0, now, nil, nil
+	case op == "cancel":
+		if state == BackfillFinished {
+			return 2, now, nil, nil
+		}
+		if state == BackfillRunning {
+			h.m[p+"state"], h.m[p+"ended"], h.m[p+"cancelled_by"] = BackfillCancelled, strconv.FormatInt(now, 10), args[0]
+		}
+		save()
+		return 1, now, nil, nil
+	}
+	// progress
+	last, _ := strconv.ParseInt(h.m[p+"last"], 10, 64)
+	if n, _ := strconv.ParseInt(args[1], 10, 64); n > last {
+		h.m[p+"done"], h.m[p+"last"] = args[0], args[1]
+	}
+	if args[2] == "1" && state == BackfillRunning {
+		state = BackfillFinished
+		h.m[p+"state"], h.m[p+"ended"] = state, strconv.FormatInt(now, 10)
+	}
+	save()
+	return 1, now, []string{state}, nil
+}
