@@ -324,14 +324,21 @@ func (g *Ledger) Pause(ctx context.Context, paused bool, p PauseInfo) error {
 	return g.g.Pause(ctx, paused, p)
 }
 
-// Trigger counts one more manual request for the task, keeps params with
-// it (nil: none) in the same step, and returns the count, which grows by
-// one each time: a number to claim in a ledger of manual runs (the
+// Trigger counts one more manual request for the task in g, keeps params
+// with it (nil: none) in runs, the ledger that claims the requests'
+// numbers (nil: g; else another ledger of the same lock, as the
+// scheduler's ledger of manual runs), in the same step, and returns the
+// count, which grows by one each time: a number to claim in runs (the
 // scheduler's trigger). Whoever claims that number reads params with
-// Params, also after a handoff. A client retry after a lost reply counts
-// nothing again. It returns lock.ErrBadKey if the key is not a hash.
-func (g *Ledger) Trigger(ctx context.Context, params map[string]string) (int64, error) {
-	return g.g.Trigger(ctx, params)
+// runs.Params, also after a handoff. A client retry after a lost reply
+// counts nothing again. It returns lock.ErrBadKey if a key is not a hash,
+// lock.ErrInvalid if runs is of another lock.
+func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]string) (int64, error) {
+	var r *core.Ledger
+	if runs != nil {
+		r = runs.g
+	}
+	return g.g.Trigger(ctx, r, params)
 }
 
 // Params returns the params Trigger kept with request n: nil if it had

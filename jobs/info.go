@@ -2,7 +2,11 @@ package jobs
 
 import (
 	"context"
+	"maps"
+	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -40,7 +44,29 @@ type Info struct {
 	// run's Tick is the time it was asked for, which may fall in the same
 	// second as a scheduled tick: (Tick, Trigger) tells runs apart.
 	Trigger int64
+	// Params are a manual run's parameters (the scheduler's
+	// TriggerParams): names of a-z, 0-9 and _ that the job declares, each
+	// with its value; nil for a scheduled run or a run given none. Env
+	// and the http job pass them on (ParamEnv, ParamHeader). The map is
+	// the run's: do not change it.
+	Params map[string]string
 }
+
+// ParamEnvPrefix and ParamHeaderPrefix start the names that carry a run's
+// Params: LOCKCRON_PARAM_CUSTOMER, Lockcron-Param-Customer.
+const (
+	ParamEnvPrefix    = EnvPrefix + "PARAM_"
+	ParamHeaderPrefix = HeaderPrefix + "Param-"
+)
+
+// ParamEnv is the environment variable that carries the parameter name:
+// LOCKCRON_PARAM_ and the name in upper case.
+func ParamEnv(name string) string { return ParamEnvPrefix + strings.ToUpper(name) }
+
+// ParamHeader is the header that carries the parameter name, in its
+// canonical form: Lockcron-Param- and the name with its first letter in
+// upper case (customer_id: Lockcron-Param-Customer_id).
+func ParamHeader(name string) string { return http.CanonicalHeaderKey(ParamHeaderPrefix + name) }
 
 type infoKey struct{}
 
@@ -63,11 +89,12 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 // order: LOCKCRON_JOB, LOCKCRON_TICK (RFC 3339 in UTC, with a fraction of
 // a second only when the tick has one: a jittered tick), LOCKCRON_TOKEN,
 // LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the manual run's
-// number, empty for a scheduled run). Lock is not included.
+// number, empty for a scheduled run), then one LOCKCRON_PARAM_<NAME> per
+// parameter (ParamEnv), in the order of their names. Lock is not included.
 // Values are not quoted or escaped. Append the result to os.Environ() for
 // exec.Cmd.Env.
 func (i Info) Env() []string {
-	return []string{
+	env := []string{
 		"LOCKCRON_JOB=" + i.Job,
 		"LOCKCRON_TICK=" + i.Tick.UTC().Format(time.RFC3339Nano),
 		"LOCKCRON_TOKEN=" + strconv.FormatInt(i.Token, 10),
@@ -75,6 +102,10 @@ func (i Info) Env() []string {
 		"LOCKCRON_ATTEMPT=" + strconv.Itoa(i.Attempt),
 		"LOCKCRON_TRIGGER=" + i.TriggerString(),
 	}
+	for _, k := range slices.Sorted(maps.Keys(i.Params)) {
+		env = append(env, ParamEnv(k)+"="+i.Params[k])
+	}
+	return env
 }
 
 // TriggerString is Trigger in decimal, or "" for a scheduled run (0): the

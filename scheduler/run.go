@@ -238,8 +238,9 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	} else if cl.Try > 1 {
 		log.Warn("tick taken over", "attempt", cl.Try, "from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	}
-	if c.manual {
-		log.Info("manual run claimed")
+	if c.manual && !s.claimParams(ctx, r, c.ledger, log) {
+		endSpan(span, s.finish(r, OutcomeError, nil, log), nil)
+		return earlier
 	}
 	if !s.track(r) {
 		// The stop began while the claim was made: give the tick back.
@@ -332,7 +333,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	}
 	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.LockName, Token: cl.Token(), Replica: s.opt.replica}
 	if r.manual {
-		info.Trigger = cl.Tick
+		info.Trigger, info.Params = cl.Tick, r.params
 	}
 	backoff := e.job.Backoff
 	for try := cl.Try; ; try++ {
@@ -468,7 +469,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 		Token: r.cl.Token(), TraceID: r.trace, Error: errorTail(runErr, s.opt.redact),
 	}
 	if r.manual {
-		rr.Trigger = r.cl.Tick
+		rr.Trigger, rr.Params = r.cl.Tick, r.params
 	}
 	if outcome == OutcomeDeadlineMissed {
 		// Consecutive ticks past their deadline make one history entry.

@@ -132,6 +132,9 @@ type run struct {
 	// clock): a try that could start only later is not made. Zero: no
 	// deadline.
 	startBy time.Time
+	// params are a manual run's parameters (TriggerParams), read with its
+	// claim; nil for none.
+	params map[string]string
 
 	mu      sync.Mutex
 	long    time.Time // when the run went past its job's AlertAfter, once it is announced; zero before

@@ -779,7 +779,7 @@ func (d *diffRun) ledgerPauseOp() diffOp {
 }
 
 func (d *diffRun) ledgerTriggerOp() diffOp {
-	g := d.ledger()
+	g, runs := d.ledger(), d.ledger()
 	// Now and then the last request again, as a client's retry after a
 	// lost reply: it counts nothing.
 	id := fmt.Sprintf("req%d", d.rng.IntN(1<<30))
@@ -792,9 +792,9 @@ func (d *diffRun) ledgerTriggerOp() diffOp {
 		params = fmt.Sprintf(`{"customer":"%d"}`, d.rng.IntN(100))
 	}
 	return diffOp{
-		desc: fmt.Sprintf("ledgerTrigger(%s, %s, %q)", g.key, id, params),
+		desc: fmt.Sprintf("ledgerTrigger(%s, %s, %s, %q)", g.key, runs.key, id, params),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			n, err := be.ledgerTrigger(ctx, g.key, id, params)
+			n, err := be.ledgerTrigger(ctx, g.key, runs.key, id, params)
 			a.err(err)
 			a.exact("triggers", n)
 			return a

@@ -20,15 +20,23 @@ var (
 // paramsKept bounds how many requests' params one trigger drops (trigger.lua).
 const paramsKept = 1000
 
-// Trigger counts one more manual request for the task, keeps params with
-// it (nil or empty: none) in the same step, and returns the count, which
-// grows by one each time: a number to claim in a ledger of manual runs
-// (the scheduler's trigger). Params reads them back, until the request is
-// done. A client retry of the request after a lost reply counts nothing
-// again. It returns ErrBadKey if the key is not a hash.
-func (g *Ledger) Trigger(ctx context.Context, params map[string]string) (int64, error) {
+// Trigger counts one more manual request for the task in g, keeps params
+// with it (nil or empty: none) in runs, the ledger that claims the
+// requests' numbers (nil: g; another ledger of the same lock), in the same
+// step, and returns the count, which grows by one each time: a number to
+// claim in a ledger of manual runs (the scheduler's trigger). runs.Params
+// reads the params back until the request is done. A client retry of the
+// request after a lost reply counts nothing again. It returns ErrBadKey if
+// a key is not a hash, ErrInvalid if runs is of another lock or Client.
+func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]string) (int64, error) {
 	if g.c.isClosed() {
 		return 0, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	if runs == nil {
+		runs = g
+	}
+	if runs.c != g.c || runs.m.k.name != g.m.k.name {
+		return 0, fmt.Errorf("lock %q: ledger %q: trigger for ledger %q of lock %q: not the same lock: %w", g.m.k.name, g.id, runs.id, runs.m.k.name, ErrInvalid)
 	}
 	var js string
 	if len(params) > 0 {
@@ -38,7 +46,7 @@ func (g *Ledger) Trigger(ctx context.Context, params map[string]string) (int64, 
 		}
 		js = string(b)
 	}
-	n, err := g.c.be.ledgerTrigger(ctx, g.key, g.c.newOwner(), js)
+	n, err := g.c.be.ledgerTrigger(ctx, g.key, runs.key, g.c.newOwner(), js)
 	if err != nil {
 		return 0, g.ledgerErr(err)
 	}
@@ -67,8 +75,8 @@ func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error)
 	return p, nil
 }
 
-func (b *redisBackend) ledgerTrigger(ctx context.Context, key, id, params string) (int64, error) {
-	n, err := run(ctx, b.rdb, triggerScript, []string{key}, ledgerLife.Milliseconds(), id, params).Int64()
+func (b *redisBackend) ledgerTrigger(ctx context.Context, key, runs, id, params string) (int64, error) {
+	n, err := run(ctx, b.rdb, triggerScript, []string{key, runs}, ledgerLife.Milliseconds(), id, params).Int64()
 	switch {
 	case err != nil:
 		return 0, err
@@ -94,33 +102,39 @@ type memTrigger struct {
 	lastN  int64  // and number
 }
 
-func (b *memoryBackend) ledgerTrigger(ctx context.Context, key, id, params string) (int64, error) {
+func (b *memoryBackend) ledgerTrigger(ctx context.Context, key, runs, id, params string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
-	g := b.s.ledgerAt(key, time.Now(), true)
-	t := &g.trig
-	if t.last != "" && t.last == id {
-		return t.lastN, nil
+	now := time.Now()
+	g := b.s.ledgerAt(key, now, true)
+	if g.trig.last != "" && g.trig.last == id {
+		return g.trig.lastN, nil
 	}
 	g.triggers++
-	t.last, t.lastN = id, g.triggers
+	n := g.triggers
+	g.trig.last, g.trig.lastN = id, n
+	r := b.s.ledgerAt(runs, now, params != "")
+	if r == nil {
+		return n, nil
+	}
+	t := &r.trig
+	low := max(t.low, 1)
+	if r.done >= low {
+		for m := max(low, r.done-paramsKept+1); m <= r.done; m++ {
+			delete(t.params, m)
+		}
+		t.low = r.done + 1
+	}
 	if params != "" {
 		if t.params == nil {
 			t.params = map[int64]string{}
 		}
-		t.params[g.triggers] = params
+		t.params[n] = params
 	}
-	low := max(t.low, 1)
-	if g.done >= low {
-		for m := max(low, g.done-paramsKept+1); m <= g.done; m++ {
-			delete(t.params, m)
-		}
-		t.low = g.done + 1
-	}
-	return g.triggers, nil
+	return n, nil
 }
 
 func (b *memoryBackend) ledgerParams(ctx context.Context, key string, n int64) (string, error) {

@@ -168,6 +168,9 @@ func (h *HTTP) Run(ctx context.Context) error {
 	req.Header.Set(jobs.HeaderReplica, info.Replica)
 	req.Header.Set(jobs.HeaderAttempt, strconv.Itoa(info.Attempt))
 	req.Header.Set(jobs.HeaderTrigger, info.TriggerString())
+	for k, v := range info.Params {
+		req.Header.Set(jobs.ParamHeader(k), v)
+	}
 	injectTraceHeaders(ctx, req.Header)
 
 	client := h.Client
