@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -41,8 +43,9 @@ func (j *Job) checkParams() []error {
 }
 
 // checkRunParams checks the parameters of a manual run of j: only the
-// names it declares, each value at most MaxParamValue bytes without
-// control characters (they travel in headers and the environment). The
+// names it declares, each value at most MaxParamValue bytes of UTF-8
+// without control characters (they travel in headers and the
+// environment). The
 // error wraps ErrInvalid and says what is accepted.
 func (j *Job) checkRunParams(params map[string]string) error {
 	bad := func(format string, args ...any) error {
@@ -59,7 +62,9 @@ func (j *Job) checkRunParams(params map[string]string) error {
 			return bad("parameter %q is not accepted: the job accepts %s", k, strings.Join(j.Params, ", "))
 		case len(v) > MaxParamValue:
 			return bad("parameter %q: value of %d bytes: at most %d", k, len(v), MaxParamValue)
-		case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		case !utf8.ValidString(v):
+			return bad("parameter %q: the value is not UTF-8", k)
+		case strings.ContainsFunc(v, unicode.IsControl):
 			return bad("parameter %q: the value holds a control character (a newline, a tab, ...)", k)
 		}
 	}
@@ -74,7 +79,7 @@ func (j *Job) checkRunParams(params map[string]string) error {
 // the same step, so whichever replica claims the run reads them, also
 // after a handoff. A name that is not declared (any, for a job without
 // Params), a name not made of a-z, 0-9 and _, or a value over
-// MaxParamValue bytes or with a control character is refused with an
+// MaxParamValue bytes, not UTF-8 or with a control character is refused with an
 // error wrapping ErrInvalid that says what the job accepts, before
 // anything is stored or sent. Parameters are logged by name, never by
 // value. params nil or empty is Trigger.

@@ -128,6 +128,7 @@ type (
 		Exec             *execBlock `hcl:"exec,block" json:"exec,omitempty"`
 		HTTP             *httpBlock `hcl:"http,block" json:"http,omitempty"`
 		Func             *string    `hcl:"func,optional" json:"func,omitempty"`
+		Params           []string   `hcl:"params,optional" json:"params,omitempty"`
 		At               hcl.Range  `hcl:",type_range" json:"-"`
 	}
 	execBlock struct {

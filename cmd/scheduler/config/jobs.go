@@ -59,6 +59,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		Overlap: scheduler.Overlap(b.Overlap), Misfire: scheduler.Misfire(b.Misfire), OnShutdown: scheduler.ShutdownPolicy(b.OnShutdown),
 		Retries: b.Retries, MaxConcurrency: b.MaxConcurrency, ConcurrencyGroup: b.ConcurrencyGroup, PauseAfterFailures: b.PauseAfter},
 		Pos: posOf(b.At), Digest: jobDigest(b)}
+	j.Params = b.Params
 	if b.OldLock != nil {
 		d.errf(jp("lock"), "renamed: write lock_kind = %q (the lock's kind; lock_name names the lock)", *b.OldLock)
 	}
