@@ -435,6 +435,9 @@ type Status struct {
 	// claim of this replica found in the ledger in the last ten minutes (a
 	// replica that claimed before it runs another version), else "".
 	OtherDigest string
+	// Params are the parameters a manual run of the job accepts
+	// (Job.Params); the slice is shared: do not change it.
+	Params []string
 }
 
 // Status returns the status of every job, in the order they were added.
@@ -449,6 +452,7 @@ func (s *Scheduler) Status() []Status {
 			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight+e.manuals > 0,
 			RunTick: runs[e.job.Name].tick, RunStart: runs[e.job.Name].start,
 			Digest: e.digest, OtherDigest: e.otherDigest,
+			Params: e.job.Params,
 		})
 		e.mu.Unlock()
 	}

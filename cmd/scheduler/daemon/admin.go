@@ -178,6 +178,9 @@ type JobJSON struct {
 	Revision       string     `json:"revision,omitempty"`
 	ConfigDigest   string     `json:"config_digest,omitempty"`
 	ConfigLoadedAt *time.Time `json:"config_loaded_at,omitempty"`
+
+	// Params are the parameters a manual run accepts (the job's params).
+	Params []string `json:"params,omitempty"`
 }
 
 // FleetJSON is what a job's ledger says for the whole fleet.
@@ -234,6 +237,7 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 		if v.LedgerErr != nil {
 			j.Error = v.LedgerErr.Error()
 		}
+		j.Params = v.Params
 		out = append(out, j)
 	}
 	return out

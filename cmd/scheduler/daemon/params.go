@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -63,4 +65,15 @@ func parseParams(flags []string) (map[string]string, error) {
 		params[k] = v
 	}
 	return params, nil
+}
+
+// paramsText is a manual run's params as `scheduler history` shows them
+// after its number: " key=value ...", sorted by key, each value printable
+// (control characters quoted); "" for none.
+func paramsText(params map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		b.WriteString(" " + k + "=" + printable(params[k]))
+	}
+	return b.String()
 }
