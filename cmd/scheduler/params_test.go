@@ -1,0 +1,163 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
+	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
+)
+
+// postJSON sends a POST with a JSON body and returns the status and the
+// answer's error field.
+func postJSON(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := httpc.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var res struct{ Error string }
+	_ = json.NewDecoder(resp.Body).Decode(&res)
+	return resp.StatusCode, res.Error
+}
+
+// Parameters on manual runs, on two replica processes: from the command
+// (-param) they reach an exec job's environment, from the admin API an
+// http job's headers; undeclared names, bad names and long values are
+// refused by both with a clear error and nothing recorded or run; the
+// history and the audit trail keep them; no value reaches the daemons'
+// logs.
+func TestParamsAgainstFleet(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var heard []http.Header
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		heard = append(heard, r.Header.Clone())
+		mu.Unlock()
+	}))
+	t.Cleanup(hook.Close)
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("report", "@yearly", "1s", `echo "$LOCKCRON_TRIGGER|$LOCKCRON_PARAM_CUSTOMER|$LOCKCRON_PARAM_DATE" >> report.log`,
+			`params = ["customer", "date"]`)+
+		execJob("plain", "@yearly", "1s", `echo ran >> plain.log`)+
+		fmt.Sprintf(`
+job "hook" {
+  schedule = "@yearly"
+  params   = ["customer"]
+  http {
+    url = %q
+  }
+}
+`, hook.URL))
+	ps := startFleet(t, dir, cfg, 2)
+	waitSubscribed(t, srv, 2)
+	api := "http://" + ps[0].admin
+
+	// Refused, at the command and at the API: exit 1 or 400, a message
+	// that says what is accepted, nothing counted.
+	long := strings.Repeat("x", 4097)
+	for _, c := range []struct {
+		job  string
+		args []string
+		want string
+	}{
+		{"report", []string{"-param", "region=eu"}, `parameter "region" is not accepted: the job accepts customer, date`},
+		{"report", []string{"-param", "Customer=42"}, `parameter "Customer": a name is made of a-z, 0-9 and _`},
+		{"report", []string{"-param", "customer=" + long}, `parameter "customer": value of 4097 bytes: at most 4096`},
+		{"plain", []string{"-param", "customer=42"}, `parameter "customer": the job accepts no parameters`},
+	} {
+		r := mustCLI(t, 1, dir, append([]string{"trigger", c.job, "-config", cfg}, c.args...)...)
+		if !strings.Contains(r.stderr, c.want) {
+			t.Errorf("trigger %s %q: stderr %q, want %q", c.job, c.args, r.stderr, c.want)
+		}
+		k, v, _ := strings.Cut(c.args[1], "=")
+		b, _ := json.Marshal(daemon.TriggerRequest{Params: map[string]string{k: v}})
+		st, msg := postJSON(t, api+"/api/jobs/"+c.job+"/trigger", string(b))
+		if st != http.StatusBadRequest || !strings.Contains(msg, c.want) {
+			t.Errorf("POST trigger %s %s: %d %q, want 400 saying %q", c.job, b, st, msg, c.want)
+		}
+	}
+	r := mustCLI(t, 2, dir, "trigger", "report", "-param", "customer", "-config", cfg)
+	if !strings.Contains(r.stderr, `param "customer": not key=value`) {
+		t.Errorf("trigger -param customer: stderr %q", r.stderr)
+	}
+	if st, msg := postJSON(t, api+"/api/jobs/report/trigger", `{"parameters": {}}`); st != http.StatusBadRequest || !strings.Contains(msg, "not a trigger request") {
+		t.Errorf("POST trigger with an unknown field: %d %q, want 400", st, msg)
+	}
+	for _, j := range jobsJSON(t, dir, cfg) {
+		if j.Fleet.Triggers != 0 {
+			t.Errorf("job %s: %d triggers counted after refusals, want 0", j.Name, j.Fleet.Triggers)
+		}
+	}
+
+	// From the command to an exec job.
+	r = mustCLI(t, 0, dir, "trigger", "report", "-param", "customer=cust-secret-42", "-param", "date=2026-11-27", "-config", cfg)
+	if !strings.Contains(r.stdout, "report: triggered") {
+		t.Errorf("trigger printed %q", r.stdout)
+	}
+	testkit.Eventually(t, 20*time.Second, "the run of report", func() bool { return len(fileLines(t, dir+"/report.log")) == 1 })
+	if l := fileLines(t, dir+"/report.log"); l[0] != "1|cust-secret-42|2026-11-27" {
+		t.Errorf("the exec job saw %q, want 1|cust-secret-42|2026-11-27", l[0])
+	}
+
+	// From the API to an http job.
+	if st, msg := postJSON(t, api+"/api/jobs/hook/trigger", `{"params": {"customer": "hook-secret-7"}}`); st != http.StatusOK {
+		t.Fatalf("POST trigger hook: %d %s", st, msg)
+	}
+	testkit.Eventually(t, 20*time.Second, "the request of hook", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(heard) == 1
+	})
+	mu.Lock()
+	if h := heard[0]; h.Get("Lockcron-Param-Customer") != "hook-secret-7" || h.Get("Lockcron-Trigger") != "1" {
+		t.Errorf("the http job sent Lockcron-Param-Customer %q, Lockcron-Trigger %q", h.Get("Lockcron-Param-Customer"), h.Get("Lockcron-Trigger"))
+	}
+	mu.Unlock()
+
+	// In the history (command and API) and in the audit trail.
+	testkit.Eventually(t, 10*time.Second, "report's run in the history", func() bool {
+		return strings.Contains(mustCLI(t, 0, dir, "history", "report", "-config", cfg).stdout, "manual #1 customer=cust-secret-42 date=2026-11-27")
+	})
+	testkit.Eventually(t, 10*time.Second, "hook's run in the API's history", func() bool {
+		st, b, _ := httpDo(t, "GET", api+"/api/jobs/hook/runs", "")
+		var runs []struct{ Params map[string]string }
+		return st == 200 && json.Unmarshal(b, &runs) == nil && len(runs) == 1 && runs[0].Params["customer"] == "hook-secret-7"
+	})
+	notes := map[string]string{}
+	for _, e := range auditCLI(t, dir, nil, "-config", cfg) {
+		if e.Action == "trigger" {
+			notes[e.Target] = e.Note
+		}
+	}
+	if notes["report"] != `params {"customer":"cust-secret-42","date":"2026-11-27"}` || notes["hook"] != `params {"customer":"hook-secret-7"}` || len(notes) != 2 {
+		t.Errorf("audit notes of the triggers: %q", notes)
+	}
+	if l := fileLines(t, dir+"/plain.log"); len(l) != 0 {
+		t.Errorf("plain ran %d times, want none", len(l))
+	}
+
+	// Names in the logs, never values.
+	named := false
+	for _, p := range ps {
+		out := p.logs.String()
+		if strings.Contains(out, "secret") || strings.Contains(out, "2026-11-27") {
+			t.Errorf("%s: a parameter's value reached the log:\n%s", p.name, out)
+		}
+		named = named || strings.Contains(out, `"params":["customer","date"]`)
+	}
+	if !named {
+		t.Errorf("no daemon log names the parameters of report's run")
+	}
+}
