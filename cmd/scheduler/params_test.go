@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
@@ -159,5 +162,66 @@ job "hook" {
 	}
 	if !named {
 		t.Errorf("no daemon log names the parameters of report's run")
+	}
+}
+
+// The status page's trigger form: a job with params gets a field for
+// each; a value the job refuses shows the error and runs nothing; filled
+// in and sent, the run gets them, and the job's history shows them.
+func TestBrowserTriggerForm(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("report", "@yearly", "1s", `echo "$LOCKCRON_TRIGGER|$LOCKCRON_PARAM_CUSTOMER|$LOCKCRON_PARAM_DATE" >> report.log`,
+			`params = ["customer", "date"]`)+
+		execJob("tick", "@every 1s", "1s", `true`))
+	ps := startFleet(t, dir, cfg, 2)
+	waitSubscribed(t, srv, 2)
+	base := "http://" + ps[0].admin
+	ctx := newBrowser(t)
+	open(t, ctx, base+"/")
+	fields := eval[[]string](t, ctx, row("report")+`.querySelectorAll('form.trigger-form input').values().map(i => i.name).toArray()`)
+	if strings.Join(fields, ",") != "customer,date" {
+		t.Fatalf("report's trigger form has fields %q, want customer, date", fields)
+	}
+	if eval[bool](t, ctx, row("tick")+`.querySelector('form.trigger-form') !== null`) {
+		t.Errorf("tick, which takes no params, has a trigger form")
+	}
+
+	// Refused: the error shows, nothing runs.
+	input := func(name string) string {
+		return fmt.Sprintf(`#jobs tr[data-job="report"] form.trigger-form input[name=%q]`, name)
+	}
+	eval[bool](t, ctx, `(document.querySelector('`+input("customer")+`').value = 'x'.repeat(4097), true)`)
+	browse(t, ctx, "send a value too long", chromedp.Click(button("report", "trigger")))
+	waitJS(t, ctx, "the page shows the refusal", msgHas("report: trigger failed", `parameter "customer": value of 4097 bytes: at most 4096`))
+
+	// Filled in by typing, across the page's refreshes, and sent with Enter.
+	eval[bool](t, ctx, `(document.querySelector('`+input("customer")+`').value = '', true)`)
+	browse(t, ctx, "fill in the form",
+		chromedp.SendKeys(chromedp.CSS(input("customer")), "cust 42"),
+		chromedp.SendKeys(chromedp.CSS(input("date")), "2026-11-27"))
+	// tick runs every second: the live part is swapped meanwhile.
+	before := eval[string](t, ctx, row("tick")+`.innerHTML`)
+	waitJS(t, ctx, "a refresh of the live part", row("tick")+`.innerHTML !== `+strconv.Quote(before))
+	if v := eval[string](t, ctx, `document.querySelector('`+input("customer")+`').value`); v != "cust 42" {
+		t.Fatalf("after a refresh the customer field holds %q, want what was typed", v)
+	}
+	browse(t, ctx, "send the form", chromedp.SendKeys(chromedp.CSS(input("date")), "\r"))
+	waitJS(t, ctx, "the page says report was triggered", msgHas("report: triggered", "heard it"))
+	testkit.Eventually(t, 20*time.Second, "the run of report", func() bool { return len(fileLines(t, dir+"/report.log")) == 1 })
+	if l := fileLines(t, dir+"/report.log"); l[0] != "1|cust 42|2026-11-27" {
+		t.Errorf("the run saw %q, want 1|cust 42|2026-11-27", l[0])
+	}
+
+	open(t, ctx, base+"/jobs/report")
+	manual := `document.querySelector('#runs tr[data-trigger="1"]')`
+	waitJS(t, ctx, "the manual run in report's history", manual+` && `+manual+`.dataset.outcome === 'ran'`)
+	text := eval[string](t, ctx, manual+`.innerText`)
+	for _, want := range []string{"manual #1", "customer=cust 42", "date=2026-11-27"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report's history row %q does not show %q", text, want)
+		}
 	}
 }
