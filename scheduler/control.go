@@ -224,6 +224,7 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 	if n > e.pending {
 		e.pending, e.pendingAt = n, at
 	}
+	e.request(n, at)
 	busy := e.manuals > 0
 	if !busy {
 		e.manuals++
@@ -248,8 +249,8 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 		for {
 			e.mu.Lock()
 			n, at := e.pending, e.pendingAt
-			if done > 0 && len(e.job.Params) > 0 {
-				n = min(n, done+1) // each with its own parameters: none merged
+			if len(e.job.Params) > 0 {
+				n, at = e.nextRequested(done) // each with its own parameters: none merged
 			}
 			if n <= done || e.cancelled() {
 				e.manuals--

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -127,4 +128,34 @@ func manualRankKey(e *entry, n int64) int64 {
 		return 0
 	}
 	return n
+}
+
+// request notes manual run n of a job with Params, requested at at, to be
+// claimed in its turn (nextRequested). e.mu is held.
+func (e *entry) request(n int64, at time.Time) {
+	if len(e.job.Params) == 0 {
+		return
+	}
+	if e.requested == nil {
+		e.requested = map[int64]time.Time{}
+	}
+	e.requested[n] = at
+}
+
+// nextRequested returns the earliest manual run noted by request after
+// done, and when it was requested, and forgets it; 0 if there is none. e.mu
+// is held.
+func (e *entry) nextRequested(done int64) (int64, time.Time) {
+	var n int64
+	for k := range e.requested {
+		switch {
+		case k <= done:
+			delete(e.requested, k)
+		case n == 0 || k < n:
+			n = k
+		}
+	}
+	at := e.requested[n]
+	delete(e.requested, n)
+	return n, at
 }

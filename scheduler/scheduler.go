@@ -117,6 +117,9 @@ type entry struct {
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
 	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
 	otherAt     time.Time               // when a claim last found it
+	// requested are, for a job with Params, the manual runs heard and not
+	// yet claimed here, with when each was requested (fireManual).
+	requested map[int64]time.Time
 }
 
 // run is a claimed tick, from its claim to its Finish.
