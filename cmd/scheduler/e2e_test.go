@@ -723,7 +723,7 @@ func TestValidate(t *testing.T) {
 	t.Run("example", func(t *testing.T) {
 		t.Parallel()
 		r := mustCLI(t, 0, "../..", "validate", "-config", "config.example.hcl")
-		for _, want := range []string{"config.example.hcl: valid; 1 job(s)", "in-memory", "hello", "@every 10s"} {
+		for _, want := range []string{"config.example.hcl: valid; ", "in-memory", "hello", "@every 10s", "report"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("validate output lacks %q:\n%s", want, r.stdout)
 			}
