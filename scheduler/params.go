@@ -46,8 +46,7 @@ func (j *Job) checkParams() []error {
 // checkRunParams checks the parameters of a manual run of j: only the
 // names it declares, each value at most MaxParamValue bytes of UTF-8
 // without control characters (they travel in headers and the
-// environment). The
-// error wraps ErrInvalid and says what is accepted.
+// environment). The error wraps ErrInvalid and says what is accepted.
 func (j *Job) checkRunParams(params map[string]string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("scheduler: trigger %q: %s: %w", j.Name, fmt.Sprintf(format, args...), ErrInvalid)
@@ -80,10 +79,11 @@ func (j *Job) checkRunParams(params map[string]string) error {
 // the same step, so whichever replica claims the run reads them, also
 // after a handoff. A name that is not declared (any, for a job without
 // Params), a name not made of a-z, 0-9 and _, or a value over
-// MaxParamValue bytes, not UTF-8 or with a control character is refused with an
-// error wrapping ErrInvalid that says what the job accepts, before
+// MaxParamValue bytes, not UTF-8 or with a control character is refused
+// with an error wrapping ErrInvalid that says what the job accepts, before
 // anything is stored or sent. Parameters are logged by name, never by
-// value. params nil or empty is Trigger.
+// value. params nil or empty is Trigger. It returns what Trigger returns,
+// and its errors.
 func (s *Scheduler) TriggerParams(ctx context.Context, job string, params map[string]string) (int64, error) {
 	e, err := s.entry(job)
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *Scheduler) TriggerParams(ctx context.Context, job string, params map[st
 	return s.trigger(ctx, e, params)
 }
 
-// paramNames are the names of params, sorted: what logs and spans show of
+// paramNames are the names of params, sorted: what the logs show of
 // them.
 func paramNames(params map[string]string) []string {
 	return slices.Sorted(maps.Keys(params))
