@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
@@ -136,4 +137,61 @@ func TestJobParamsValidated(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A manual run whose claimant died mid-run is run again by the replica
+// that claims the next one, first, with the parameters it was requested
+// with: they are kept with its number in the store, not by the claimant.
+func TestTriggerParamsSurviveTakeover(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := testkit.Context(t)
+	const job = "report"
+	// A replica that triggered and claimed run 1, and vanished.
+	dead, err := lock.New(srv.Client(), lock.WithClientID("dead"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := fleet.New(dead)
+	g, err := store.Ledger(job, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := store.Ledger(job, job+"!manual", fleet.WithSharedHistory(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := g.Trigger(ctx, m, map[string]string{"customer": "first"}); err != nil || n != 1 {
+		t.Fatalf("Trigger = %d, %v; want 1", n, err)
+	}
+	if _, err := m.Claim(ctx, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := dead.ForceUnlock(ctx, job); err != nil || !ok {
+		t.Fatalf("ForceUnlock = %v, %v", ok, err)
+	}
+	_ = dead.Close()
+
+	j := newJournal()
+	r := newRedisReplica(t, srv, "survivor", nil)
+	r.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(nil), Params: []string{"customer"}})
+	r.start()
+	testkit.Eventually(t, 10*time.Second, "the replica running", r.s.Running)
+	if _, err := r.s.TriggerParams(ctx, job, map[string]string{"customer": "second"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		trigger int64
+		attempt int
+		who     string
+	}{{1, 2, "first"}, {2, 1, "second"}} {
+		x := j.awaitStart(t, 20*time.Second)
+		if x.info.Trigger != want.trigger || x.info.Attempt != want.attempt || x.info.Params["customer"] != want.who {
+			t.Fatalf("run %+v; want trigger %d, attempt %d, customer %s", x.info, want.trigger, want.attempt, want.who)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "both runs in the history", func() bool {
+		runs, err := r.s.History(ctx, job, 0, "")
+		return err == nil && len(runs) == 2 && runs[0].Params["customer"] == "second" && runs[1].Params["customer"] == "first"
+	})
 }
