@@ -225,3 +225,33 @@ func TestBrowserTriggerForm(t *testing.T) {
 		}
 	}
 }
+
+// Without Redis the command sends the parameters to the daemon's admin API:
+// the run gets them, and a refusal comes back as the command's error.
+func TestParamsInMemory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `admin {
+  listen = "127.0.0.1:0"
+}
+log {
+  json = true
+}
+`+execJob("report", "@yearly", "1s", `echo "$LOCKCRON_TRIGGER|$LOCKCRON_PARAM_CUSTOMER" >> report.log`, `params = ["customer"]`))
+	p := startReplica(t, dir, cfg, "solo")
+	env := []string{"LOCKCRON_ADMIN__LISTEN=" + p.admin}
+	r := cliEnv(t, dir, env, "trigger", "report", "-param", "region=eu", "-config", cfg)
+	if r.code != 1 || !strings.Contains(r.stderr, "400 Bad Request") || !strings.Contains(r.stderr, `parameter "region" is not accepted: the job accepts customer`) {
+		t.Errorf("trigger with an undeclared param: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := cliEnv(t, dir, env, "trigger", "report", "-param", "customer=mem-7", "-config", cfg); r.code != 0 {
+		t.Fatalf("trigger: exit %d %s", r.code, r.stderr)
+	}
+	testkit.Eventually(t, 20*time.Second, "the run of report", func() bool { return len(fileLines(t, dir+"/report.log")) == 1 })
+	if l := fileLines(t, dir+"/report.log"); l[0] != "1|mem-7" {
+		t.Errorf("the run saw %q, want 1|mem-7", l[0])
+	}
+	if es := auditCLI(t, dir, env, "-config", cfg); len(es) != 1 || es[0].Note != `params {"customer":"mem-7"}` {
+		t.Errorf("audit: %+v; want the one trigger with its params", es)
+	}
+}
