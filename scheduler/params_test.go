@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/internal/oteltest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/lock"
@@ -19,7 +20,7 @@ import (
 // Manual runs with parameters: each trigger runs once across the fleet with
 // its own parameters (none merged, in order), which its history entry
 // keeps; parameters a job does not declare, bad names and long values are
-// refused with nothing stored or run; no value reaches the logs.
+// refused with nothing stored or run; no value reaches the logs or spans.
 func TestTriggerParams(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -31,7 +32,9 @@ func TestTriggerParams(t *testing.T) {
 		{Name: job, Schedule: "@yearly", Run: j.fn(nil), Params: []string{"customer", "date"}},
 		{Name: plain, Schedule: "@yearly", Run: j.fn(nil)},
 	}
-	fleet, _ := fleetWith(t, srv, 3, nil, []scheduler.Option{scheduler.WithLogger(log)}, js...)
+	spans := oteltest.NewTracerProvider()
+	fleet, _ := fleetWith(t, srv, 3, []lock.Option{lock.WithTracerProvider(spans)},
+		[]scheduler.Option{scheduler.WithLogger(log), scheduler.WithTracerProvider(spans)}, js...)
 	sender := newRedisReplica(t, srv, "cli", nil, scheduler.WithLogger(log))
 	sender.add(t, js...)
 	ctx := testkit.Context(t)
@@ -105,6 +108,22 @@ func TestTriggerParams(t *testing.T) {
 	}
 	if !strings.Contains(out, "params=") {
 		t.Errorf("the log does not name the parameters:\n%s", out)
+	}
+	ended := spans.Ended()
+	if len(ended) == 0 {
+		t.Fatal("no spans recorded")
+	}
+	for _, sp := range ended {
+		for _, kv := range sp.Attributes() {
+			if v := kv.Value.Emit(); strings.Contains(v, "-secret") || strings.Contains(v, "2026-11-27") {
+				t.Errorf("span %s: attribute %s = %q holds a parameter's value", sp.Name(), kv.Key, v)
+			}
+		}
+		for _, ev := range sp.Events() {
+			if strings.Contains(fmt.Sprint(ev), "-secret") {
+				t.Errorf("span %s: event %+v holds a parameter's value", sp.Name(), ev)
+			}
+		}
 	}
 }
 
