@@ -162,8 +162,9 @@ func waitRun(t *testing.T, done <-chan error) error {
 }
 
 func TestExecEnv(t *testing.T) {
-	t.Setenv("LOCKCRON_JOB", "inherited") // the run's info wins
-	t.Setenv("GREETING", "inherited")     // Env wins
+	t.Setenv("LOCKCRON_JOB", "inherited")        // the run's info wins
+	t.Setenv("GREETING", "inherited")            // Env wins
+	t.Setenv("LOCKCRON_PARAM_DATE", "inherited") // a run gets its own parameters only
 	sink, log := newLogSink()
 	e := &Exec{
 		Command: []string{"env"},
@@ -198,6 +199,9 @@ func TestExecEnv(t *testing.T) {
 	}
 	if _, ok := env["LOCKCRON_LOCK"]; ok {
 		t.Error("LOCKCRON_LOCK is set; Info.Env has no lock")
+	}
+	if v, ok := env["LOCKCRON_PARAM_DATE"]; ok {
+		t.Errorf("LOCKCRON_PARAM_DATE = %q, inherited; the run has no such parameter", v)
 	}
 }
 
