@@ -437,3 +437,21 @@ job "hello" {
 #     grace   = "5s"
 #   }
 # }
+
+# A job that takes parameters on its manual runs: `scheduler trigger
+# report -param customer=42 -param month=2026-10`, POST
+# /api/jobs/report/trigger with {"params": {"customer": "42"}}, or the form
+# beside its Trigger button on the status page. params lists the names it
+# accepts (a-z, 0-9 and _); a run given another name is refused with this
+# list, and so is a value over 4 kB or with a control character. The exec
+# job gets them as LOCKCRON_PARAM_CUSTOMER and LOCKCRON_PARAM_MONTH (an
+# http job as Lockcron-Param-Customer and Lockcron-Param-Month headers);
+# scheduled runs get none. They are kept in the run's history entry and
+# the trigger's audit entry; logs name them, never their values.
+job "report" {
+  schedule = "0 6 1 * *"
+  params   = ["customer", "month"]
+  exec {
+    command = ["sh", "-c", "echo report for $${LOCKCRON_PARAM_CUSTOMER:-every customer}, $${LOCKCRON_PARAM_MONTH:-last month}"]
+  }
+}

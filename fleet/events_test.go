@@ -107,7 +107,7 @@ func TestLedgerPauseAndTrigger(t *testing.T) {
 				t.Fatal(err)
 			}
 			for want := int64(1); want <= 3; want++ {
-				n, err := gb.Trigger(ctx)
+				n, err := gb.Trigger(ctx, nil, nil)
 				if err != nil || n != want {
 					t.Fatalf("Trigger = %d, %v; want %d", n, err, want)
 				}

@@ -348,11 +348,30 @@ func (g *Ledger) Pause(ctx context.Context, paused bool, p PauseInfo) error {
 	return g.g.Pause(ctx, paused, p)
 }
 
-// Trigger counts one more manual request for the task and returns the
-// count, which grows by one each time: a number to claim in a ledger of
-// manual runs (the scheduler's trigger). It returns lock.ErrBadKey if the
-// key is not a hash.
-func (g *Ledger) Trigger(ctx context.Context) (int64, error) { return g.g.Trigger(ctx) }
+// Trigger counts one more manual request for the task in g, keeps params
+// with it (nil: none) in runs, the ledger that claims the requests'
+// numbers (nil: g; else another ledger of the same lock, as the
+// scheduler's ledger of manual runs), in the same step, and returns the
+// count, which grows by one each time: a number to claim in runs (the
+// scheduler's trigger). Whoever claims that number reads params with
+// runs.Params, also after a handoff. A client retry after a lost reply
+// counts nothing again. It returns lock.ErrBadKey if a key is not a hash,
+// lock.ErrInvalid if runs is of another lock.
+func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]string) (int64, error) {
+	var r *core.Ledger
+	if runs != nil {
+		r = runs.g
+	}
+	return g.g.Trigger(ctx, r, params)
+}
+
+// Params returns the params Trigger kept with request n: nil if it had
+// none. They are kept while the request is not done (LedgerState.Done
+// below n); once it is, a later Trigger drops them. It returns
+// lock.ErrBadKey if the key is not a hash.
+func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error) {
+	return g.g.Params(ctx, n)
+}
 
 // An Entry is one entry of a ledger's history: the fields its writer gave
 // (Record.Entry, Ledger.Pass), under an id that the store assigns.

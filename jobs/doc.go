@@ -42,7 +42,10 @@
 // code reads it with InfoFrom, for example to fence its writes with Token.
 // Info.Env gives the same as LOCKCRON_* environment variables, which exec
 // jobs pass to their process; http jobs send it as the Lockcron-* headers
-// named by the Header constants.
+// named by the Header constants. A manual run's parameters (Info.Params,
+// the scheduler's TriggerParams) go to an exec job as
+// LOCKCRON_PARAM_<NAME>, the name in upper case (ParamEnv), and to an http
+// job as Lockcron-Param-<Name> headers (ParamHeader).
 //
 // # Errors
 //

@@ -2,7 +2,11 @@ package jobs
 
 import (
 	"context"
+	"maps"
+	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -48,7 +52,29 @@ type Info struct {
 	// Backfill): a past tick run on an operator's request, Tick being
 	// that past tick.
 	Backfill bool
+	// Params are a manual run's parameters (the scheduler's
+	// TriggerParams): names of a-z, 0-9 and _ that the job declares, each
+	// with its value; nil for a scheduled run or a run given none. Env
+	// and the http job pass them on (ParamEnv, ParamHeader). The map is
+	// the run's: do not change it.
+	Params map[string]string
 }
+
+// ParamEnvPrefix and ParamHeaderPrefix start the names that carry a run's
+// Params: LOCKCRON_PARAM_CUSTOMER, Lockcron-Param-Customer.
+const (
+	ParamEnvPrefix    = EnvPrefix + "PARAM_"
+	ParamHeaderPrefix = HeaderPrefix + "Param-"
+)
+
+// ParamEnv is the environment variable that carries the parameter name:
+// LOCKCRON_PARAM_ and the name in upper case.
+func ParamEnv(name string) string { return ParamEnvPrefix + strings.ToUpper(name) }
+
+// ParamHeader is the header that carries the parameter name, in its
+// canonical form: Lockcron-Param- and the name with its first letter in
+// upper case (customer_id: Lockcron-Param-Customer_id).
+func ParamHeader(name string) string { return http.CanonicalHeaderKey(ParamHeaderPrefix + name) }
 
 type infoKey struct{}
 
@@ -71,8 +97,9 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 // order: LOCKCRON_JOB, LOCKCRON_TICK (RFC 3339 in UTC, with a fraction of
 // a second only when the tick has one: a jittered tick), LOCKCRON_TOKEN,
 // LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the manual run's
-// number, empty for a scheduled run), and on a backfill's run only,
-// LOCKCRON_BACKFILL=1. Lock is not included.
+// number, empty for a scheduled run), on a backfill's run only
+// LOCKCRON_BACKFILL=1, then one LOCKCRON_PARAM_<NAME> per parameter
+// (ParamEnv), in the order of their names. Lock is not included.
 // Values are not quoted or escaped. Append the result to os.Environ() for
 // exec.Cmd.Env.
 func (i Info) Env() []string {
@@ -86,6 +113,9 @@ func (i Info) Env() []string {
 	}
 	if i.Backfill {
 		env = append(env, "LOCKCRON_BACKFILL=1")
+	}
+	for _, k := range slices.Sorted(maps.Keys(i.Params)) {
+		env = append(env, ParamEnv(k)+"="+i.Params[k])
 	}
 	return env
 }

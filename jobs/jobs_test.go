@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -666,7 +667,7 @@ func TestInfo(t *testing.T) {
 	ctx, cancel := context.WithCancel(WithInfo(t.Context(), info))
 	cancel()
 	got, ok := InfoFrom(ctx)
-	if !ok || got != info {
+	if !ok || !reflect.DeepEqual(got, info) {
 		t.Errorf("InfoFrom = %+v, %v; want %+v, true", got, ok, info)
 	}
 

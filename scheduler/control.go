@@ -32,11 +32,14 @@ const manualSuffix = "!manual"
 // ErrUnknownJob for a job the Scheduler does not have, and the ledger's or
 // Publish's error.
 func (s *Scheduler) Trigger(ctx context.Context, job string) (int64, error) {
-	e, err := s.entry(job)
-	if err != nil {
-		return 0, err
-	}
-	n, err := e.ledger.Trigger(ctx)
+	return s.TriggerParams(ctx, job, nil)
+}
+
+// trigger stores a manual request of e's job with its params and tells
+// the fleet (Trigger).
+func (s *Scheduler) trigger(ctx context.Context, e *entry, params map[string]string) (int64, error) {
+	job := e.job.Name
+	n, err := e.ledger.Trigger(ctx, e.manual, params)
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: trigger %q: %w", job, err)
 	}
@@ -44,6 +47,10 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (int64, error) {
 	heard, err := s.store.Publish(ctx, controlTopic, msg)
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: trigger %q: %w", job, err)
+	}
+	if len(params) > 0 {
+		s.log.Info("job triggered", "job", job, "trigger", n, "heard_by", heard, "params", paramNames(params))
+		return heard, nil
 	}
 	s.log.Info("job triggered", "job", job, "trigger", n, "heard_by", heard)
 	return heard, nil
@@ -221,6 +228,7 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 	if n > e.pending {
 		e.pending, e.pendingAt = n, at
 	}
+	e.request(n, at)
 	busy := e.manuals > 0
 	if !busy {
 		e.manuals++
@@ -245,6 +253,9 @@ func (s *Scheduler) fireManual(e *entry, n int64, at time.Time) {
 		for {
 			e.mu.Lock()
 			n, at := e.pending, e.pendingAt
+			if len(e.job.Params) > 0 {
+				n, at = e.nextRequested(done) // each with its own parameters: none merged
+			}
 			if n <= done || e.cancelled() {
 				e.manuals--
 				e.mu.Unlock()
@@ -305,7 +316,7 @@ func (s *Scheduler) claimsManual(e *entry, n int64) bool {
 	if s.opt.fallback <= 0 || s.members == nil || e.job.everyReplica() {
 		return true
 	}
-	rank, ok := s.members.rank(e.job.Name+manualSuffix, n, 0)
+	rank, ok := s.members.rank(e.job.Name+manualSuffix, manualRankKey(e, n), 0)
 	if !ok || rank == 0 {
 		return true
 	}

@@ -466,6 +466,37 @@
 // backfill's own ledger lives fleet.LedgerTTL (35 days) after its last
 // claim, as a job's.
 //
+// # Parameters on manual runs
+//
+// A job lists in Job.Params the parameters its manual runs accept, as
+// Nomad's parameterized jobs list their meta keys; TriggerParams(ctx, job,
+// params) gives them values (Trigger is TriggerParams with none). The
+// request is checked before anything is stored or sent: a name the job
+// does not list (any, for a job without Params), a name not made of a-z,
+// 0-9 and _, a value over MaxParamValue (4 kB), not UTF-8 or with a
+// control character (values travel in the environment and in HTTP
+// headers) is refused with an error wrapping ErrInvalid that lists what
+// the job accepts. The params are stored with the request's number in the
+// ledger of manual runs, in the same step that counts the request
+// (fleet.Ledger.Trigger, one script): whichever replica claims the run
+// reads them (fleet.Ledger.Params) right after its claim, also a replica
+// that takes the run over after its claimant died or handed it off; a
+// claim that cannot read them gives the run back. They are dropped from
+// the ledger by a later request once the run is done (the history entry
+// keeps them), and with the ledger itself. The run gets them in
+// jobs.Info.Params; an exec job as LOCKCRON_PARAM_<NAME> (the name in upper
+// case), an http job as Lockcron-Param-<Name> headers (its configured body
+// is left as it is: a JSON field would need a JSON body). Run.Params keeps
+// them in the history. Logs (the trigger, the claim) carry the names
+// only, never the values; spans carry neither. The manual runs of a job with Params are
+// not merged as other manual runs are (several requests heard while one
+// runs become one run of the latest): each runs, one after the other in
+// the order of their numbers, and all replicas rank the same replica first
+// for all of them, so that a later request does not overtake an earlier
+// one (its claim would then find the earlier one done); only when that
+// replica dies or does not claim in its fallback delay can another replica
+// take a later request before an earlier one, which is then not run.
+//
 // # Changing jobs while running
 //
 // Add, Update and Remove work while the Scheduler runs; a change on one

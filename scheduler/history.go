@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -82,6 +83,8 @@ type Run struct {
 	// Backfill is the id of the backfill whose run this is (Backfill); ""
 	// for the others.
 	Backfill string `json:"backfill,omitempty"`
+	// Params are a manual run's parameters (TriggerParams); nil if none.
+	Params map[string]string `json:"params,omitempty"`
 
 	// skip is the cause of a skipped tick (recordSkip), which coalesces
 	// the entry with the history's newest of the same cause and outcome.
@@ -172,6 +175,10 @@ func (r Run) fields() map[string]string {
 	if r.Backfill != "" {
 		f[hBackfill] = r.Backfill
 	}
+	if len(r.Params) > 0 {
+		b, _ := json.Marshal(r.Params) // a map of strings always marshals
+		f[hParams] = string(b)
+	}
 	return f
 }
 
@@ -182,12 +189,16 @@ func runFromEntry(job string, ent fleet.Entry) Run {
 	num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
 	at := func(k string) time.Time { t, _ := time.Parse(time.RFC3339Nano, f[k]); return t }
 	ms, _ := strconv.ParseFloat(f[hDuration], 64)
+	var params map[string]string
+	if js := f[hParams]; js != "" {
+		_ = json.Unmarshal([]byte(js), &params) // malformed: none, as the other fields
+	}
 	return Run{
 		ID: ent.ID, Job: job, Tick: at(hTick), Trigger: num(hTrigger), Replica: f[hReplica],
 		Attempt: int(num(hAttempt)), Start: at(hStart), End: at(hEnd),
 		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: Outcome(f[hOutcome]),
 		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Reason: f[hReason], Missed: num(hMissed),
-		Count: num(hCount), First: at(hFirst), Backfill: f[hBackfill],
+		Count: num(hCount), First: at(hFirst), Backfill: f[hBackfill], Params: params,
 	}
 }
 

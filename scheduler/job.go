@@ -135,6 +135,11 @@ type Job struct {
 	// PauseAfterFailures, and OnShutdown ShutdownHandoff; its OnShutdown
 	// defaults to ShutdownAbandon.
 	Replicas Replicas
+	// Params are the names of the parameters a manual run of the job
+	// accepts (TriggerParams): each made of a-z, 0-9 and _. A run gets
+	// those it was given in jobs.Info.Params. Default none: a manual run
+	// takes no parameters.
+	Params []string
 }
 
 // LockKind is the kind of lock a job's runs take.
@@ -430,6 +435,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 			bad("exclude", "calendar %d is nil", i)
 		}
 	}
+	errs = append(errs, j.checkParams()...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

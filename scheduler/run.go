@@ -248,8 +248,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	} else if cl.Try > 1 {
 		log.Warn("tick taken over", "attempt", cl.Try, "from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	}
-	if c.manual {
-		log.Info("manual run claimed")
+	// (The params are in the fleet's ledger of manual runs, also for a job
+	// that runs on every replica and claims in a ledger of its own.)
+	if c.manual && !s.claimParams(ctx, r, e.manual, log) {
+		endSpan(span, s.finish(r, OutcomeError, nil, log), nil)
+		return earlier
 	}
 	if e.job.Overlap == OverlapReplace && !c.manual {
 		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it
@@ -360,7 +363,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	}
 	info := jobs.Info{Job: e.job.Name, Tick: r.tick, Lock: e.job.LockName, Token: cl.Token(), Replica: s.opt.replica}
 	if r.manual {
-		info.Trigger = cl.Tick
+		info.Trigger, info.Params = cl.Tick, r.params
 	}
 	info.Backfill = r.backfill != ""
 	backoff := e.job.Backoff
@@ -499,7 +502,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 		Token: r.cl.Token(), TraceID: r.trace, Error: errorTail(runErr, s.opt.redact),
 	}
 	if r.manual {
-		rr.Trigger = r.cl.Tick
+		rr.Trigger, rr.Params = r.cl.Tick, r.params
 	}
 	rr.Backfill = r.backfill
 	if outcome == OutcomeDeadlineMissed {

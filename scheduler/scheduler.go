@@ -126,6 +126,9 @@ type entry struct {
 	// The ledgers of this replica's own runs of a job that runs on every
 	// replica (Job.Replicas ReplicasAll; ownLedgers), nil otherwise.
 	mine, mineManual *fleet.Ledger
+	// requested are, for a job with Params, the manual runs heard and not
+	// yet claimed here, with when each was requested (fireManual).
+	requested map[int64]time.Time
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -141,6 +144,9 @@ type run struct {
 	// clock): a try that could start only later is not made. Zero: no
 	// deadline.
 	startBy time.Time
+	// params are a manual run's parameters (TriggerParams), read with its
+	// claim; nil for none.
+	params map[string]string
 
 	mu      sync.Mutex
 	long    time.Time // when the run went past its job's AlertAfter, once it is announced; zero before
@@ -455,6 +461,9 @@ type Status struct {
 	// claim of this replica found in the ledger in the last ten minutes (a
 	// replica that claimed before it runs another version), else "".
 	OtherDigest string
+	// Params are the parameters a manual run of the job accepts
+	// (Job.Params); the slice is shared: do not change it.
+	Params []string
 }
 
 // Status returns the status of every job, in the order they were added.
@@ -469,6 +478,7 @@ func (s *Scheduler) Status() []Status {
 			Next: e.next, LastTick: e.lastTick, LastOutcome: e.lastOutcome, Running: e.inflight+e.manuals > 0,
 			RunTick: runs[e.job.Name].tick, RunStart: runs[e.job.Name].start,
 			Digest: e.digest, OtherDigest: e.otherDigest,
+			Params: e.job.Params,
 		})
 		e.mu.Unlock()
 	}

@@ -60,6 +60,7 @@ var diffScripts = map[string]string{
 	"finish.lua":         "finish",
 	"pass.lua":           "ledgerPass",
 	"pause.lua":          "ledgerPause",
+	"trigger.lua":        "ledgerTrigger",
 	"fairacquire.lua":    "fairAcquire",
 	"fairrelease.lua":    "fairRelease",
 	"fairleave.lua":      "fairLeave",
@@ -120,6 +121,7 @@ var diffMethods = []diffMethod{
 	{"history", 3, (*diffRun).historyOp},
 	{"ledgerPause", 1, (*diffRun).ledgerPauseOp},
 	{"ledgerTrigger", 1, (*diffRun).ledgerTriggerOp},
+	{"ledgerParams", 1, (*diffRun).ledgerParamsOp},
 	{"ledger", 3, (*diffRun).ledgerOp},
 	{"fairAcquire", 6, (*diffRun).fairAcquireOp},
 	{"fairRelease", 4, (*diffRun).fairReleaseOp},
@@ -196,6 +198,9 @@ type diffRun struct {
 	// Redis's start to the memory store's end: a deadline one sets, and
 	// the TTLs each reads of it, are that far apart at most.
 	gap time.Duration
+	// trigger is the last request id of ledgerTrigger, which it repeats
+	// now and then, as a client's retry.
+	trigger string
 }
 
 // diffLedger is one ledger, as a Ledger and as a FairLedger: the same keys,
@@ -792,13 +797,38 @@ func (d *diffRun) ledgerPauseOp() diffOp {
 }
 
 func (d *diffRun) ledgerTriggerOp() diffOp {
-	g := d.ledger()
+	g, runs := d.ledger(), d.ledger()
+	// Now and then the last request again, as a client's retry after a
+	// lost reply: it counts nothing.
+	id := fmt.Sprintf("req%d", d.rng.IntN(1<<30))
+	if d.trigger != "" && d.rng.IntN(4) == 0 {
+		id = d.trigger
+	}
+	d.trigger = id
+	params := ""
+	if d.rng.IntN(3) > 0 {
+		params = fmt.Sprintf(`{"customer":"%d"}`, d.rng.IntN(100))
+	}
 	return diffOp{
-		desc: fmt.Sprintf("ledgerTrigger(%s)", g.key),
+		desc: fmt.Sprintf("ledgerTrigger(%s, %s, %s, %q)", g.key, runs.key, id, params),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			n, err := be.ledgerTrigger(ctx, g.key)
+			n, err := be.ledgerTrigger(ctx, g.key, runs.key, id, params)
 			a.err(err)
 			a.exact("triggers", n)
+			return a
+		},
+	}
+}
+
+func (d *diffRun) ledgerParamsOp() diffOp {
+	g := d.ledger()
+	n := int64(d.rng.IntN(8))
+	return diffOp{
+		desc: fmt.Sprintf("ledgerParams(%s, %d)", g.key, n),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			p, err := be.ledgerParams(ctx, g.key, n)
+			a.err(err)
+			a.exact("params", p)
 			return a
 		},
 	}

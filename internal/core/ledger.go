@@ -580,21 +580,6 @@ func (g *Ledger) Pause(ctx context.Context, paused bool, p PauseInfo) error {
 	return nil
 }
 
-// Trigger counts one more manual request for the task and returns the
-// count, which grows by one each time: a number to claim in a ledger of
-// manual runs (the scheduler's trigger). It returns ErrBadKey if the key
-// is not a hash.
-func (g *Ledger) Trigger(ctx context.Context) (int64, error) {
-	if g.c.isClosed() {
-		return 0, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
-	}
-	n, err := g.c.be.ledgerTrigger(ctx, g.key)
-	if err != nil {
-		return 0, g.ledgerErr(err)
-	}
-	return n, nil
-}
-
 func (g *Ledger) ledgerErr(err error) error {
 	if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
 		return fmt.Errorf("lock %q: key %q holds another type, not a ledger hash: %w", g.m.k.name, g.key, ErrBadKey)

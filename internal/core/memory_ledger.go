@@ -24,7 +24,8 @@ type memLedger struct {
 	definition, defOwner       string           // recorded by the latest claim that had one, and its owner
 	last                       map[string]int64 // at:<outcome>: ms of its last finish
 	expires                    time.Time
-	replace                    int64 // the latest tick that asked an earlier run to end (claim.lua's ARGV[12])
+	replace                    int64      // the latest tick that asked an earlier run to end (claim.lua's ARGV[12])
+	trig                       memTrigger // trigger.lua's fields
 }
 
 // askReplace records, as claim.lua's wait, that tick asks the run of the
@@ -459,15 +460,4 @@ func (b *memoryBackend) ledgerPause(ctx context.Context, key string, paused bool
 	}
 	g.paused, g.pause = true, memPause{by: p.by, note: p.note, at: now.UnixMilli(), until: p.until}
 	return true, nil
-}
-
-func (b *memoryBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	b.s.mu.Lock()
-	defer b.s.mu.Unlock()
-	g := b.s.ledgerAt(key, time.Now(), true)
-	g.triggers++
-	return g.triggers, nil
 }

@@ -152,19 +152,6 @@ func (b *redisBackend) ledgerPause(ctx context.Context, key string, paused bool,
 	return n == 1, nil
 }
 
-func (b *redisBackend) ledgerTrigger(ctx context.Context, key string) (int64, error) {
-	var n *redis.IntCmd
-	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		n = p.HIncrBy(ctx, key, "triggers", 1)
-		p.PExpire(ctx, key, ledgerLife)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n.Val(), nil
-}
-
 func (b *redisBackend) ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error) {
 	var fields *redis.MapStringStringCmd
 	var exists *redis.IntCmd

@@ -328,13 +328,15 @@ func checkDir(dir string) error {
 }
 
 // environ returns the process's environment: this process's (less Unset's
-// names, LOCKCRON_EXEC_SUPERVISOR, TRACEPARENT and TRACESTATE), then e.Env
+// names, LOCKCRON_EXEC_SUPERVISOR, TRACEPARENT, TRACESTATE and
+// LOCKCRON_PARAM_*, so that a run is given only its own parameters), then e.Env
 // (sorted by name), then info's, then the run's trace context (traceEnv).
 // os/exec keeps the last of duplicates.
 func (e *Exec) environ(ctx context.Context, info jobs.Info) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
-		return name == supervisorEnv || slices.Contains(e.Unset, name) || slices.Contains(traceEnvNames, name)
+		return name == supervisorEnv || slices.Contains(e.Unset, name) || slices.Contains(traceEnvNames, name) ||
+			strings.HasPrefix(name, jobs.ParamEnvPrefix)
 	})
 	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		env = append(env, k+"="+e.Env[k])

@@ -162,15 +162,18 @@ func waitRun(t *testing.T, done <-chan error) error {
 }
 
 func TestExecEnv(t *testing.T) {
-	t.Setenv("LOCKCRON_JOB", "inherited") // the run's info wins
-	t.Setenv("GREETING", "inherited")     // Env wins
+	t.Setenv("LOCKCRON_JOB", "inherited")        // the run's info wins
+	t.Setenv("GREETING", "inherited")            // Env wins
+	t.Setenv("LOCKCRON_PARAM_DATE", "inherited") // a run gets its own parameters only
 	sink, log := newLogSink()
 	e := &Exec{
 		Command: []string{"env"},
 		Env:     map[string]string{"GREETING": "hello world", "EMPTY": ""},
 		Logger:  log,
 	}
-	if err := e.Run(jobs.WithInfo(t.Context(), runtest.Info)); err != nil {
+	info := runtest.Info
+	info.Params = map[string]string{"customer": "42", "report_date": "2026-11-27 12:00"}
+	if err := e.Run(jobs.WithInfo(t.Context(), info)); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	env := map[string][]string{}
@@ -179,14 +182,16 @@ func TestExecEnv(t *testing.T) {
 		env[k] = append(env[k], v)
 	}
 	for k, want := range map[string]string{
-		"LOCKCRON_JOB":     "backup",
-		"LOCKCRON_TICK":    runtest.Tick,
-		"LOCKCRON_TOKEN":   "1740798300000042",
-		"LOCKCRON_REPLICA": "replica-1",
-		"LOCKCRON_ATTEMPT": "2",
-		"GREETING":         "hello world",
-		"EMPTY":            "",
-		"PATH":             os.Getenv("PATH"),
+		"LOCKCRON_JOB":               "backup",
+		"LOCKCRON_TICK":              runtest.Tick,
+		"LOCKCRON_TOKEN":             "1740798300000042",
+		"LOCKCRON_REPLICA":           "replica-1",
+		"LOCKCRON_ATTEMPT":           "2",
+		"LOCKCRON_PARAM_CUSTOMER":    "42",
+		"LOCKCRON_PARAM_REPORT_DATE": "2026-11-27 12:00",
+		"GREETING":                   "hello world",
+		"EMPTY":                      "",
+		"PATH":                       os.Getenv("PATH"),
 	} {
 		if got := env[k]; !slices.Equal(got, []string{want}) {
 			t.Errorf("%s = %q, want [%q]", k, got, want)
@@ -194,6 +199,9 @@ func TestExecEnv(t *testing.T) {
 	}
 	if _, ok := env["LOCKCRON_LOCK"]; ok {
 		t.Error("LOCKCRON_LOCK is set; Info.Env has no lock")
+	}
+	if v, ok := env["LOCKCRON_PARAM_DATE"]; ok {
+		t.Errorf("LOCKCRON_PARAM_DATE = %q, inherited; the run has no such parameter", v)
 	}
 }
 

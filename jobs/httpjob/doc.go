@@ -5,8 +5,9 @@
 //
 // Each request carries the run's jobs.Info in the headers Lockcron-Job,
 // Lockcron-Tick, Lockcron-Token, Lockcron-Replica, Lockcron-Attempt and
-// Lockcron-Trigger (jobs.HeaderJob and the like); HTTP.Headers may not set
-// Lockcron-* names. It succeeds on any 2xx status, or on one of
+// Lockcron-Trigger (jobs.HeaderJob and the like), and a manual run's
+// parameters (jobs.Info.Params) as Lockcron-Param-<Name> headers
+// (jobs.ParamHeader); HTTP.Headers may not set Lockcron-* names. It succeeds on any 2xx status, or on one of
 // HTTP.ExpectStatus; another status is a *StatusError with the start of the
 // body. Errors never show the URL's userinfo or query values, and nothing is
 // logged, request headers included.

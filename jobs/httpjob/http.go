@@ -171,6 +171,9 @@ func (h *HTTP) Run(ctx context.Context) error {
 	if info.Backfill {
 		req.Header.Set(jobs.HeaderBackfill, "1")
 	}
+	for k, v := range info.Params {
+		req.Header.Set(jobs.ParamHeader(k), v)
+	}
 	injectTraceHeaders(ctx, req.Header)
 
 	client := h.Client

@@ -60,6 +60,7 @@ func TestHTTPRequest(t *testing.T) {
 	}
 	manual := runtest.Info
 	manual.Trigger = 12
+	manual.Params = map[string]string{"customer": "42", "report_date": "2026-11-27"}
 	if err := h.Run(jobs.WithInfo(t.Context(), manual)); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -68,15 +69,17 @@ func TestHTTPRequest(t *testing.T) {
 		t.Errorf("server saw %s %q (length %d), Host %q; want POST, the body, Host jobs.example.test", r.method, r.body, r.contentLength, r.host)
 	}
 	for k, want := range map[string]string{
-		"Lockcron-Job":     "backup",
-		"Lockcron-Tick":    runtest.Tick,
-		"Lockcron-Token":   "1740798300000042",
-		"Lockcron-Replica": "replica-1",
-		"Lockcron-Attempt": "2",
-		"Lockcron-Trigger": "12",
-		"Content-Type":     "application/json",
-		"X-Api-Key":        "k1",
-		"Authorization":    "Bearer t0ken",
+		"Lockcron-Job":               "backup",
+		"Lockcron-Tick":              runtest.Tick,
+		"Lockcron-Token":             "1740798300000042",
+		"Lockcron-Replica":           "replica-1",
+		"Lockcron-Attempt":           "2",
+		"Lockcron-Trigger":           "12",
+		"Lockcron-Param-Customer":    "42",
+		"Lockcron-Param-Report_date": "2026-11-27",
+		"Content-Type":               "application/json",
+		"X-Api-Key":                  "k1",
+		"Authorization":              "Bearer t0ken",
 	} {
 		if got := r.header.Values(k); len(got) != 1 || got[0] != want {
 			t.Errorf("header %s = %q, want [%q]", k, got, want)

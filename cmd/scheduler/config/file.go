@@ -129,6 +129,7 @@ type (
 		HTTP             *httpBlock `hcl:"http,block" json:"http,omitempty"`
 		Func             *string    `hcl:"func,optional" json:"func,omitempty"`
 		Replicas         string     `hcl:"replicas,optional" json:"replicas,omitempty"`
+		Params           []string   `hcl:"params,optional" json:"params,omitempty"`
 		At               hcl.Range  `hcl:",type_range" json:"-"`
 	}
 	execBlock struct {

@@ -60,6 +60,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		Retries: b.Retries, MaxConcurrency: b.MaxConcurrency, ConcurrencyGroup: b.ConcurrencyGroup, PauseAfterFailures: b.PauseAfter},
 		Pos: posOf(b.At), Digest: jobDigest(b)}
 	j.Replicas = scheduler.Replicas(b.Replicas)
+	j.Params = b.Params
 	if b.OldLock != nil {
 		d.errf(jp("lock"), "renamed: write lock_kind = %q (the lock's kind; lock_name names the lock)", *b.OldLock)
 	}

@@ -60,7 +60,7 @@ type admin struct {
 //	GET  /api/jobs/{name}           one job as in /api/jobs, and its latest runs (20), newest first
 //	GET  /api/jobs/{name}/runs      its runs, newest first: ?limit= (default 20, at most 1000), ?before=ID (older than that run)
 //	GET  /api/locks                 the locks in the store: holders, holds, TTL, token, waiters
-//	POST /api/jobs/{name}/trigger   run the job once now, on one replica of the fleet
+//	POST /api/jobs/{name}/trigger   run the job once now, on one replica of the fleet; body {"params": {...}} optional
 //	POST /api/jobs/{name}/pause     pause the job on every replica
 //	POST /api/jobs/{name}/resume    resume it
 //	GET  /api/freezes               the freezes that have not ended: id, jobs (a glob), until, created, note
@@ -185,6 +185,8 @@ type JobJSON struct {
 	ConfigDigest   string     `json:"config_digest,omitempty"`
 	ConfigLoadedAt *time.Time `json:"config_loaded_at,omitempty"`
 
+	// Params are the parameters a manual run accepts (the job's params).
+	Params []string `json:"params,omitempty"`
 	// Replicas is "all" for a job that runs on every replica (replicas =
 	// "all"), absent otherwise; PerReplica is then the last outcome of
 	// each replica in the job's latest history entries.
@@ -261,6 +263,7 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 				j.PerReplica = append(j.PerReplica, ReplicaRunJSON{Replica: r.Replica, Tick: r.Tick.UTC(), Outcome: r.Outcome, End: r.End.UTC()})
 			}
 		}
+		j.Params = v.Params
 		out = append(out, j)
 	}
 	return out
@@ -447,9 +450,18 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	var err error
 	var heard int64
 	var pause fleet.PauseInfo
+	var params map[string]string
 	switch action {
 	case "trigger":
-		heard, err = a.s.Trigger(r.Context(), name) // this replica hears it
+		if !slices.Contains(a.jobNames(), name) {
+			err = scheduler.ErrUnknownJob // 404 before the body's 400
+			break
+		}
+		if params, err = triggerBody(r); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		heard, err = a.s.TriggerParams(r.Context(), name, params) // this replica hears it
 	case "pause":
 		if !slices.Contains(a.jobNames(), name) {
 			err = scheduler.ErrUnknownJob // 404 before the body's 400
@@ -466,14 +478,19 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, scheduler.ErrUnknownJob):
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": a.unknownJob(name), "jobs": a.jobNames()})
-	case errors.Is(err, lock.ErrInvalid):
-		// An until that the store's clock has passed: nothing changed.
+	case errors.Is(err, lock.ErrInvalid), errors.Is(err, scheduler.ErrInvalid):
+		// An until that the store's clock has passed, or parameters the
+		// job does not take: nothing changed.
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 	case err != nil:
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 	default:
 		a.log.Info("admin request", "action", action, "job", name, "actor", actor(r.Context()), "remote", r.RemoteAddr)
-		a.record(r, action, name, auditNote(pause))
+		note := auditNote(pause)
+		if action == "trigger" {
+			note = paramsNote(params)
+		}
+		a.record(r, action, name, note)
 		resp := map[string]any{"job": name, "action": action, "status": "ok"}
 		if action == "trigger" {
 			resp["heard_by"] = heard // replicas that heard the request; 0: nothing will run it

@@ -553,9 +553,14 @@ func unreadLedgers(views []JobJSON, cfg *config.Config) error {
 func controlCommand(action, short, long string, cfgPath *string, o Options) *cobra.Command {
 	var note, until string
 	var pause fleet.PauseInfo // pause: checked by Args
+	var paramFlags []string
+	var params map[string]string // trigger: checked by Args
 	use := action + " JOB"
 	if action == "pause" {
 		use += " -note TEXT [-until TIME|DURATION]"
+	}
+	if action == "trigger" {
+		use += " [-param key=value ...]"
 	}
 	c := &cobra.Command{
 		Use:   use,
@@ -575,6 +580,10 @@ passes it on to the fleet.`,
 				if pause, err = (PauseRequest{Note: note, Until: until}).info(cliActor(), time.Now()); err != nil {
 					return usageError{fmt.Errorf("-%w", err)}
 				}
+			}
+			var err error
+			if params, err = parseParams(paramFlags); err != nil {
+				return usageError{fmt.Errorf("-%w", err)}
 			}
 			return nil
 		},
@@ -597,13 +606,13 @@ passes it on to the fleet.`,
 			}
 			err := storeOrDaemon(cmd, *cfgPath, o, job, func(ctx context.Context, cfg *config.Config) error {
 				var err error
-				heard, err = viaAdmin(ctx, cfg, o.Environ, job, action, note, until)
+				heard, err = viaAdmin(ctx, cfg, o.Environ, job, action, note, until, params)
 				return err
 			}, func(ctx context.Context, s *scheduler.Scheduler, cfg *config.Config) error {
 				var err error
 				switch action {
 				case "trigger":
-					heard, err = s.Trigger(ctx, job)
+					heard, err = s.TriggerParams(ctx, job, params)
 					// On a Cluster, PUBLISH counts only the replicas
 					// subscribed on the node it reached (the message
 					// reaches every node): none there is no proof.
@@ -620,10 +629,13 @@ passes it on to the fleet.`,
 				switch {
 				case errors.Is(err, scheduler.ErrUnknownJob):
 					err = unknownJob(cfg, job)
-				case errors.Is(err, lock.ErrInvalid):
-					// An until that Redis's clock has passed.
+				case errors.Is(err, lock.ErrInvalid), errors.Is(err, scheduler.ErrInvalid):
+					// An until that Redis's clock has passed, or
+					// parameters the job does not take.
 				case err != nil:
 					err = storeError(cfg, err)
+				case action == "trigger":
+					auditCLI(ctx, cmd, cfg, action, job, paramsNote(params))
 				default:
 					auditCLI(ctx, cmd, cfg, action, job, auditNote(pause))
 				}
@@ -635,6 +647,9 @@ passes it on to the fleet.`,
 			done()
 			return nil
 		},
+	}
+	if action == "trigger" {
+		c.Flags().StringArrayVar(&paramFlags, "param", nil, "a parameter of the run, key=value (repeat for each; the job's params say which it takes)")
 	}
 	if action == "pause" {
 		c.Flags().StringVar(&note, "note", "", "why the job is paused (required, at most 1000 bytes)")
@@ -679,13 +694,18 @@ func unknownJob(cfg *config.Config, job string) error {
 
 // viaAdmin sends a control request to the daemon's admin API. For a
 // trigger, it returns how many replicas heard it (the answer's heard_by).
-func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action, note, until string) (int64, error) {
+func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action, note, until string, params map[string]string) (int64, error) {
 	req, err := adminRequest(ctx, cfg, env, actionScope[action], http.MethodPost, "/api/jobs/"+neturl.PathEscape(job)+"/"+action)
 	if err != nil {
 		return 0, err
 	}
 	if action == "pause" {
 		b, _ := json.Marshal(PauseRequest{Note: note, Until: until})
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if action == "trigger" && len(params) > 0 {
+		b, _ := json.Marshal(TriggerRequest{Params: params})
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -17,7 +17,7 @@
 //	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json), and the
 //	                                  ticks not run (skipped_busy, paused, deadline_missed) with their reason,
 //	                                  consecutive ones of one cause as one row with a count and a range
-//	scheduler trigger  JOB -config FILE   run a job once now, on one replica of the fleet
+//	scheduler trigger  JOB -config FILE [-param key=value ...]   run a job once now, on one replica of the fleet
 //	scheduler pause    JOB -note TEXT [-until TIME|DURATION] -config FILE   pause a job on every replica, saying why;
 //	                                  -until (RFC 3339, or a Go duration from now) ends it by itself (see pause.go)
 //	scheduler resume   JOB -config FILE   resume it
@@ -146,7 +146,9 @@
 //	GET  /api/jobs/{name}/runs      JSON: its runs, newest first; ?limit=N (default 20, at most 1000),
 //	                                ?before=ID for those older than the run ID (the next page)
 //	GET  /api/locks                 JSON: the locks in the store (lock.Client.Locks)
-//	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it);
+//	POST /api/jobs/{name}/trigger   run the job once now ("heard_by": how many replicas heard it), with
+//	                                {"params": {"customer": "42"}} if the job declares params (TriggerRequest;
+//	                                a 400 with what the job accepts, and nothing changed, for others);
 //	                                pause and resume likewise; pause takes {"note": "why", "until": "2h"}
 //	                                (PauseRequest: note required, one line without control characters;
 //	                                a bare POST is a 400, as is any bad input, and nothing is changed)

@@ -33,7 +33,7 @@ func historyCommand(cfgPath *string, o Options) *cobra.Command {
 		Use:   "history JOB",
 		Short: "List a job's latest runs: tick, replica, duration, outcome, error",
 		Long: `history lists JOB's latest runs across the whole fleet, newest first: the tick
-(or "manual #N" for a triggered run), the replica that ran it, the attempt,
+(or "manual #N" for a triggered run, with its parameters), the replica that ran it, the attempt,
 when it started, how long it took, its outcome, its fencing token and the start
 of its error's first line. Ticks not run (skipped_busy, paused, excluded,
 deadline_missed) are recorded too, with the reason in the last column;
@@ -153,7 +153,7 @@ func printRuns(w io.Writer, runs []scheduler.Run) error {
 	for _, r := range runs {
 		tick := r.Tick.UTC().Format(time.RFC3339)
 		if r.Trigger > 0 {
-			tick = fmt.Sprintf("manual #%d", r.Trigger)
+			tick = fmt.Sprintf("manual #%d", r.Trigger) + paramsText(r.Params)
 		} else if !r.First.IsZero() {
 			tick = tickRange(r.First, r.Tick)
 		}

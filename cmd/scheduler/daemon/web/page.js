@@ -72,6 +72,17 @@
     }
     var headers = authHeaders('application/json', tok);
     var body;
+    var form = button.closest('form.trigger-form');
+    if (action === 'trigger' && form) {
+      // The job's parameters: the fields filled in (an empty one is left
+      // out).
+      var params = {};
+      form.querySelectorAll('input[name]').forEach(function (i) {
+        if (i.value !== '') { params[i.name] = i.value; }
+      });
+      body = JSON.stringify({ params: params });
+      headers['Content-Type'] = 'application/json';
+    }
     if (action === 'pause') {
       // A pause needs a note: why, shown with the pause and in the audit
       // trail. Cancel sends nothing.
@@ -127,8 +138,36 @@
 
   document.addEventListener('click', function (ev) {
     var b = ev.target.closest('button[data-action]');
+    if (b && b.form) { ev.preventDefault(); } // a trigger form's: act sends it
     if (b && !b.disabled) { act(b); }
   });
+  // Enter in a field of a trigger form sends it, as its button does.
+  document.addEventListener('submit', function (ev) {
+    var f = ev.target.closest('form.trigger-form');
+    if (!f) { return; }
+    ev.preventDefault();
+    var b = f.querySelector('button[data-action]');
+    if (b && !b.disabled) { act(b); }
+  });
+
+  // formState and restoreForms keep what is typed in the trigger forms,
+  // and the focus, across a swap of the live part.
+  function formState() {
+    var st = { values: {}, focus: '' };
+    live.querySelectorAll('form.trigger-form input[name]').forEach(function (i) {
+      var k = i.form.dataset.job + '\n' + i.name;
+      st.values[k] = i.value;
+      if (i === document.activeElement) { st.focus = k; }
+    });
+    return st;
+  }
+  function restoreForms(st) {
+    live.querySelectorAll('form.trigger-form input[name]').forEach(function (i) {
+      var k = i.form.dataset.job + '\n' + i.name;
+      if (Object.prototype.hasOwnProperty.call(st.values, k)) { i.value = st.values[k]; }
+      if (k === st.focus) { i.focus(); }
+    });
+  }
 
   // refresh swaps in the live part of a fresh copy of this page, if it
   // changed: one request at a time, none while the tab is hidden.
@@ -144,7 +183,11 @@
       if (type.indexOf('text/html') !== 0) { throw new Error('HTTP ' + r.status); }
       var doc = new DOMParser().parseFromString(await r.text(), 'text/html');
       var fresh = doc.getElementById('live');
-      if (fresh && fresh.innerHTML !== live.innerHTML) { live.innerHTML = fresh.innerHTML; }
+      if (fresh && fresh.innerHTML !== live.innerHTML) {
+        var st = formState();
+        live.innerHTML = fresh.innerHTML;
+        restoreForms(st);
+      }
       if (doc.title) { document.title = doc.title; }
       var rep = doc.getElementById('replica'), here = document.getElementById('replica');
       if (rep && here && rep.textContent !== here.textContent) { here.textContent = rep.textContent; }
