@@ -22,6 +22,7 @@ const (
 	HeaderReplica = "Lockcron-Replica" // Info.Replica
 	HeaderAttempt = "Lockcron-Attempt" // Info.Attempt, in decimal
 	HeaderTrigger = "Lockcron-Trigger" // Info.Trigger, in decimal; empty for a scheduled run
+	HeaderParent  = "Lockcron-Parent"  // Info.Parent, job@tick; only on a run that follows another
 )
 
 // Info is what a run knows about itself. The scheduler puts it in the
@@ -40,6 +41,12 @@ type Info struct {
 	// run's Tick is the time it was asked for, which may fall in the same
 	// second as a scheduled tick: (Tick, Trigger) tells runs apart.
 	Trigger int64
+	// Parent is the run that started this one, for a job that runs after
+	// others (the scheduler's Job.After): "job@tick", the parent's name
+	// and its run's tick (RFC 3339 in UTC, as LOCKCRON_TICK); with several
+	// parents, the one whose finish completed the set. "" for a run that
+	// follows none.
+	Parent string
 }
 
 type infoKey struct{}
@@ -63,11 +70,12 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 // order: LOCKCRON_JOB, LOCKCRON_TICK (RFC 3339 in UTC, with a fraction of
 // a second only when the tick has one: a jittered tick), LOCKCRON_TOKEN,
 // LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the manual run's
-// number, empty for a scheduled run). Lock is not included.
+// number, empty for a scheduled run), and LOCKCRON_PARENT (Parent) for a
+// run that follows another, alone. Lock is not included.
 // Values are not quoted or escaped. Append the result to os.Environ() for
 // exec.Cmd.Env.
 func (i Info) Env() []string {
-	return []string{
+	env := []string{
 		"LOCKCRON_JOB=" + i.Job,
 		"LOCKCRON_TICK=" + i.Tick.UTC().Format(time.RFC3339Nano),
 		"LOCKCRON_TOKEN=" + strconv.FormatInt(i.Token, 10),
@@ -75,6 +83,10 @@ func (i Info) Env() []string {
 		"LOCKCRON_ATTEMPT=" + strconv.Itoa(i.Attempt),
 		"LOCKCRON_TRIGGER=" + i.TriggerString(),
 	}
+	if i.Parent != "" {
+		env = append(env, "LOCKCRON_PARENT="+i.Parent)
+	}
+	return env
 }
 
 // TriggerString is Trigger in decimal, or "" for a scheduled run (0): the

@@ -113,6 +113,11 @@ func (s *Scheduler) Update(j Job) error {
 		e.cancel(err)
 		return err
 	}
+	if err := s.checkChainAdd(e.job, old); err != nil {
+		s.mu.Unlock()
+		e.cancel(err)
+		return err
+	}
 	s.entries[j.Name] = e
 	s.order[slices.Index(s.order, old)] = e
 	started := old.started

@@ -78,6 +78,9 @@ type Run struct {
 	// First is the first tick of such an entry (Tick is the last); zero
 	// for one tick.
 	First time.Time `json:"first,omitzero"`
+	// Parent is, for a run of a job that follows others (Job.After), the
+	// parent run that started it: "job@tick" (jobs.Info.Parent).
+	Parent string `json:"parent,omitempty"`
 
 	// skip is the cause of a skipped tick (recordSkip), which coalesces
 	// the entry with the history's newest of the same cause and outcome.
@@ -131,6 +134,7 @@ const (
 	hSkip     = "skip"  // the cause of a skipped tick: the store coalesces by it (fleet.Ledger.Pass)
 	hCount    = "count" // written by the store as it coalesces
 	hFirst    = "first" // likewise: the first tick's hTick
+	hParent   = "parent"
 )
 
 // fields is r as a history entry's fields.
@@ -164,6 +168,9 @@ func (r Run) fields() map[string]string {
 	if r.skip != "" {
 		f[hSkip] = r.skip
 	}
+	if r.Parent != "" {
+		f[hParent] = r.Parent
+	}
 	return f
 }
 
@@ -179,7 +186,7 @@ func runFromEntry(job string, ent fleet.Entry) Run {
 		Attempt: int(num(hAttempt)), Start: at(hStart), End: at(hEnd),
 		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: Outcome(f[hOutcome]),
 		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Reason: f[hReason], Missed: num(hMissed),
-		Count: num(hCount), First: at(hFirst),
+		Count: num(hCount), First: at(hFirst), Parent: f[hParent],
 	}
 }
 

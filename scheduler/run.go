@@ -137,6 +137,7 @@ type claimSpec struct {
 	tick   int64 // the tick in ms, or the manual run's number
 	queue  bool  // wait for a run of an earlier tick
 	manual bool
+	parent string // the job whose run starts this one (Job.After), else ""
 }
 
 // maxEarlier bounds how many earlier unfinished ticks one claim runs before
@@ -217,7 +218,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	s.checkDefinition(e, cl, log)
 	span.SetAttributes(attrToken.Int64(cl.Token()), attrAttempt.Int(cl.Try))
-	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now()}
+	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, start: time.Now(), parent: c.parent}
 	if sc := span.SpanContext(); sc.HasTraceID() {
 		r.trace = sc.TraceID().String()
 	}
@@ -334,6 +335,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 	if r.manual {
 		info.Trigger = cl.Tick
 	}
+	info.Parent = r.parentRun()
 	backoff := e.job.Backoff
 	for try := cl.Try; ; try++ {
 		r.setTries(try)
@@ -470,6 +472,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if r.manual {
 		rr.Trigger = r.cl.Tick
 	}
+	rr.Parent = r.parentRun()
 	if outcome == OutcomeDeadlineMissed {
 		// Consecutive ticks past their deadline make one history entry.
 		rr.Reason, rr.skip = reason, "deadline"
@@ -489,7 +492,11 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 			rec.PauseAfter, rec.Pause = n, fleet.PauseInfo{By: autoPauseBy + s.opt.replica, Note: autoPauseNote(n)}
 		}
 	}
+	rec.Chain = s.followed(r.e.job.Name)
 	err := r.cl.Finish(ctx, rec)
+	if err == nil && rec.Chain {
+		s.pokeChildren(r.e.job.Name)
+	}
 	recorded, paused := err == nil, r.cl.Paused()
 	if err != nil && !paused && rec.Failed && rec.PauseAfter > 0 {
 		paused = s.pausedByFinish(r, err, log)

@@ -117,6 +117,8 @@ type entry struct {
 	undecided   map[int64]chan struct{} // ticks (ms) fired here and not yet decided on (awaitEarlier)
 	otherDigest string                  // another definition's digest, found by a claim of this replica (checkDefinition)
 	otherAt     time.Time               // when a claim last found it
+
+	chain chan struct{} // a job that follows others (Job.After): pokes its chain loop to read its parents' runs
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -139,6 +141,8 @@ type run struct {
 	reason  string    // why a tick ending deadline_missed was not run (Run.Reason)
 	state   runState  // moved by to
 	outcome Outcome   // the outcome finish recorded, once state is finished
+
+	parent string // the job whose run started this one (Job.After), else ""
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -199,6 +203,9 @@ func (s *Scheduler) Add(j Job) error {
 	if err := s.kindConflict(e.job, nil); err != nil {
 		return err
 	}
+	if err := s.checkChainAdd(e.job, nil); err != nil {
+		return err
+	}
 	s.entries[j.Name] = e
 	s.order = append(s.order, e)
 	s.tel.zero(j.Name)
@@ -239,7 +246,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	}
 	e := &entry{job: j, sched: sched, ledger: g, manual: manual, digest: digest, loc: jobLocation(&j),
 		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout)),
-		quit:   make(chan struct{}), done: make(chan struct{})}
+		quit:   make(chan struct{}), done: make(chan struct{}), chain: make(chan struct{}, 1)}
 	e.ctx, e.cancel = context.WithCancelCause(s.stopCtx)
 	return e, nil
 }
@@ -470,6 +477,10 @@ func (s *Scheduler) loop(e *entry) {
 		} else {
 			defer stop()
 		}
+	}
+	if len(e.job.After) > 0 {
+		s.chainLoop(e)
+		return
 	}
 	var next time.Time
 	if e.prev != nil {
