@@ -162,6 +162,9 @@ func chainCycle(known map[string]*Job, name string) []string {
 		}
 		onPath[n], path = true, append(path, n)
 		for _, p := range j.After {
+			if p == n {
+				continue // a child of itself: Validate says so
+			}
 			if c := visit(p); c != nil {
 				return c
 			}

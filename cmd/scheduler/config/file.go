@@ -128,6 +128,8 @@ type (
 		Exec             *execBlock `hcl:"exec,block" json:"exec,omitempty"`
 		HTTP             *httpBlock `hcl:"http,block" json:"http,omitempty"`
 		Func             *string    `hcl:"func,optional" json:"func,omitempty"`
+		After            []string   `hcl:"after,optional" json:"after,omitempty"`
+		When             string     `hcl:"when,optional" json:"when,omitempty"`
 		At               hcl.Range  `hcl:",type_range" json:"-"`
 	}
 	execBlock struct {
