@@ -216,16 +216,7 @@ func (s *Scheduler) checkChainAdd(j Job, skip *entry) error {
 
 // followed reports whether a job follows the job name: then its finishes
 // add their runs to its ledger's chain record (fleet.Record.Chain).
-func (s *Scheduler) followed(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range s.order {
-		if slices.Contains(e.job.After, name) {
-			return true
-		}
-	}
-	return false
-}
+func (s *Scheduler) followed(name string) bool { return len(s.children(name)) > 0 }
 
 // pokeChildren tells the chain loops of the jobs that follow name to read
 // their parents' runs now.
@@ -466,4 +457,18 @@ func (r *run) parentRun() string {
 		return ""
 	}
 	return r.parent + "@" + fmtTick(r.tick)
+}
+
+// children are the jobs that follow the job name, in the order they were
+// added.
+func (s *Scheduler) children(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.order {
+		if slices.Contains(e.job.After, name) {
+			out = append(out, e.job.Name)
+		}
+	}
+	return out
 }

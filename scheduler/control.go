@@ -375,6 +375,11 @@ type JobView struct {
 	// replica is known from the ledger: its claim's time, on the store's
 	// clock, plus AlertAfter, once this replica's clock is past that.
 	RunningLong time.Time
+	// Parents are the jobs this one follows (Job.After), with When;
+	// Children the jobs of this Scheduler that follow it.
+	Parents  []string
+	When     When
+	Children []string
 }
 
 // Jobs returns a view of every job, in the order they were added, reading
@@ -430,6 +435,7 @@ func (s *Scheduler) views(ctx context.Context, entries []*entry) []JobView {
 				v.RunningLong = since.Add(d)
 			}
 		}
+		v.Parents, v.When, v.Children = e.job.After, e.job.When, s.children(e.job.Name)
 		out[i] = v
 	}
 	return out
