@@ -66,6 +66,12 @@ func (j *Job) validateChain(bad func(field, format string, args ...any)) {
 	if j.Schedule != "" {
 		bad("after", "a job with after has no schedule: it runs after %s; remove schedule %q, or after", strings.Join(j.After, ", "), j.Schedule)
 	}
+	if j.Jitter != 0 {
+		bad("jitter", "a job with after runs on its parents' ticks: give them the jitter")
+	}
+	if len(j.Exclude) > 0 {
+		bad("exclude", "a job with after runs on its parents' ticks: put the calendars on them")
+	}
 	seen := make(map[string]bool)
 	for _, p := range j.After {
 		switch {
