@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
@@ -244,24 +245,44 @@ func TestChainFollowsManualRuns(t *testing.T) {
 	fleet := chainFleet(t, srv, 2,
 		scheduler.Job{Name: "extract", Schedule: "0 0 1 1 *", Run: j.fn(nil)},
 		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)})
-	if _, err := fleet[0].s.Trigger(context.Background(), "extract"); err != nil {
-		t.Fatal(err)
+	// Each replica subscribes as it starts: trigger until one runs.
+	ctx := testkit.Context(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(j.all()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no run 20s after the first trigger")
+		}
+		if _, err := fleet[0].s.Trigger(ctx, "extract"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-j.ch:
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
-	const n = 1 // the job's first manual run
-	awaitCond(t, 60*time.Second, "load after the manual run of extract", func() bool { return len(j.byJob()["load"]) > 0 })
+	awaitCond(t, 60*time.Second, "load after each manual run of extract", func() bool {
+		by := j.byJob()
+		return len(by["extract"]) > 0 && len(by["load"]) == len(by["extract"])
+	})
 	for _, r := range fleet {
 		r.stop(t)
 	}
 	by := j.byJob()
-	if len(by["load"]) != 1 || len(by["extract"]) != 1 {
-		t.Fatalf("runs: %+v, want one of extract and one of load", by)
+	parents := make(map[int64]jobs.Info)
+	for _, x := range by["extract"] {
+		parents[x.info.Trigger] = x.info
 	}
-	p, c := by["extract"][0].info, by["load"][0].info
-	if c.Trigger != n || p.Trigger != n {
-		t.Errorf("load's Trigger %d, extract's %d, want %d", c.Trigger, p.Trigger, n)
-	}
-	if !c.Tick.Equal(p.Tick) || c.Parent != "extract@"+p.Tick.UTC().Format(time.RFC3339Nano) {
-		t.Errorf("load: tick %v parent %q; extract's tick %v", c.Tick, c.Parent, p.Tick)
+	seen := make(map[int64]bool)
+	for _, x := range by["load"] {
+		c := x.info
+		p, ok := parents[c.Trigger]
+		switch {
+		case !ok || seen[c.Trigger]:
+			t.Errorf("load ran for trigger %d: once per manual run of extract (%v) wanted", c.Trigger, parents)
+		case !c.Tick.Equal(p.Tick) || c.Parent != "extract@"+p.Tick.UTC().Format(time.RFC3339Nano):
+			t.Errorf("load: tick %v parent %q; extract's tick %v", c.Tick, c.Parent, p.Tick)
+		}
+		seen[c.Trigger] = true
 	}
 }
 
