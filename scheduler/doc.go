@@ -624,7 +624,13 @@
 // its children's runs back (Add refuses a cycle and a schedule mismatch
 // among the jobs it knows, CheckChains and the command's validate also a
 // name that is no job). Chains of chains work: a child's finish starts its
-// own children, with the same tick.
+// own children, with the same tick (a child's run that follows a manual
+// run starts none: it is kept in the ledger of that parent's manual runs,
+// which its own children do not read). A child's StartDeadline counts
+// from its tick, the parent's scheduled time, as for any tick. A replica
+// records a parent's runs for its children only if it has a job that
+// follows it: during a rolling deploy that adds a child, the parent runs
+// finished by replicas without it start none.
 //
 // # Backends
 //
