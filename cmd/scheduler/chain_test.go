@@ -94,6 +94,11 @@ func TestChainOnFleet(t *testing.T) {
 	ps := startFleet(t, dir, cfg, 3)
 	last := time.Now().Add(16 * time.Second).Truncate(2 * time.Second)
 	extract := filepath.Join(dir, "extract.log")
+	// The page names each job's parents and children.
+	ctx := newBrowser(t)
+	open(t, ctx, "http://"+ps[0].admin+"/")
+	waitJS(t, ctx, "load's row names extract, and extract's names load",
+		row("load")+`.querySelector('a[data-parent="extract"]') && `+row("extract")+`.querySelector('a[data-child="load"]')`)
 	waitRecord(t, 40*time.Second, extract, "extract's tick 16s after the start", func(r record) bool { return !r.tick.Before(last) })
 	testkit.Eventually(t, 30*time.Second, "load after every successful extract", func() bool { return loadsUpTo(t, dir, last) })
 	for _, p := range ps {

@@ -1,9 +1,13 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -97,5 +101,38 @@ job "c" {
 			_, places, err := load(t, tt.src)
 			checkErrors(t, err, places, tt.want)
 		})
+	}
+}
+
+// The example's commented-out job that follows hello is valid once its #s
+// are taken off.
+func TestExampleChainJob(t *testing.T) {
+	b, err := os.ReadFile("../../../config.example.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "# job \"after-hello\" {")
+	if i < 0 {
+		t.Fatal("config.example.hcl has no job after-hello")
+	}
+	var job []string
+	for _, l := range strings.Split(text[i:], "\n") {
+		if !strings.HasPrefix(l, "#") {
+			break
+		}
+		job = append(job, strings.TrimPrefix(strings.TrimPrefix(l, "#"), " "))
+	}
+	path := filepath.Join(t.TempDir(), "example.hcl")
+	if err := os.WriteFile(path, []byte(text+"\n"+strings.Join(job, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, config.WithEnviron(nil))
+	if err != nil {
+		t.Fatalf("config.example.hcl with after-hello: %v", err)
+	}
+	j := cfg.Jobs[len(cfg.Jobs)-1]
+	if j.Name != "after-hello" || !slices.Equal(j.After, []string{"hello"}) || j.When != scheduler.WhenSuccess {
+		t.Errorf("after-hello: %+v", j.Job)
 	}
 }
