@@ -18,10 +18,10 @@ const (
 )
 
 // chainScenario kills the replica that has just finished a run of the
-// parent, between the parent's end and its child's start (a random delay
-// of up to 40ms after the parent's End reached the oracle: the finish, the
-// child's claim and its start all fall in there), then starts a
-// replacement.
+// parent, between the parent's end and its child's start: once the
+// parent's finish is in the Redis under test (its run in the parent
+// ledger's chain record), within 10ms (the child's claim and its start
+// fall in there), then starts a replacement.
 func chainScenario() *Scenario {
 	sc := base("SIGKILL between a parent's end and its child's start")
 	sc.Chain = true
@@ -35,7 +35,10 @@ func chainScenario() *Scenario {
 			if !ok {
 				return
 			}
-			f.sleep(f.between(0, 40*time.Millisecond))
+			if !f.chainRecorded(ev.Tick) {
+				continue // the replica died first, or the finish was not recorded: not this fault
+			}
+			f.sleep(f.between(0, 10*time.Millisecond))
 			r := f.c.byID(ev.Replica)
 			if r == nil {
 				continue
@@ -133,4 +136,25 @@ func checkChain(evs []oracle.Event, w *window) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// chainRecorded waits up to a second for the finish of the parent's run
+// of tick (RFC 3339) to be recorded for its child, polling the parent
+// ledger's chain record in the Redis under test.
+func (f *Faults) chainRecorded(tick string) bool {
+	t, err := time.Parse(time.RFC3339, tick)
+	if err != nil {
+		return false
+	}
+	ms := t.UnixMilli()
+	key := "lockcron:{" + chainParent + "}:ledger:" + chainParent + ":chain"
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		v, err := f.c.sutDo(context.Background(), "ZRANGEBYSCORE", key, ms, ms)
+		if list, ok := v.([]any); err == nil && ok && len(list) > 0 {
+			return true
+		}
+		time.Sleep(time.Millisecond) // the pace of the poll
+	}
+	return false
 }
