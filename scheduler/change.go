@@ -189,6 +189,9 @@ func (j *Job) digest() string {
 	if len(j.Exclude) > 0 {
 		fields = append(fields, "exclude="+calendarNames(j.Exclude)) // likewise
 	}
+	if len(j.After) > 0 {
+		fields = append(fields, "after="+strings.Join(j.After, ","), "when="+string(j.When)) // likewise
+	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)
 	}
