@@ -100,6 +100,9 @@ func TestChainOnFleet(t *testing.T) {
 	waitJS(t, ctx, "load's row names extract, and extract's names load",
 		row("load")+`.querySelector('a[data-parent="extract"]') && `+row("extract")+`.querySelector('a[data-child="load"]')`)
 	waitRecord(t, 40*time.Second, extract, "extract's tick 16s after the start", func(r record) bool { return !r.tick.Before(last) })
+	// load's history on its page names the parent run.
+	open(t, ctx, "http://"+ps[0].admin+"/jobs/load")
+	waitJS(t, ctx, "load's history names extract's run", `document.querySelector('#runs [data-parent-run^="extract@"]')`)
 	testkit.Eventually(t, 30*time.Second, "load after every successful extract", func() bool { return loadsUpTo(t, dir, last) })
 	for _, p := range ps {
 		p.signal(t, syscall.SIGTERM)
