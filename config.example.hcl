@@ -455,3 +455,27 @@ job "report" {
     command = ["sh", "-c", "echo report for $${LOCKCRON_PARAM_CUSTOMER:-every customer}, $${LOCKCRON_PARAM_MONTH:-last month}"]
   }
 }
+
+# A job that follows another: `after` instead of `schedule`. It runs once
+# across the fleet after each run of the jobs named that ended as `when`
+# says, with the parent's tick as its LOCKCRON_TICK and the parent run as
+# LOCKCRON_PARENT ("hello@2026-11-27T14:00:00Z"; http jobs: the
+# Lockcron-Parent header). A manual run of the parent starts it too (with
+# the parent's LOCKCRON_TRIGGER). With several parents it runs once all of
+# them have finished the same tick so; they must share a schedule.
+# `validate` refuses cycles, unknown names, a job after itself and
+# `after` with `schedule`. Commented out to keep the example at one job
+# running; take the #s off to see it follow hello.
+# job "after-hello" {
+#   after = ["hello"]
+#
+#   # The parents' outcome that starts it: "success" (default: the run
+#   # returned without error), "failure" (it failed after its retries, or
+#   # was interrupted and abandoned) or "always".
+#   when = "success"
+#
+#   exec {
+#     command = ["sh", "-c", "echo following $LOCKCRON_PARENT"]
+#     grace   = "2s"
+#   }
+# }

@@ -240,6 +240,9 @@ func judge(t *testing.T, env *Env, c *Cluster, f *Faults, w *window, base map[st
 	got.Leaks = append(got.Leaks, res.Leaks...)
 	got.Err = res.Err
 	got.Broken = append(got.Broken, f.broken...)
+	if sc.Chain {
+		got.Broken = append(got.Broken, checkChain(evs, w)...)
+	}
 	got.Notes = append(append(got.Notes, res.Notes...), f.notes...)
 	if len(got.violations()) > 0 {
 		t.Logf("replica logs kept in %s", keep(t, c.dir))
@@ -255,6 +258,9 @@ func (sc *Scenario) jobs() []string {
 	}
 	for i := range sc.HTTPJobs {
 		jobs = append(jobs, fmt.Sprintf("http%03d", i))
+	}
+	if sc.Chain {
+		jobs = append(jobs, chainParent) // its child has no ticks of its own
 	}
 	return jobs
 }

@@ -171,6 +171,9 @@ func (c *Cluster) config(id string) string {
 }
 `, i, sched, c.env.httpURL, sc.HTTPHold.String())
 	}
+	if sc.Chain {
+		b.WriteString(c.chainConfig(sched))
+	}
 	return b.String()
 }
 

@@ -44,6 +44,10 @@ type Scenario struct {
 	// NotSurvived says what breaks, for a scenario that is known not to
 	// keep every invariant: its violations are reported, not failed.
 	NotSurvived string
+
+	// Chain adds the exec jobs chainparent, on the schedule, and
+	// chainchild, after it (chain_test.go), and checks the chain.
+	Chain bool
 }
 
 // Faults is what a scenario's fault schedule works with.
@@ -351,6 +355,8 @@ func scenarios() []*Scenario {
 	sc.Busy = 2
 	sc.Length = 20 * time.Second
 	add(sc)
+
+	add(chainScenario())
 	return out
 }
 

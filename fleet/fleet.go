@@ -270,6 +270,11 @@ type Record struct {
 	// says so. Once across every Client, whatever the retries.
 	PauseAfter int
 	Pause      PauseInfo
+	// Chain, when the tick is Done, adds the run to the ledger's chain
+	// record in the same step (Ledger.ChainRuns): its tick, Outcome and
+	// Entry's field "tick", for the runs that follow it. Once, whatever
+	// the retries.
+	Chain bool
 }
 
 // Paused reports whether the claim's Finish paused the ledger: the

@@ -26,6 +26,7 @@ const (
 	HeaderReplica = "Lockcron-Replica" // Info.Replica
 	HeaderAttempt = "Lockcron-Attempt" // Info.Attempt, in decimal
 	HeaderTrigger = "Lockcron-Trigger" // Info.Trigger, in decimal; empty for a scheduled run
+	HeaderParent  = "Lockcron-Parent"  // Info.Parent, job@tick; only on a run that follows another
 
 	// HeaderBackfill is "1" on a backfill's run (Info.Backfill); the
 	// header is absent on other runs.
@@ -58,6 +59,12 @@ type Info struct {
 	// and the http job pass them on (ParamEnv, ParamHeader). The map is
 	// the run's: do not change it.
 	Params map[string]string
+	// Parent is the run that started this one, for a job that runs after
+	// others (the scheduler's Job.After): "job@tick", the parent's name
+	// and its run's tick (RFC 3339 in UTC, as LOCKCRON_TICK); with several
+	// parents, the one whose finish completed the set. "" for a run that
+	// follows none.
+	Parent string
 }
 
 // ParamEnvPrefix and ParamHeaderPrefix start the names that carry a run's
@@ -99,7 +106,8 @@ func InfoFrom(ctx context.Context) (Info, bool) {
 // LOCKCRON_REPLICA, LOCKCRON_ATTEMPT, LOCKCRON_TRIGGER (the manual run's
 // number, empty for a scheduled run), on a backfill's run only
 // LOCKCRON_BACKFILL=1, then one LOCKCRON_PARAM_<NAME> per parameter
-// (ParamEnv), in the order of their names. Lock is not included.
+// (ParamEnv), in the order of their names, and LOCKCRON_PARENT (Parent)
+// for a run that follows another. Lock is not included.
 // Values are not quoted or escaped. Append the result to os.Environ() for
 // exec.Cmd.Env.
 func (i Info) Env() []string {
@@ -116,6 +124,9 @@ func (i Info) Env() []string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(i.Params)) {
 		env = append(env, ParamEnv(k)+"="+i.Params[k])
+	}
+	if i.Parent != "" {
+		env = append(env, "LOCKCRON_PARENT="+i.Parent)
 	}
 	return env
 }

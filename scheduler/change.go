@@ -113,6 +113,11 @@ func (s *Scheduler) Update(j Job) error {
 		e.cancel(err)
 		return err
 	}
+	if err := s.checkChainAdd(e.job, old); err != nil {
+		s.mu.Unlock()
+		e.cancel(err)
+		return err
+	}
 	s.entries[j.Name] = e
 	s.tel.perReplica(j.Name, e.job.everyReplica())
 	s.order[slices.Index(s.order, old)] = e
@@ -187,6 +192,9 @@ func (j *Job) digest() string {
 	}
 	if j.everyReplica() {
 		fields = append(fields, "replicas="+string(j.Replicas)) // likewise
+	}
+	if len(j.After) > 0 {
+		fields = append(fields, "after="+strings.Join(j.After, ","), "when="+string(j.When)) // likewise
 	}
 	for i, f := range fields {
 		fields[i] = strconv.Quote(f)

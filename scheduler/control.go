@@ -398,6 +398,11 @@ type JobView struct {
 	PerReplica []Run
 	// Replicas is the job's Job.Replicas: which replicas run each tick.
 	Replicas Replicas
+	// Parents are the jobs this one follows (Job.After), with When;
+	// Children the jobs of this Scheduler that follow it.
+	Parents  []string
+	When     When
+	Children []string
 }
 
 // Jobs returns a view of every job, in the order they were added, reading
@@ -459,6 +464,7 @@ func (s *Scheduler) views(ctx context.Context, entries []*entry) []JobView {
 				v.PerReplica = lastPerReplica(runs)
 			}
 		}
+		v.Parents, v.When, v.Children = e.job.After, e.job.When, s.children(e.job.Name)
 		out[i] = v
 	}
 	return out

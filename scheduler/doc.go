@@ -776,6 +776,66 @@
 // itself through jobs.InfoFrom(ctx): job, tick, lock, fencing token,
 // attempt, replica, and a manual run's trigger number.
 //
+// # Jobs that follow jobs
+//
+// A Job with After (and no Schedule) runs once across the fleet for each
+// run of the jobs it names that ended with an outcome its When matches:
+// WhenSuccess (the default) matches OutcomeRan; WhenFailure matches
+// OutcomeFailed and OutcomeInterrupted (a run abandoned at a stop or a
+// death, on_shutdown abandon); WhenAlways either. A tick that was not run
+// (missed, excluded, paused, skipped, deadline_missed) starts no child, as
+// dkron's dependent jobs and Airflow's all_success / all_failed /
+// all_done trigger rules skip a task whose upstream did not run. The child
+// runs with its parent's tick as its tick (jobs.Info.Tick, LOCKCRON_TICK)
+// and the parent run in jobs.Info.Parent ("job@tick": LOCKCRON_PARENT,
+// the http job's Lockcron-Parent) and in its history entry (Run.Parent).
+//
+// A finish of a job that others follow (Scheduler.Add sees them) adds the
+// run to its ledger's chain record (fleet.Record.Chain) in the same script
+// step as it records the outcome (fleet.Ledger.ChainRuns reads it): the
+// record is the parent's, in its hash slot, since a script cannot write
+// the child's keys on a Cluster. Every replica that runs the child reads
+// its parents' records when it starts, when it hears of a parent's finish
+// (its own at once; another replica's from its finish message, Watch),
+// and every 5 seconds, and claims each run due in the child's own ledger,
+// oldest first, with the parent's tick as the ledger's tick: so a child
+// run is never lost to a crash or a lost message (the record outlives
+// both), and never run twice (the ledger keeps it once, with the child's
+// own lock, overlap, retries, timeout and handoff). Every replica claims
+// at once, not in rank: the claim waits for a run of the same tick
+// elsewhere and then answers done.
+//
+// With several parents (fan-in), the child runs a tick once every parent
+// has finished it with a matching outcome; the parents must share a
+// schedule (the same Schedule, Jitter and zone, or, for parents that
+// follow others, the same schedule up their chains), so that their ticks
+// meet, and CheckChains says so. LOCKCRON_PARENT then names the parent
+// whose finish completed the set. A manual run of a parent (Trigger)
+// starts its children too, fan-in or not (a manual run has no tick that
+// the other parents share): each child claims it in a ledger of its own
+// per parent, numbered as the parent's manual runs, and carries the
+// parent's trigger number (jobs.Info.Trigger) and the tick the parent run
+// reported.
+//
+// Choices where the issue is silent: a parent run that finished more than
+// the child's MisfireGrace (default an hour) ago while no replica ran the
+// child is not followed (as a misfire); a paused child claims nothing, and
+// its runs due wait for its resume, within the same grace (a Hangfire
+// continuation waits likewise); the record keeps a parent's latest 1000
+// runs, as long as its ledger lives; calendars and freezes apply to the
+// parents' ticks, which their children follow (Validate refuses Exclude
+// and Jitter on a child); a parent that is not added (yet) holds
+// its children's runs back (Add refuses a cycle and a schedule mismatch
+// among the jobs it knows, CheckChains and the command's validate also a
+// name that is no job). Chains of chains work: a child's finish starts its
+// own children, with the same tick (a child's run that follows a manual
+// run starts none: it is kept in the ledger of that parent's manual runs,
+// which its own children do not read). A child's StartDeadline counts
+// from its tick, the parent's scheduled time, as for any tick. A replica
+// records a parent's runs for its children only if it has a job that
+// follows it: during a rolling deploy that adds a child, the parent runs
+// finished by replicas without it start none.
+//
 // # Backends
 //
 // The Scheduler works on either lock backend: Redis for a fleet, or

@@ -42,6 +42,9 @@ func (j *Job) validateReplicas(bad func(field, format string, args ...any)) {
 		if j.MaxConcurrency > 0 {
 			bad("max_concurrency", "%d with replicas %q: a job that runs on every replica takes no fleet-wide permit", j.MaxConcurrency, ReplicasAll)
 		}
+		if len(j.After) > 0 {
+			bad("after", "%q with replicas %q: a job that runs on every replica runs on its own schedule, not after other jobs", j.After, ReplicasAll)
+		}
 		if j.PauseAfterFailures > 0 {
 			bad("pause_after_failures", "%d with replicas %q: the failed runs in a row are counted across the fleet, and a job that runs on every replica has one row per replica", j.PauseAfterFailures, ReplicasAll)
 		}

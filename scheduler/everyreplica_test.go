@@ -264,6 +264,18 @@ func TestEveryReplicaValidate(t *testing.T) {
 			}
 		})
 	}
+	// Neither follows nor is followed: after on such a job, and after that
+	// names one, are refused.
+	child := scheduler.Job{Name: "x", After: []string{"p"}, Run: run, Replicas: scheduler.ReplicasAll}
+	var fe *scheduler.FieldError
+	if err := child.Validate(); !errors.As(err, &fe) || fe.Field != "after" || !strings.Contains(err.Error(), "every replica") {
+		t.Fatalf("Validate() of a job after another with replicas all = %v, want a FieldError of after", err)
+	}
+	parent := scheduler.Job{Name: "p", Schedule: "@every 1s", Run: run, Replicas: scheduler.ReplicasAll}
+	follower := scheduler.Job{Name: "c", After: []string{"p"}, Run: run}
+	if err := scheduler.CheckChains([]scheduler.Job{parent, follower}); !errors.As(err, &fe) || fe.Job != "c" || fe.Field != "after" || !strings.Contains(err.Error(), "every replica") {
+		t.Fatalf("CheckChains() of a job after one with replicas all = %v, want a FieldError of c's after", err)
+	}
 	j := scheduler.Job{Name: "x", Schedule: "@every 1s", Run: run, Replicas: scheduler.ReplicasAll}
 	if err := j.Validate(); err != nil || j.OnShutdown != scheduler.ShutdownAbandon {
 		t.Fatalf("Validate() = %v, OnShutdown %q; want nil, abandon", err, j.OnShutdown)

@@ -85,6 +85,9 @@ type Run struct {
 	Backfill string `json:"backfill,omitempty"`
 	// Params are a manual run's parameters (TriggerParams); nil if none.
 	Params map[string]string `json:"params,omitempty"`
+	// Parent is, for a run of a job that follows others (Job.After), the
+	// parent run that started it: "job@tick" (jobs.Info.Parent).
+	Parent string `json:"parent,omitempty"`
 
 	// skip is the cause of a skipped tick (recordSkip), which coalesces
 	// the entry with the history's newest of the same cause and outcome.
@@ -139,6 +142,7 @@ const (
 	hCount    = "count" // written by the store as it coalesces
 	hFirst    = "first" // likewise: the first tick's hTick
 	hBackfill = "backfill"
+	hParent   = "parent"
 )
 
 // fields is r as a history entry's fields.
@@ -179,6 +183,9 @@ func (r Run) fields() map[string]string {
 		b, _ := json.Marshal(r.Params) // a map of strings always marshals
 		f[hParams] = string(b)
 	}
+	if r.Parent != "" {
+		f[hParent] = r.Parent
+	}
 	return f
 }
 
@@ -198,7 +205,7 @@ func runFromEntry(job string, ent fleet.Entry) Run {
 		Attempt: int(num(hAttempt)), Start: at(hStart), End: at(hEnd),
 		Duration: time.Duration(ms * float64(time.Millisecond)), Outcome: Outcome(f[hOutcome]),
 		Token: num(hToken), TraceID: f[hTrace], Error: f[hError], Reason: f[hReason], Missed: num(hMissed),
-		Count: num(hCount), First: at(hFirst), Backfill: f[hBackfill], Params: params,
+		Count: num(hCount), First: at(hFirst), Backfill: f[hBackfill], Params: params, Parent: f[hParent],
 	}
 }
 

@@ -140,6 +140,16 @@ type Job struct {
 	// those it was given in jobs.Info.Params. Default none: a manual run
 	// takes no parameters.
 	Params []string
+	// After names the jobs this one follows, instead of a Schedule (which
+	// must then be ""): it runs once across the fleet for each run of its
+	// parents that ended with an outcome in When, with the parent's tick
+	// as its tick; with several parents (which must share a schedule), once
+	// all of them have finished that tick so (see the package doc, "Jobs
+	// that follow jobs"). Default none: the job runs on its Schedule.
+	After []string
+	// When is the outcome of the parents' runs that starts this job
+	// (After): WhenSuccess (default), WhenFailure or WhenAlways.
+	When When
 }
 
 // LockKind is the kind of lock a job's runs take.
@@ -426,10 +436,14 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	if j.Location == nil {
 		j.Location = defaultLoc
 	}
-	s, err := parseJobSchedule(j.Schedule, j.Name, j.Jitter, j.Location)
-	if err != nil {
-		bad("schedule", "%q: %v", j.Schedule, err)
+	var s schedule = never{} // a job that follows others has no ticks of its own
+	if len(j.After) == 0 || j.Schedule != "" {
+		var err error
+		if s, err = parseJobSchedule(j.Schedule, j.Name, j.Jitter, j.Location); err != nil {
+			bad("schedule", "%q: %v", j.Schedule, err)
+		}
 	}
+	j.validateChain(bad)
 	for i, c := range j.Exclude {
 		if c == nil {
 			bad("exclude", "calendar %d is nil", i)

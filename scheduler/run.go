@@ -140,6 +140,7 @@ type claimSpec struct {
 	// backfill is the id of the backfill whose ledger this is (Backfill);
 	// its tick is a past tick's time in ms.
 	backfill string
+	parent   string // the job whose run starts this one (Job.After), else ""
 }
 
 // scheduled reports whether c is a scheduled tick: neither a manual run
@@ -227,7 +228,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	s.checkDefinition(e, cl, log)
 	span.SetAttributes(attrToken.Int64(cl.Token()), attrAttempt.Int(cl.Try))
-	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, backfill: c.backfill, start: time.Now()}
+	r := &run{e: e, cl: cl, tick: tick, tries: cl.Try - 1, manual: c.manual, backfill: c.backfill, start: time.Now(), parent: c.parent}
 	if sc := span.SpanContext(); sc.HasTraceID() {
 		r.trace = sc.TraceID().String()
 	}
@@ -366,6 +367,7 @@ func (s *Scheduler) execute(r *run, span trace.Span, log hclog.Logger) {
 		info.Trigger, info.Params = cl.Tick, r.params
 	}
 	info.Backfill = r.backfill != ""
+	info.Parent = r.parentRun()
 	backoff := e.job.Backoff
 	for try := cl.Try; ; try++ {
 		r.setTries(try)
@@ -505,6 +507,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 		rr.Trigger, rr.Params = r.cl.Tick, r.params
 	}
 	rr.Backfill = r.backfill
+	rr.Parent = r.parentRun()
 	if outcome == OutcomeDeadlineMissed {
 		// Consecutive ticks past their deadline make one history entry.
 		rr.Reason, rr.skip = reason, "deadline"
@@ -530,7 +533,11 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 			rec.PauseAfter, rec.Pause = n, fleet.PauseInfo{By: autoPauseBy + s.opt.replica, Note: autoPauseNote(n)}
 		}
 	}
+	rec.Chain = s.followed(r.e.job.Name)
 	err := r.cl.Finish(ctx, rec)
+	if err == nil && rec.Chain {
+		s.pokeChildren(r.e.job.Name)
+	}
 	recorded, paused := err == nil, r.cl.Paused()
 	if err != nil && !paused && rec.Failed && rec.PauseAfter > 0 {
 		paused = s.pausedByFinish(r, err, log)

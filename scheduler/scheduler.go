@@ -129,6 +129,7 @@ type entry struct {
 	// requested are, for a job with Params, the manual runs heard and not
 	// yet claimed here, with when each was requested (fireManual).
 	requested map[int64]time.Time
+	chain     chan struct{} // a job that follows others (Job.After): pokes its chain loop to read its parents' runs
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -163,6 +164,7 @@ type run struct {
 	// backfill is the id of the backfill whose run this is, in its own
 	// ledger (Backfill); "" for the others.
 	backfill string
+	parent   string // the job whose run started this one (Job.After), else ""
 }
 
 // New returns a Scheduler whose runs take their locks from locks (Redis, or
@@ -226,6 +228,9 @@ func (s *Scheduler) Add(j Job) error {
 	if err := s.kindConflict(e.job, nil); err != nil {
 		return err
 	}
+	if err := s.checkChainAdd(e.job, nil); err != nil {
+		return err
+	}
 	s.entries[j.Name] = e
 	s.order = append(s.order, e)
 	s.tel.perReplica(j.Name, e.job.everyReplica())
@@ -258,7 +263,7 @@ func (s *Scheduler) newEntry(j Job) (*entry, error) {
 	}
 	e := &entry{job: j, sched: sched, ledger: g, manual: manual, digest: digest, loc: jobLocation(&j),
 		runner: jobs.Chain(j.Run, jobs.Recover(), jobs.Timeout(j.Timeout)),
-		quit:   make(chan struct{}), done: make(chan struct{})}
+		quit:   make(chan struct{}), done: make(chan struct{}), chain: make(chan struct{}, 1)}
 	if j.everyReplica() {
 		if err := s.ownLedgers(e, ledger, fleet.WithHistory(keep, age), fleet.WithDefinition(digest)); err != nil {
 			return nil, err
@@ -506,6 +511,10 @@ func (s *Scheduler) loop(e *entry) {
 	}
 	if stop := s.watchReplaces(e); stop != nil {
 		defer stop()
+	}
+	if len(e.job.After) > 0 {
+		s.chainLoop(e)
+		return
 	}
 	var next time.Time
 	if e.prev != nil {

@@ -28,7 +28,7 @@ var inScripts = map[string]bool{
 	"hmget": true, "incr": true, "hset": true, "lindex": true, "lpop": true, "lrange": true, "lrem": true, "pexpire": true,
 	"pttl": true, "publish": true, "rpush": true, "set": true, "time": true, "type": true, "xadd": true,
 	"xdel": true, "xrevrange": true, "xtrim": true, "zadd": true, "zcard": true, "zcount": true, "zrange": true, "zrangebyscore": true, "zrem": true,
-	"zremrangebyscore": true, "zscore": true,
+	"zremrangebyrank": true, "zremrangebyscore": true, "zscore": true,
 }
 
 // snapshot is what the benchmark reads at each edge of the measured window.

@@ -105,6 +105,10 @@ type ledgerBackend interface {
 	// ledger reads a ledger's fields (empty if there is none; an error
 	// wrapping ErrBadKey if the key is not a hash) and whether k is held.
 	ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error)
+	// chainRuns reads the chain record of the ledger at key (finish.lua's
+	// KEYS[7]): its runs after tick after, oldest first, at most
+	// maxChainRuns.
+	chainRuns(ctx context.Context, key string, after int64) ([]ChainRun, error)
 }
 
 // ledgerRef is where a ledger lives in the store and how its history is
@@ -147,6 +151,7 @@ type finishArgs struct {
 	streak             string
 	pauseAfter         int
 	pauseBy, pauseNote string
+	chain              bool // add a done tick to the ledger's chain record (Record.Chain)
 }
 
 // pauseArgs are a pause as pause.lua takes it (PauseInfo): until in ms on

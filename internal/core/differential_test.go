@@ -119,6 +119,7 @@ var diffMethods = []diffMethod{
 	{"finish", 6, (*diffRun).finishOp},
 	{"ledgerPass", 3, (*diffRun).ledgerPassOp},
 	{"history", 3, (*diffRun).historyOp},
+	{"chainRuns", 2, (*diffRun).chainRunsOp},
 	{"ledgerPause", 1, (*diffRun).ledgerPauseOp},
 	{"ledgerTrigger", 1, (*diffRun).ledgerTriggerOp},
 	{"ledgerParams", 1, (*diffRun).ledgerParamsOp},
@@ -692,7 +693,7 @@ func (d *diffRun) finishOp() diffOp {
 	}
 	holds := d.holdsArg(d.mutexHolds(k, owner))
 	outcome := []string{"ok", "failed", "skipped"}[d.rng.IntN(3)]
-	rec := Record{Done: d.rng.IntN(4) != 0, Outcome: outcome, Tries: int(st.tries), Seen: tick + int64(d.rng.IntN(2))}
+	rec := Record{Done: d.rng.IntN(4) != 0, Outcome: outcome, Tries: int(st.tries), Seen: tick + int64(d.rng.IntN(2)), Chain: d.rng.IntN(2) == 0}
 	// The failures in a row: the outcome's, and a pause after 1 to 3 of
 	// them, or none.
 	rec.Failed, rec.Succeeded = outcome == "failed", outcome == "ok"
@@ -769,6 +770,24 @@ func (d *diffRun) historyOp() diffOp {
 			}
 			ents, err := be.history(ctx, g.ref(), limit, before)
 			a.entries("page", ents, err)
+			return a
+		},
+	}
+}
+
+func (d *diffRun) chainRunsOp() diffOp {
+	g := d.ledger()
+	after := max(d.ledgerHint(g.key).done-int64(d.rng.IntN(4)), 0)
+	return diffOp{
+		desc: fmt.Sprintf("chainRuns(%s, after %d)", g.key, after),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			runs, err := be.chainRuns(ctx, g.key, after)
+			a.err(err)
+			a.exact("runs", len(runs))
+			for i, r := range runs {
+				a.exact(fmt.Sprintf("run %d", i), fmt.Sprintf("%d %s %q", r.Tick, r.Outcome, r.RunTick))
+				a.near(fmt.Sprintf("run %d at", i), r.At.UnixMilli())
+			}
 			return a
 		},
 	}

@@ -114,7 +114,7 @@ func (g *Ledger) ref() ledgerRef {
 
 // args are rec as the backend takes it.
 func (rec Record) args() finishArgs {
-	fa := finishArgs{done: rec.Done, outcome: rec.Outcome, tries: rec.Tries, seen: rec.Seen, entry: rec.Entry}
+	fa := finishArgs{done: rec.Done, outcome: rec.Outcome, tries: rec.Tries, seen: rec.Seen, entry: rec.Entry, chain: rec.Chain}
 	switch {
 	case rec.Failed:
 		fa.streak = streakFailed
@@ -388,6 +388,11 @@ type Record struct {
 	// says so. Once across every Client, whatever the retries.
 	PauseAfter int
 	Pause      PauseInfo
+	// Chain, when the tick is Done, adds the run to the ledger's chain
+	// record in the same step (Ledger.ChainRuns): its tick, Outcome and
+	// Entry's field "tick", for the runs that follow it. Once, whatever
+	// the retries.
+	Chain bool
 }
 
 // Finish writes rec to the ledger and releases the lock (every hold of the

@@ -23,6 +23,7 @@ type memLedger struct {
 	since                      int64            // ms of the claim of running
 	definition, defOwner       string           // recorded by the latest claim that had one, and its owner
 	last                       map[string]int64 // at:<outcome>: ms of its last finish
+	chain                      []ChainRun       // the chain record (finish.lua's KEYS[7]), by tick
 	expires                    time.Time
 	replace                    int64      // the latest tick that asked an earlier run to end (claim.lua's ARGV[12])
 	trig                       memTrigger // trigger.lua's fields
@@ -181,6 +182,9 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 		}
 		g.last[rec.outcome] = time.Now().UnixMilli()
 		s.appendHistory(lg, rec.entry, now)
+		if rec.chain && rec.done {
+			g.addChain(ChainRun{Tick: tick, Outcome: rec.outcome, RunTick: rec.entry["tick"], At: time.UnixMilli(now.UnixMilli())})
+		}
 	}
 	l := s.live(k.lock, now)
 	switch {

@@ -67,7 +67,12 @@ func (b *redisBackend) finish(ctx context.Context, k *keys, g ledgerRef, owner s
 	f := 0
 	if g.fair {
 		f = 1
+	}
+	if g.fair || rec.chain {
 		keys = append(keys, k.queue, k.timeout)
+	}
+	if rec.chain {
+		keys = append(keys, chainKey(g.key))
 	}
 	args := append([]any{owner, holds, tick, d, rec.outcome, rec.tries, ledgerLife.Milliseconds(), tickTail(g.id, tick, rec.done), rec.seen, f,
 		g.keep, g.maxAge.Milliseconds(), ledgerRenew.Milliseconds(), g.historyRenew().Milliseconds(),

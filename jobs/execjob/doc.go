@@ -21,8 +21,9 @@
 // Exec runs a program (no shell unless its Command asks for one) with the
 // run's jobs.Info in its environment, LOCKCRON_JOB, LOCKCRON_TICK,
 // LOCKCRON_TOKEN, LOCKCRON_REPLICA, LOCKCRON_ATTEMPT and LOCKCRON_TRIGGER
-// (a manual run's number, empty for scheduled runs), and a manual run's
-// parameters as LOCKCRON_PARAM_<NAME> (jobs.Info.Params), which win over
+// (a manual run's number, empty for scheduled runs), a manual run's
+// parameters as LOCKCRON_PARAM_<NAME> (jobs.Info.Params), and
+// LOCKCRON_PARENT (job@tick) for a run that follows another, which win over
 // variables of the same name; Exec.Env may not set LOCKCRON_* names. Its
 // stdout and stderr are logged line by line (message "output", keys job,
 // tick, stream, line). The process runs in a process group of its own: when

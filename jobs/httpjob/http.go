@@ -29,7 +29,7 @@ const (
 // Lockcron-Job, Lockcron-Tick (RFC 3339, UTC), Lockcron-Token,
 // Lockcron-Replica, Lockcron-Attempt and Lockcron-Trigger (a manual run's
 // number, empty for a scheduled run; from the zero Info if the run's ctx
-// has none). The response body is not logged; the first 512 bytes of
+// has none), and Lockcron-Parent (job@tick) on a run that follows another. The response body is not logged; the first 512 bytes of
 // it go into a StatusError.
 //
 // Errors never show the URL's userinfo nor the values of its query (they
@@ -173,6 +173,9 @@ func (h *HTTP) Run(ctx context.Context) error {
 	}
 	for k, v := range info.Params {
 		req.Header.Set(jobs.ParamHeader(k), v)
+	}
+	if info.Parent != "" {
+		req.Header.Set(jobs.HeaderParent, info.Parent)
 	}
 	injectTraceHeaders(ctx, req.Header)
 

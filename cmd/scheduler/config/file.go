@@ -130,6 +130,8 @@ type (
 		Func             *string    `hcl:"func,optional" json:"func,omitempty"`
 		Replicas         string     `hcl:"replicas,optional" json:"replicas,omitempty"`
 		Params           []string   `hcl:"params,optional" json:"params,omitempty"`
+		After            []string   `hcl:"after,optional" json:"after,omitempty"`
+		When             string     `hcl:"when,optional" json:"when,omitempty"`
 		At               hcl.Range  `hcl:",type_range" json:"-"`
 	}
 	execBlock struct {

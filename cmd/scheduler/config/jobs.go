@@ -50,6 +50,7 @@ func (d *decoder) decodeJobs(cfg *Config) {
 		}
 	}
 	d.checkGroups(cfg)
+	d.checkChains(cfg)
 	d.checkCalendarsUsed(cals, used)
 }
 
@@ -57,7 +58,8 @@ func (d *decoder) decodeJobs(cfg *Config) {
 func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Config) Job {
 	j := Job{Job: scheduler.Job{Name: b.Name, Schedule: b.Schedule, LockName: b.LockName, LockKind: scheduler.LockKind(b.LockKind),
 		Overlap: scheduler.Overlap(b.Overlap), Misfire: scheduler.Misfire(b.Misfire), OnShutdown: scheduler.ShutdownPolicy(b.OnShutdown),
-		Retries: b.Retries, MaxConcurrency: b.MaxConcurrency, ConcurrencyGroup: b.ConcurrencyGroup, PauseAfterFailures: b.PauseAfter},
+		Retries: b.Retries, MaxConcurrency: b.MaxConcurrency, ConcurrencyGroup: b.ConcurrencyGroup, PauseAfterFailures: b.PauseAfter,
+		After: b.After, When: scheduler.When(b.When)},
 		Pos: posOf(b.At), Digest: jobDigest(b)}
 	j.Replicas = scheduler.Replicas(b.Replicas)
 	j.Params = b.Params
@@ -74,7 +76,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 			j.TimeZone, j.Location = b.TimeZone, loc
 		}
 	}
-	if !d.set(jp("schedule")...) {
+	if !d.set(jp("schedule")...) && !d.set(jp("after")...) {
 		d.missing(jp("schedule"), "missing: every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\"")
 	} else if s := strings.TrimSpace(b.Schedule); j.TimeZone != "" && (strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ=")) {
 		d.warnf(jp("time_zone"), "the schedule names its own zone (CRON_TZ=), which wins over time_zone")

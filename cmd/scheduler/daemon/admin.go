@@ -192,6 +192,11 @@ type JobJSON struct {
 	// each replica in the job's latest history entries.
 	Replicas   string           `json:"replicas,omitempty"`
 	PerReplica []ReplicaRunJSON `json:"per_replica,omitempty"`
+	// After are the jobs this one follows (after), When the outcome of
+	// theirs that starts it; Children the jobs that follow it.
+	After    []string       `json:"after,omitempty"`
+	When     scheduler.When `json:"when,omitempty"`
+	Children []string       `json:"children,omitempty"`
 }
 
 // ReplicaRunJSON is the last run of a job that runs on every replica on one
@@ -231,7 +236,7 @@ func JobsJSON(views []scheduler.JobView) []JobJSON {
 		j := JobJSON{
 			Name: v.Job, Schedule: v.Schedule, Zone: v.Zone, Lock: v.Lock, Next: v.NextTicks, Skipped: v.Skipped,
 			Paused: v.Ledger.Paused, Pause: pauseJSON(v.Ledger), LastOutcome: v.LastOutcome, RunningHere: v.Running,
-			Digest: v.Digest, OtherDigest: v.OtherDigest,
+			Digest: v.Digest, OtherDigest: v.OtherDigest, After: v.Parents, When: v.When, Children: v.Children,
 			Fleet: FleetJSON{
 				DoneTick: ms(v.Ledger.Done), Outcome: scheduler.Outcome(v.Ledger.Outcome), FinishedBy: v.Ledger.Finished,
 				RunningTick: ms(v.Ledger.Running), Owner: v.Ledger.Owner, Held: v.Ledger.Held,

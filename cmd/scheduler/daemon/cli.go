@@ -767,7 +767,7 @@ func printSummary(out, errOut io.Writer, cfg *config.Config) error {
 			t := sch.Next(now)
 			next = fmtTime(&t)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Kind, j.Schedule, j.LockName, next)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Kind, scheduleText(j.Schedule, j.After), j.LockName, next)
 	}
 	return tw.Flush()
 }
@@ -806,7 +806,7 @@ func printJobs(w io.Writer, views []JobJSON) error {
 		if outcome == "" {
 			outcome = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Schedule, strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, paused(v))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, scheduleText(v.Schedule, v.After), strings.Join(next, " "), fmtTime(v.Fleet.DoneTick), outcome, holder, paused(v))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -814,7 +814,10 @@ func printJobs(w io.Writer, views []JobJSON) error {
 	if err := printPerReplica(w, views); err != nil {
 		return err
 	}
-	return printSkipped(w, views)
+	if err := printSkipped(w, views); err != nil {
+		return err
+	}
+	return printChains(w, views)
 }
 
 func printLocks(w io.Writer, ls []LockJSON) error {

@@ -42,6 +42,12 @@
 --         pause is over, see pause.lua), the finish pauses it (paused,
 --         pausedby ARGV[17], pausenote ARGV[18], pausedat, pausefinish the
 --         owner ARGV[1]; no pauseduntil) and answers 2
+-- KEYS[7] (optional; then KEYS[5] and KEYS[6] are passed even when the
+--         claim is not fair) the ledger's chain record, a sorted set: a
+--         finish that marks the tick done adds to it, in the same step,
+--         "<tick>\n<outcome>\n<the entry's tick field>\n<ms now>" scored
+--         by the tick, for the runs that follow this one (Record.Chain); it
+--         keeps the latest 1000 and lives as long as the ledger
 -- ARGV[19..] the run's history entry: field-value pairs appended to
 --         KEYS[4] when the ledger records the finish (none: no entry); one
 --         with the field skip is coalesced with the newest entry of the same
@@ -109,6 +115,11 @@ local function record(f)
     redis.call('HDEL', KEYS[3], 'failures')
   end
   redis.call('HSET', KEYS[3], unpack(fields))
+  if KEYS[7] and ARGV[4] == '1' then
+    redis.call('ZADD', KEYS[7], ARGV[3], ARGV[3] .. '\n' .. ARGV[5] .. '\n' .. (entryField(19, 'tick') or '') .. '\n' .. now)
+    redis.call('ZREMRANGEBYRANK', KEYS[7], 0, -1001)
+    redis.call('PEXPIRE', KEYS[7], ARGV[7])
+  end
   -- Once per period, not at each finish (the HSET apart, so that the
   -- common finish builds no longer list).
   if hrenewed then

@@ -1,0 +1,117 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A ChainRun is a finished run of a ledger's tick, as its chain record
+// keeps it for the runs that follow it (Record.Chain, Ledger.ChainRuns).
+type ChainRun struct {
+	// Tick is the ledger's tick (a manual run's number, in a ledger of
+	// manual runs).
+	Tick int64
+	// Outcome is the finish's Record.Outcome.
+	Outcome string
+	// RunTick is the field "tick" of the finish's history entry, "" if it
+	// had none: the tick the run reported (the scheduler's RFC 3339 time).
+	RunTick string
+	// At is when the finish was recorded, on the store's clock.
+	At time.Time
+}
+
+// maxChainRuns is how many runs a chain record keeps, the latest
+// (finish.lua's ZREMRANGEBYRANK), and the most ChainRuns returns.
+const maxChainRuns = 1000
+
+// chainKey is the chain record of the ledger at key: in its hash slot.
+func chainKey(key string) string { return key + ":chain" }
+
+// ChainRuns returns the runs of g's ticks after tick after that finished
+// done with Record.Chain, oldest first: at most the latest 1000, for as
+// long as the ledger lives. It returns an error wrapping ErrBadKey if the
+// record is of another type, and ErrClosed once the Client is closed.
+func (g *Ledger) ChainRuns(ctx context.Context, after int64) ([]ChainRun, error) {
+	if g.c.isClosed() {
+		return nil, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	runs, err := g.c.be.chainRuns(ctx, g.key, after)
+	if err != nil {
+		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return nil, fmt.Errorf("lock %q: ledger %q: chain record %q is not a sorted set: %w", g.m.k.name, g.id, chainKey(g.key), ErrBadKey)
+		}
+		return nil, fmt.Errorf("lock %q: ledger %q: chain record: %w", g.m.k.name, g.id, err)
+	}
+	return runs, nil
+}
+
+func (b *redisBackend) chainRuns(ctx context.Context, key string, after int64) ([]ChainRun, error) {
+	ms, err := b.rdb.ZRangeByScore(ctx, chainKey(key), &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(after, 10), Max: "+inf", Count: maxChainRuns,
+	}).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChainRun, 0, len(ms))
+	for _, m := range ms {
+		r, ok := parseChainRun(m)
+		if !ok {
+			return nil, fmt.Errorf("chain record %q: malformed member %q", chainKey(key), m)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// parseChainRun reads a member of a chain record (finish.lua's KEYS[7]).
+func parseChainRun(m string) (ChainRun, bool) {
+	f := strings.Split(m, "\n")
+	if len(f) != 4 {
+		return ChainRun{}, false
+	}
+	tick, err1 := strconv.ParseInt(f[0], 10, 64)
+	at, err2 := strconv.ParseInt(f[3], 10, 64)
+	if err1 != nil || err2 != nil {
+		return ChainRun{}, false
+	}
+	return ChainRun{Tick: tick, Outcome: f[1], RunTick: f[2], At: time.UnixMilli(at)}, true
+}
+
+// addChain is finish.lua's addition to a chain record: it keeps the
+// latest maxChainRuns by tick. s.mu is held.
+func (g *memLedger) addChain(r ChainRun) {
+	g.chain = append(g.chain, r)
+	slices.SortStableFunc(g.chain, func(a, b ChainRun) int {
+		return int(min(max(a.Tick-b.Tick, -1), 1))
+	})
+	if n := len(g.chain); n > maxChainRuns {
+		g.chain = slices.Delete(g.chain, 0, n-maxChainRuns)
+	}
+}
+
+func (b *memoryBackend) chainRuns(ctx context.Context, key string, after int64) ([]ChainRun, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.ledgerAt(key, time.Now(), false)
+	if g == nil {
+		return nil, nil
+	}
+	var out []ChainRun
+	for _, r := range g.chain {
+		if r.Tick > after {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,483 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockcron/lockcron/fleet"
+)
+
+// When is the outcome of its parents' runs that starts a job that follows
+// them (Job.After).
+type When string
+
+const (
+	// WhenSuccess: a run that succeeded (OutcomeRan).
+	WhenSuccess When = "success"
+	// WhenFailure: a run that failed (OutcomeFailed), or was interrupted
+	// and abandoned (OutcomeInterrupted).
+	WhenFailure When = "failure"
+	// WhenAlways: either.
+	WhenAlways When = "always"
+)
+
+// matches reports whether a parent's run that ended with outcome starts
+// a job of When w. Ticks that were not run (missed, excluded,
+// deadline_missed, skipped, paused) start none.
+func (w When) matches(outcome string) bool {
+	success := outcome == string(OutcomeRan)
+	failure := outcome == string(OutcomeFailed) || outcome == string(OutcomeInterrupted)
+	switch w {
+	case WhenFailure:
+		return failure
+	case WhenAlways:
+		return success || failure
+	}
+	return success
+}
+
+// chainEvery is how often a job that follows others reads its parents'
+// chain records besides when it hears of their finishes: so that a lost
+// message or a replica that died between a parent's finish and its child's
+// claim never loses a child's run.
+var chainEvery = 5 * time.Second
+
+// afterSuffix joins a job's name and a parent's in the id of the ledger
+// of the runs that follow the parent's manual runs, numbered as those.
+const afterSuffix = "!after!"
+
+// never is the schedule of a job that follows others: no tick of its own.
+type never struct{}
+
+func (never) Next(time.Time) time.Time { return time.Time{} }
+
+// validateChain checks After and When, filling in When's default.
+func (j *Job) validateChain(bad func(field, format string, args ...any)) {
+	if len(j.After) == 0 {
+		if j.When != "" {
+			bad("when", "%q without after: when says which runs of the jobs named in after start this one", j.When)
+		}
+		return
+	}
+	if j.Schedule != "" {
+		bad("after", "a job with after has no schedule: it runs after %s; remove schedule %q, or after", strings.Join(j.After, ", "), j.Schedule)
+	}
+	if j.Jitter != 0 {
+		bad("jitter", "a job with after runs on its parents' ticks: give them the jitter")
+	}
+	if len(j.Exclude) > 0 {
+		bad("exclude", "a job with after runs on its parents' ticks: put the calendars on them")
+	}
+	seen := make(map[string]bool)
+	for _, p := range j.After {
+		switch {
+		case p == "":
+			bad("after", "an empty job name")
+		case p == j.Name:
+			bad("after", "%q names the job itself: a job cannot follow its own runs", p)
+		case seen[p]:
+			bad("after", "%q is named twice", p)
+		}
+		seen[p] = true
+	}
+	switch j.When {
+	case "":
+		j.When = WhenSuccess
+	case WhenSuccess, WhenFailure, WhenAlways:
+	default:
+		bad("when", "%q is not one of %q, %q, %q", j.When, WhenSuccess, WhenFailure, WhenAlways)
+	}
+}
+
+// CheckChains checks the jobs that follow others (Job.After) among jobs,
+// as a whole: every name in After is one of jobs, no job follows itself
+// through others (a cycle), and the parents of a job with several share a
+// schedule (the same Schedule, Jitter and time zone, or the same parents'
+// schedule for parents that follow others in turn), so that their ticks
+// meet. It returns each problem as a *FieldError of the field "after"
+// (joined with errors.Join), nil if there is none. Scheduler.Add checks
+// the same as jobs are added, but a name not added yet only when Run
+// starts the job.
+func CheckChains(jobs []Job) error {
+	byName := make(map[string]*Job, len(jobs))
+	for i := range jobs {
+		byName[jobs[i].Name] = &jobs[i]
+	}
+	return errors.Join(checkChains(byName, jobs, true)...)
+}
+
+// checkChains checks the jobs of list against the jobs known by name;
+// with complete, a name that is not known is an error.
+func checkChains(known map[string]*Job, list []Job, complete bool) []error {
+	var errs []error
+	for i := range list {
+		j := &list[i]
+		bad := func(format string, args ...any) {
+			errs = append(errs, &FieldError{Job: j.Name, Field: "after", Msg: fmt.Sprintf(format, args...)})
+		}
+		for _, p := range j.After {
+			if known[p] == nil && complete && p != "" && p != j.Name {
+				bad("%q is not a job", p)
+			}
+			if pj := known[p]; pj != nil && pj.everyReplica() {
+				bad("%q runs on every replica (replicas %q): its runs are each replica's own, and no one of them starts a job that follows it", p, ReplicasAll)
+			}
+		}
+		if cycle := chainCycle(known, j.Name); cycle != nil {
+			bad("a cycle: %s", strings.Join(cycle, " after "))
+			continue
+		}
+		if len(j.After) > 1 {
+			var first, firstKey string
+			for _, p := range j.After {
+				pj := known[p]
+				if pj == nil {
+					continue
+				}
+				key := chainSchedule(known, pj, 0)
+				if first == "" {
+					first, firstKey = p, key
+				} else if key != firstKey {
+					bad("its parents must share a schedule, so that their ticks meet: %q runs on %s, %q on %s", first, firstKey, p, key)
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// chainCycle returns the jobs of a cycle through name's parents that comes
+// back to name ("a", "c", "b", "a": a after c after b after a), nil if
+// there is none.
+func chainCycle(known map[string]*Job, name string) []string {
+	var path []string
+	onPath := make(map[string]bool)
+	done := make(map[string]bool)
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		if onPath[n] {
+			if n == name {
+				return append(slices.Clone(path), n)
+			}
+			return nil
+		}
+		j := known[n]
+		if j == nil || done[n] {
+			return nil
+		}
+		onPath[n], path = true, append(path, n)
+		for _, p := range j.After {
+			if p == n {
+				continue // a child of itself: Validate says so
+			}
+			if c := visit(p); c != nil {
+				return c
+			}
+		}
+		onPath[n], path, done[n] = false, path[:len(path)-1], true
+		return nil
+	}
+	return visit(name)
+}
+
+// chainSchedule describes the schedule whose ticks j's runs have: its own,
+// or for a job that follows others, its first parent's (depth bounds a
+// cycle, which checkChains reports).
+func chainSchedule(known map[string]*Job, j *Job, depth int) string {
+	if len(j.After) == 0 || depth > len(known) {
+		s := fmt.Sprintf("%q", j.Schedule)
+		if j.Jitter > 0 {
+			s += fmt.Sprintf(" with jitter %v", j.Jitter)
+		}
+		if z := j.zone(); z != time.UTC.String() {
+			s += " in " + z
+		}
+		return s
+	}
+	if p := known[j.After[0]]; p != nil {
+		return chainSchedule(known, p, depth+1)
+	}
+	return "the schedule of " + j.After[0]
+}
+
+// checkChainAdd checks j's chains against the jobs added so far, as Add
+// does: a parent not added yet is not an error. s.mu is held.
+func (s *Scheduler) checkChainAdd(j Job, skip *entry) error {
+	known := make(map[string]*Job, len(s.order)+1)
+	for _, o := range s.order {
+		if o != skip {
+			known[o.job.Name] = &o.job
+		}
+	}
+	known[j.Name] = &j
+	var list []Job
+	for _, o := range known {
+		if len(o.After) > 0 && (o.Name == j.Name || slices.Contains(o.After, j.Name)) {
+			list = append(list, *o)
+		}
+	}
+	return errors.Join(checkChains(known, list, false)...)
+}
+
+// followed reports whether a job follows the job name: then its finishes
+// add their runs to its ledger's chain record (fleet.Record.Chain).
+func (s *Scheduler) followed(name string) bool { return len(s.children(name)) > 0 }
+
+// pokeChildren tells the chain loops of the jobs that follow name to read
+// their parents' runs now.
+func (s *Scheduler) pokeChildren(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.order {
+		if slices.Contains(e.job.After, name) {
+			e.poke()
+		}
+	}
+}
+
+// poke wakes e's chain loop, without waiting.
+func (e *entry) poke() {
+	select {
+	case e.chain <- struct{}{}:
+	default:
+	}
+}
+
+// chainParent is what a chain loop keeps of one of its job's parents.
+type chainParent struct {
+	lock   string        // the parent's lock, whose ledgers are watched
+	stop   []func()      // the Watch of its ledgers
+	manual *fleet.Ledger // the ledger of the runs that follow its manual runs
+}
+
+// chainLoop is the trigger loop of a job that follows others (Job.After):
+// it reads its parents' chain records when it starts, when it hears a
+// parent's finish (its own or another replica's), and every chainEvery,
+// and claims each run due, oldest first, until the job is replaced or
+// removed or the Scheduler stops.
+func (s *Scheduler) chainLoop(e *entry) {
+	parents := make(map[string]*chainParent)
+	defer func() {
+		for _, p := range parents {
+			for _, stop := range p.stop {
+				stop()
+			}
+		}
+	}()
+	t := time.NewTicker(chainEvery)
+	defer t.Stop()
+	for {
+		s.chainScan(e, parents)
+		select {
+		case <-s.stopping:
+			return
+		case <-e.quit:
+			return
+		case <-e.chain:
+		case <-t.C:
+		}
+	}
+}
+
+// chainDue is a run of a job that follows others, due.
+type chainDue struct {
+	tick    int64     // the ledger's tick: the parents' tick (ms), or a manual run's number
+	runTick time.Time // the tick the run reports
+	parent  string    // the parent whose finish made it due
+	at      time.Time // that finish's time, on the store's clock
+}
+
+// chainScan reads the chain records of e's parents and claims e's runs
+// due: the ticks that every parent finished with an outcome in e's When,
+// after the latest one e's ledger has done; and each parent's manual runs
+// that did, after the latest one followed. A run whose parents finished
+// more than e's MisfireGrace ago is not run (the job was not running
+// anywhere then). A paused job claims nothing: its runs wait for its
+// resume, within the same grace.
+func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
+	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
+	defer cancel()
+	log := s.log.With("job", e.job.Name)
+	pes := make([]*entry, 0, len(e.job.After))
+	s.mu.Lock()
+	for _, name := range e.job.After {
+		if pe := s.entries[name]; pe != nil {
+			pes = append(pes, pe)
+		}
+	}
+	s.mu.Unlock()
+	if len(pes) < len(e.job.After) {
+		log.Debug("a parent of the job is not added: its runs wait for it", "after", e.job.After)
+		return
+	}
+	st, err := e.ledger.State(ctx)
+	if err != nil {
+		log.Warn("chain: the job's ledger not read; its runs are claimed at the next reading", "error", err)
+		return
+	}
+	if st.Paused {
+		return
+	}
+	oldest := time.Now().Add(-e.job.MisfireGrace)
+	var due []claimDue
+	// The parents' ticks: each one's matching runs, met by all of them.
+	met := make(map[int64]*chainDue)
+	count := make(map[int64]int)
+	for i, pe := range pes {
+		p, err := s.chainWatch(e, pe, parents)
+		if err != nil {
+			log.Error("chain: the ledger of the runs that follow a parent's manual runs not made", "parent", pe.job.Name, "error", err)
+			return
+		}
+		runs, err := pe.ledger.ChainRuns(ctx, st.Done)
+		if err != nil {
+			log.Warn("chain: a parent's runs not read", "parent", pe.job.Name, "error", err)
+			return
+		}
+		for _, r := range runs {
+			if !e.job.When.matches(r.Outcome) || count[r.Tick] != i {
+				continue
+			}
+			count[r.Tick]++
+			if d := met[r.Tick]; d == nil || r.At.After(d.at) {
+				met[r.Tick] = &chainDue{tick: r.Tick, runTick: time.UnixMilli(r.Tick), parent: pe.job.Name, at: r.At}
+			}
+		}
+		mruns, err := pe.manual.ChainRuns(ctx, s.chainManualDone(ctx, p))
+		if err != nil {
+			log.Warn("chain: a parent's manual runs not read", "parent", pe.job.Name, "error", err)
+			return
+		}
+		for _, r := range mruns {
+			if e.job.When.matches(r.Outcome) && !r.At.Before(oldest) {
+				tick, perr := time.Parse(time.RFC3339Nano, r.RunTick)
+				if perr != nil {
+					tick = r.At
+				}
+				due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: p.manual})
+			}
+		}
+	}
+	var ticks []*chainDue
+	for tick, d := range met {
+		if count[tick] == len(pes) && !d.at.Before(oldest) {
+			ticks = append(ticks, d)
+		}
+	}
+	slices.SortFunc(ticks, func(a, b *chainDue) int { return int(min(max(a.tick-b.tick, -1), 1)) })
+	for _, d := range ticks {
+		if !s.chainClaim(e, claimDue{d: *d, ledger: e.ledger}) {
+			return
+		}
+	}
+	for _, c := range due {
+		if !s.chainClaim(e, c) {
+			return
+		}
+	}
+}
+
+// claimDue is a run due, and the ledger it is claimed in.
+type claimDue struct {
+	d      chainDue
+	ledger *fleet.Ledger
+}
+
+// chainClaim claims c and runs it; it reports whether the loop goes on.
+func (s *Scheduler) chainClaim(e *entry, c claimDue) bool {
+	select {
+	case <-s.stopping:
+		return false
+	case <-e.quit:
+		return false
+	default:
+	}
+	manual := c.ledger != e.ledger
+	e.mu.Lock()
+	e.inflight++
+	e.mu.Unlock()
+	s.handleClaim(e, c.d.runTick, claimSpec{ledger: c.ledger, tick: c.d.tick, queue: true, manual: manual, parent: c.d.parent})
+	e.mu.Lock()
+	e.inflight--
+	e.mu.Unlock()
+	return !e.cancelled()
+}
+
+// chainWatch returns what e's chain loop keeps of its parent pe: at the
+// first call, it watches pe's ledgers, so that a finish heard from another
+// replica wakes the loop, and makes the ledger of the runs that follow
+// pe's manual runs.
+func (s *Scheduler) chainWatch(e, pe *entry, parents map[string]*chainParent) (*chainParent, error) {
+	if p := parents[pe.job.Name]; p != nil && p.lock == pe.job.LockName {
+		return p, nil
+	} else if p != nil {
+		for _, stop := range p.stop {
+			stop()
+		}
+	}
+	delete(parents, pe.job.Name)
+	ledger := s.store.Ledger
+	if e.job.LockKind == LockFair {
+		ledger = s.store.FairLedger
+	}
+	keep, age := e.job.HistoryKeep, e.job.HistoryMaxAge
+	if keep == 0 {
+		keep = s.opt.historyKeep
+	}
+	if age == 0 {
+		age = s.opt.historyMaxAge
+	}
+	g, err := ledger(e.job.LockName, e.job.Name+afterSuffix+pe.job.Name, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name), fleet.WithDefinition(e.digest))
+	if err != nil {
+		return nil, err
+	}
+	p := &chainParent{lock: pe.job.LockName, manual: g}
+	parents[pe.job.Name] = p
+	for _, g := range []*fleet.Ledger{pe.ledger, pe.manual} {
+		stop, err := g.Watch(func(ev fleet.TickEvent) {
+			if ev.Done {
+				e.poke()
+			}
+		})
+		if err == nil {
+			p.stop = append(p.stop, stop)
+		}
+	}
+	return p, nil
+}
+
+// chainManualDone is the latest manual run of p's parent that the job has
+// followed.
+func (s *Scheduler) chainManualDone(ctx context.Context, p *chainParent) int64 {
+	st, err := p.manual.State(ctx)
+	if err != nil {
+		return 0
+	}
+	return st.Done
+}
+
+// parentRun is the run that started r, "job@tick", or "" if none did.
+func (r *run) parentRun() string {
+	if r.parent == "" {
+		return ""
+	}
+	return r.parent + "@" + fmtTick(r.tick)
+}
+
+// children are the jobs that follow the job name, in the order they were
+// added.
+func (s *Scheduler) children(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.order {
+		if slices.Contains(e.job.After, name) {
+			out = append(out, e.job.Name)
+		}
+	}
+	return out
+}
