@@ -161,7 +161,8 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 	// script's record.
 	paused := false
 	record := func(g *memLedger) {
-		if rec.done && g.done < tick {
+		moved := rec.done && g.done < tick
+		if moved {
 			g.done = tick
 		}
 		switch rec.streak {
@@ -182,7 +183,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 		}
 		g.last[rec.outcome] = time.Now().UnixMilli()
 		s.appendHistory(lg, rec.entry, now)
-		if rec.chain && rec.done {
+		if rec.chain && moved {
 			g.addChain(ChainRun{Tick: tick, Outcome: rec.outcome, RunTick: rec.entry["tick"], At: time.UnixMilli(now.UnixMilli())})
 		}
 	}

@@ -44,7 +44,8 @@
 --         owner ARGV[1]; no pauseduntil) and answers 2
 -- KEYS[7] (optional; then KEYS[5] and KEYS[6] are passed even when the
 --         claim is not fair) the ledger's chain record, a sorted set: a
---         finish that marks the tick done adds to it, in the same step,
+--         finish that marks the tick done (moves the ledger's done up to
+--         it: once per tick) adds to it, in the same step,
 --         "<tick>\n<outcome>\n<the entry's tick field>\n<ms now>" scored
 --         by the tick, for the runs that follow this one (Record.Chain); it
 --         keeps the latest 1000 and lives as long as the ledger
@@ -115,7 +116,7 @@ local function record(f)
     redis.call('HDEL', KEYS[3], 'failures')
   end
   redis.call('HSET', KEYS[3], unpack(fields))
-  if KEYS[7] and ARGV[4] == '1' then
+  if KEYS[7] and ARGV[4] == '1' and (tonumber(f[1]) or 0) < tonumber(ARGV[3]) then
     redis.call('ZADD', KEYS[7], ARGV[3], ARGV[3] .. '\n' .. ARGV[5] .. '\n' .. (entryField(19, 'tick') or '') .. '\n' .. now)
     redis.call('ZREMRANGEBYRANK', KEYS[7], 0, -1001)
     redis.call('PEXPIRE', KEYS[7], ARGV[7])
