@@ -105,6 +105,8 @@ type ledgerBackend interface {
 	// ledger reads a ledger's fields (empty if there is none; an error
 	// wrapping ErrBadKey if the key is not a hash) and whether k is held.
 	ledger(ctx context.Context, k *keys, key string) (map[string]string, bool, error)
+	// ledgerReplace reads the ledger's field replace (0 if none).
+	ledgerReplace(ctx context.Context, key string) (int64, error)
 }
 
 // ledgerRef is where a ledger lives in the store and how its history is
