@@ -254,7 +254,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		endSpan(span, s.finish(r, OutcomeError, nil, log), nil)
 		return earlier
 	}
-	if e.job.Overlap == OverlapReplace && !c.manual {
+	if e.job.Overlap == OverlapReplace && c.scheduled() {
 		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it
 	}
 	if !s.track(r) {
