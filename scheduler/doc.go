@@ -651,7 +651,8 @@
 //   - Each claim reads the ledger's field replace before its run starts
 //     (one round trip): a tick a later one replaced is recorded replaced,
 //     not run. So is the unfinished tick that a later tick's claim takes
-//     over (its holder died, and its lease ended): the claim records, in
+//     over (its holder died, and its lease ended; or it was given back and
+//     no replica took it before the later tick came): the claim records, in
 //     the same step as the takeover, that its own tick replaces it,
 //     whether or not the lock was still held when that tick came; the
 //     replica records it replaced and claims its own tick again, which
