@@ -338,6 +338,11 @@ func (g *Ledger) State(ctx context.Context) (LedgerState, error) {
 	return LedgerState(st), err
 }
 
+// ReplaceAsked reads the ledger's LedgerState.Replace alone (one read,
+// lighter than State): the latest tick whose claim asked the run of an
+// earlier tick to end (WithReplace), 0 if none.
+func (g *Ledger) ReplaceAsked(ctx context.Context) (int64, error) { return g.g.ReplaceAsked(ctx) }
+
 // Pause pauses the ledger (paused true) with p's By, Note and Until, or
 // resumes it (p is not used): while it is paused, every Claim returns
 // ErrPaused without taking the lock, on every Client of the store; the

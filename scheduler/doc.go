@@ -617,7 +617,9 @@
 // Under OverlapReplace the first claim to find the dead holder's lock
 // asks its run to end; once the lease ends, the claim that takes the lock
 // records the dead run's tick replaced, without running it, and runs its
-// own.
+// own. So does the next tick's claim when the lease ended before that
+// tick came: it takes the dead run's tick over only to record it replaced
+// by its own (the hung run is not run again), then runs its own tick.
 //
 // # Overlap replace
 //
@@ -633,8 +635,9 @@
 //     the one there; fleet.WithReplace), and tells the fleet (a message
 //     on the announcements channel, sent again at each of the claim's
 //     attempts). The replica running the earlier tick hears it and reads
-//     the ledger; should the message be lost, it reads the ledger every
-//     third of the lease anyway while a run of a replace job goes on.
+//     the ledger's field replace (fleet.Ledger.ReplaceAsked, one read);
+//     should the message be lost, it reads it every third of the lease
+//     anyway while a run of a replace job goes on.
 //     The ledger decides: a run of tick R ends only when the ledger's
 //     replace is after R, so a stray message never ends a run.
 //   - The run's ctx ends with cause ErrReplaced, wrapped with the
@@ -645,20 +648,31 @@
 //     its reason; metrics; notify blocks that name it), and its tick is
 //     done: not handed off, not run again. Its failures-in-a-row count is
 //     left as it was.
-//   - Each claim reads the ledger before its run starts (one round trip):
-//     a tick a later one replaced is recorded replaced, not run. So is the
-//     unfinished tick that a claim takes over (its holder died, and its
-//     lease ended). So is a tick whose claim waited behind a run that a
+//   - Each claim reads the ledger's field replace before its run starts
+//     (one round trip): a tick a later one replaced is recorded replaced,
+//     not run. So is the unfinished tick that a later tick's claim takes
+//     over (its holder died, and its lease ended; or it was given back and
+//     no replica took it before the later tick came): the claim records, in
+//     the same step as the takeover, that its own tick replaces it,
+//     whether or not the lock was still held when that tick came; the
+//     replica records it replaced and claims its own tick again, which
+//     runs. So is a tick whose claim waited behind a run that a
 //     still later tick replaced: the newest tick wins, and when a run
 //     takes longer than the period to end (an exec grace longer than it),
 //     the tick after the next replaces the one that waited.
-//   - Manual runs (Trigger) are neither replaced nor replace (their
-//     ledger is apart): a tick due while one holds the lock waits for it.
+//   - Manual runs (Trigger) and a backfill's ticks (Backfill) are neither
+//     replaced nor replace (their ledgers are apart): a tick due while one
+//     holds the lock waits for it, however long it hangs (its Timeout
+//     bounds it).
 //     A replica keeps at most two ticks of a replace job in hand (one
 //     run, one waiting tick); a further one is skipped_busy.
 //     A replace tick's claim does not wait for an earlier tick's claim on
-//     the same replica: an earlier tick not claimed yet is answered done
-//     by the later claim (skipped_done).
+//     the same replica (two ticks due at once: a fallback wait that
+//     reaches the next tick, ticks run late): an earlier tick that no
+//     replica has claimed when the later claim takes the lock is never
+//     run, as the newest tick wins; its claims are answered done
+//     (skipped_done, in each replica's metrics and status), and the
+//     history has no entry of its own for it, neither ran nor replaced.
 //
 // # Every replica
 //
@@ -716,6 +730,12 @@
 //     way lets that tick run there, as a run under way goes on.
 //   - A manual run (Trigger) runs once on every replica that hears it, in
 //     each replica's own ledger of manual runs.
+//   - OverlapReplace is per replica too: a tick's claim in a replica's own
+//     ledger (with fleet.WithReplace) asks that replica's run of an
+//     earlier tick to end, and the run's watch reads that ledger; a
+//     replica never ends another replica's run. A tick a replica claimed
+//     and never finished (it died mid-run) is then recorded replaced by
+//     its next tick, rather than interrupted.
 //   - MaxConcurrency (a fleet-wide permit) and PauseAfterFailures (a count
 //     of failures in a row across the fleet, where each replica has a
 //     row of its own) are refused with it (ErrInvalid, naming the field).

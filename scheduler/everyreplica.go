@@ -62,12 +62,13 @@ func (j *Job) validateReplicas(bad func(field, format string, args ...any)) {
 // ownLedgers makes the ledgers of a job that runs on every replica on
 // this replica (ReplicasAll): its scheduled ticks' and its manual runs',
 // beside a lock of this replica's own in the job's hash slot
-// (fleet.WithOwnLock), writing to the job's history. e.ledger stays the
-// job's, for its pause, its manual requests and its view.
+// (fleet.WithOwnLock), writing to the job's history; the scheduled ticks'
+// replaces under OverlapReplace. e.ledger stays the job's, for its pause,
+// its manual requests and its view.
 func (s *Scheduler) ownLedgers(e *entry, ledger func(string, string, ...fleet.LedgerOption) (*fleet.Ledger, error), opts ...fleet.LedgerOption) error {
 	own := fleet.WithOwnLock(s.opt.replica)
 	var err error
-	if e.mine, err = ledger(e.job.LockName, e.job.Name, append(opts, own)...); err != nil {
+	if e.mine, err = ledger(e.job.LockName, e.job.Name, slices.Concat(opts, []fleet.LedgerOption{own}, e.job.replaceOption())...); err != nil {
 		return fmt.Errorf("scheduler: job %q: replica id %q: %w: %w", e.job.Name, s.opt.replica, ErrInvalid, err)
 	}
 	e.mineManual, err = ledger(e.job.LockName, e.job.Name+manualSuffix, append(opts, own, fleet.WithSharedHistory(e.job.Name))...)

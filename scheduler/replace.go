@@ -50,22 +50,24 @@ func replacedErr(by int64) error {
 	return fmt.Errorf("%w: by tick %s", ErrReplaced, fmtTick(time.UnixMilli(by)))
 }
 
-// replacedAlready reads, for a run of a replace job about to start, whether
-// a later tick asked it to end before it started (its claimant died, and
-// the claim took its tick over: the tick is not run again), and returns
-// that tick (0 if none). A ledger that cannot be read lets the run start:
-// its watch reads it again.
+// replacedAlready reads, for a scheduled run of a replace job about to
+// start, whether a later tick asked it to end before it started (its
+// claimant died, and the claim of that later tick took it over: the tick
+// is not run again), and returns that tick (0 if none). It reads the
+// ledger the run was claimed in (runLedger: a replica's own for a job on
+// every replica). A ledger that cannot be read lets the run start: its
+// watch reads it again.
 func (s *Scheduler) replacedAlready(ctx context.Context, r *run) int64 {
 	if r.manual || r.e.job.Overlap != OverlapReplace {
 		return 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, finishTimeout)
 	defer cancel()
-	st, err := r.e.ledger.State(ctx)
-	if err != nil || st.Replace <= r.tick.UnixMilli() {
+	by, err := r.e.runLedger().ReplaceAsked(ctx)
+	if err != nil || by <= r.tick.UnixMilli() {
 		return 0
 	}
-	return st.Replace
+	return by
 }
 
 // watchReplace starts the watch of r, a run of a replace job, for a later
@@ -124,7 +126,7 @@ func (s *Scheduler) watchReplaces(e *entry) (stop func()) {
 	if e.job.Overlap != OverlapReplace {
 		return nil
 	}
-	stop, err := e.ledger.Watch(func(ev fleet.TickEvent) {
+	stop, err := e.runLedger().Watch(func(ev fleet.TickEvent) {
 		if ev.Replace {
 			s.heardReplace(e, ev.Tick)
 		}

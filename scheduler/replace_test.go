@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	fleetpkg "github.com/lockcron/lockcron/fleet"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/internal/testkit/testclock"
@@ -227,4 +228,176 @@ func TestOverlapReplaceMemory(t *testing.T) {
 	})
 	r.stop(t)
 	checkNoOverlap(t, j.byJob()[job])
+}
+
+// With Replicas all, each replica's runs are replaced by its own later
+// ticks: the claim in the replica's own ledger asks the run to end, and the
+// run's watch reads that ledger.
+func TestOverlapReplaceEveryReplica(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const job = "replaced-everywhere"
+	j, clk := newJournal(), testclock.NewFake(fakeStart)
+	causes := make(chan error, 10)
+	work := func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		if !info.Tick.Equal(fakeStart.Add(time.Second)) {
+			return nil
+		}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return context.Cause(ctx)
+	}
+	var fleet []*replica
+	for _, id := range []string{"r1", "r2"} {
+		r := newRedisReplica(t, srv, id, nil, scheduler.WithClock(clk))
+		r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Replicas: scheduler.ReplicasAll, Overlap: scheduler.OverlapReplace, Run: j.fn(work)})
+		r.start()
+		fleet = append(fleet, r)
+	}
+	t1 := step(t, clk, 2)
+	j.awaitStart(t, 10*time.Second)
+	j.awaitStart(t, 10*time.Second)
+	t2 := step(t, clk, 2)
+	for range fleet {
+		select {
+		case cause := <-causes:
+			if !errors.Is(cause, scheduler.ErrReplaced) || !strings.Contains(cause.Error(), rfc(t2)) {
+				t.Errorf("cause %v, want ErrReplaced naming tick %s", cause, rfc(t2))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a run of tick %s was not ended within 10s of tick %s (its watch reads its ledger every 10s)", fmtT(t1), fmtT(t2))
+		}
+	}
+	var hist []scheduler.Run
+	testkit.Eventually(t, 20*time.Second, "each replica's run of the first tick replaced, and the second tick run on each", func() bool {
+		var err error
+		if hist, err = fleet[0].s.History(context.Background(), job, 20, ""); err != nil {
+			t.Fatal(err)
+		}
+		replaced, ran := map[string]bool{}, map[string]bool{}
+		for _, h := range hist {
+			if h.Outcome == scheduler.OutcomeReplaced && h.Tick.Equal(t1) {
+				replaced[h.Replica] = true
+			}
+			if h.Outcome == scheduler.OutcomeRan && h.Tick.Equal(t2) {
+				ran[h.Replica] = true
+			}
+		}
+		return len(replaced) == 2 && len(ran) == 2
+	})
+	stopAll(t, fleet...)
+	perReplica := make(map[string][]execution)
+	for _, x := range j.all() {
+		perReplica[x.info.Replica] = append(perReplica[x.info.Replica], x)
+	}
+	for _, runs := range perReplica {
+		checkNoOverlap(t, runs)
+	}
+}
+
+// The ticks of a backfill of a replace job run, whatever the ledger's
+// replace says: neither replaced nor replacing (a backfill's ticks are
+// past ones, each later than none of the scheduled ones).
+func TestBackfillOfReplaceJobRuns(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const job = "replaced-backfilled"
+	j := newJournal()
+	r := newRedisReplica(t, srv, "r1", nil)
+	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1h", Overlap: scheduler.OverlapReplace, Run: j.fn(nil)})
+	r.start()
+	last := time.Now().Truncate(time.Hour)
+	// A scheduled tick of the last hour asked a run to end.
+	srv.Do("HSET", "lockcron:{"+job+"}:ledger:"+job, "replace", last.UnixMilli())
+	ctx := context.Background()
+	b, err := r.s.Backfill(ctx, job, scheduler.BackfillOptions{From: last.Add(-5 * time.Hour), To: last.Add(-time.Hour), Rate: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := awaitBackfill(t, r.s, b.ID, time.Minute)
+	hist, err := r.s.History(ctx, job, 20, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.stop(t)
+	if n := len(j.all()); n != 5 {
+		t.Errorf("backfill %+v: %d of its 5 ticks ran, want all", got, n)
+	}
+	for _, h := range hist {
+		if h.Outcome != scheduler.OutcomeRan {
+			t.Errorf("history: tick %s %s (%s), want ran", h.Tick.Format(time.RFC3339), h.Outcome, h.Reason)
+		}
+	}
+}
+
+// The holder of a replace job's run died, and its lease ended before the
+// next tick: the next tick's claim takes the dead run's tick over only to
+// record it replaced by itself (not run again: it hung before, it would
+// hang again), and runs its own tick at once.
+func TestOverlapReplaceDeadHolderLeaseEnded(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := testkit.Context(t)
+	const job = "replaced-dead"
+	dead, err := lock.New(srv.Client(), lock.WithClientID("dead"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := fleetpkg.New(dead).Ledger(job, job, fleetpkg.WithReplace())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := fakeStart.Add(-time.Second)
+	if _, err := g.Claim(ctx, lost.UnixMilli(), false); err != nil {
+		t.Fatal(err)
+	}
+	// Its lease ended: the lock is free, the tick unfinished.
+	if ok, err := dead.ForceUnlock(ctx, job); err != nil || !ok {
+		t.Fatalf("ForceUnlock = %v, %v", ok, err)
+	}
+	_ = dead.Close()
+	j, clk := newJournal(), testclock.NewFake(fakeStart)
+	m := newMeter()
+	r := newRedisReplica(t, srv, "survivor", nil, m.option(), scheduler.WithClock(clk))
+	r.add(t, scheduler.Job{Name: job, Schedule: "@every 1s", Overlap: scheduler.OverlapReplace, Run: j.fn(func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		if info.Tick.Equal(lost) {
+			<-ctx.Done() // it hung before, it hangs again
+			return context.Cause(ctx)
+		}
+		return nil
+	})})
+	r.start()
+	own := step(t, clk, 1)
+	first := j.awaitStart(t, 10*time.Second)
+	if !first.info.Tick.Equal(own) || first.info.Attempt != 1 {
+		t.Errorf("first run: tick %s attempt %d; want the due tick %s, attempt 1 (the dead run's tick %s replaced, not run again)",
+			fmtT(first.info.Tick), first.info.Attempt, fmtT(own), fmtT(lost))
+	}
+	var hist []scheduler.Run
+	testkit.Eventually(t, 10*time.Second, "the dead run's tick recorded replaced and the due tick ran", func() bool {
+		if hist, err = r.s.History(context.Background(), job, 20, ""); err != nil {
+			t.Fatal(err)
+		}
+		var replaced, ran bool
+		for _, h := range hist {
+			replaced = replaced || h.Outcome == scheduler.OutcomeReplaced && h.Tick.Equal(lost) && strings.Contains(h.Reason, rfc(own))
+			ran = ran || h.Outcome == scheduler.OutcomeRan && h.Tick.Equal(own)
+		}
+		return replaced && ran
+	})
+	r.stop(t)
+	for _, h := range hist {
+		// (The tick at the replica's start, after the dead claim's, is
+		// recorded missed: the misfire policy's, not replace's.)
+		if mine := h.Tick.Equal(lost) || h.Tick.Equal(own); mine && !(h.Outcome == scheduler.OutcomeReplaced && h.Tick.Equal(lost)) && !(h.Outcome == scheduler.OutcomeRan && h.Tick.Equal(own)) {
+			t.Errorf("history: tick %s %s (%s); want %s replaced and %s ran alone", fmtT(h.Tick), h.Outcome, h.Reason, fmtT(lost), fmtT(own))
+		}
+	}
+	for _, run := range j.all() {
+		if run.info.Tick.Equal(lost) {
+			t.Errorf("the dead run's tick %s ran again (attempt %d)", fmtT(lost), run.info.Attempt)
+		}
+	}
 }

@@ -244,7 +244,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			log = s.runLog(e, tick).With("trigger", cl.Tick)
 		}
 		span.SetAttributes(attrTick.String(fmtTick(r.tick)))
-		log.Warn("an earlier tick was claimed and never finished: running it first", "attempt", cl.Try, "before", fmtTick(tick),
+		what := "running it first"
+		if e.job.Overlap == OverlapReplace && c.scheduled() {
+			what = "recording it replaced" // (the check below, before a run)
+		}
+		log.Warn("an earlier tick was claimed and never finished: "+what, "attempt", cl.Try, "before", fmtTick(tick),
 			"from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	} else if cl.Try > 1 {
 		log.Warn("tick taken over", "attempt", cl.Try, "from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
@@ -255,7 +259,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		endSpan(span, s.finish(r, OutcomeError, nil, log), nil)
 		return earlier
 	}
-	if e.job.Overlap == OverlapReplace && !c.manual {
+	if e.job.Overlap == OverlapReplace && c.scheduled() {
 		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it
 	}
 	if !s.track(r) {

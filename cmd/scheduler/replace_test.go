@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -207,5 +208,50 @@ func TestReplaceHolderKilled(t *testing.T) {
 		if r.tick.Equal(first.tick) && r.word != "start" {
 			t.Errorf("tick %s ran again: %+v", first.tick.Format(time.RFC3339), r)
 		}
+	}
+}
+
+// overlap = "replace" across replica processes, forced: r1's schedule has
+// the job's ticks at seconds 0, 4, 8..., r2's those at 2, 6, 10... (one
+// job: the same lock and ledger), so each tick is claimed by one replica
+// alone, and the run that hangs, wherever it runs, is ended by the other
+// replica's tick: its process group is gone, the history has it replaced
+// on its replica and the next tick run on the other.
+func TestReplaceAcrossReplicaProcesses(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	const job = "stuck-across"
+	text := func(schedule string) string {
+		return header(srv.Addr(), "5s") + execJob(job, schedule, "2s", hangScript(false), `overlap = "replace"`)
+	}
+	cfg := writeConfig(t, dir, text("*/4 * * * * *"))
+	cfgB := filepath.Join(dir, "lockcron-b.hcl")
+	if err := os.WriteFile(cfgB, []byte(text("2/4 * * * * *")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ps := []*proc{startReplicaNoWait(t, dir, cfg, "r1"), startReplicaNoWait(t, dir, cfgB, "r2")}
+	for _, p := range ps {
+		p.waitReady(t)
+	}
+	path := filepath.Join(dir, "runs.log")
+	first, pgid := startedRun(t, path)
+	testkit.Eventually(t, first.tick.Add(2*time.Second).Sub(time.Now())+10*time.Second, "the hanging run's process group gone", func() bool {
+		return groupGone(pgid)
+	})
+	checkReplaced(t, dir, cfg, job, path, first, 2*time.Second, 2*time.Second)
+	next := first.tick.Add(2 * time.Second)
+	var replacedOn, ranOn string
+	for _, r := range replaceHistory(t, dir, cfg, job) {
+		switch {
+		case r.Outcome == scheduler.OutcomeReplaced && r.Tick.Equal(first.tick):
+			replacedOn = r.Replica
+		case r.Outcome == scheduler.OutcomeRan && r.Tick.Equal(next):
+			ranOn = r.Replica
+		}
+	}
+	if replacedOn != first.replica || ranOn == "" || ranOn == replacedOn {
+		t.Errorf("tick %s replaced on %q (ran on %q), tick %s ran on %q; want the replacement across the two replicas",
+			first.tick.Format(time.RFC3339), replacedOn, first.replica, next.Format(time.RFC3339), ranOn)
 	}
 }

@@ -109,6 +109,8 @@ type ledgerBackend interface {
 	// KEYS[7]): its runs after tick after, oldest first, at most
 	// maxChainRuns.
 	chainRuns(ctx context.Context, key string, after int64) ([]ChainRun, error)
+	// ledgerReplace reads the ledger's field replace (0 if none).
+	ledgerReplace(ctx context.Context, key string) (int64, error)
 }
 
 // ledgerRef is where a ledger lives in the store and how its history is

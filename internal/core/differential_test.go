@@ -124,6 +124,7 @@ var diffMethods = []diffMethod{
 	{"ledgerTrigger", 1, (*diffRun).ledgerTriggerOp},
 	{"ledgerParams", 1, (*diffRun).ledgerParamsOp},
 	{"ledger", 3, (*diffRun).ledgerOp},
+	{"ledgerReplace", 1, (*diffRun).ledgerReplaceOp},
 	{"fairAcquire", 6, (*diffRun).fairAcquireOp},
 	{"fairRelease", 4, (*diffRun).fairReleaseOp},
 	{"fairLeave", 3, (*diffRun).fairLeaveOp},
@@ -848,6 +849,19 @@ func (d *diffRun) ledgerParamsOp() diffOp {
 			p, err := be.ledgerParams(ctx, g.key, n)
 			a.err(err)
 			a.exact("params", p)
+			return a
+		},
+	}
+}
+
+func (d *diffRun) ledgerReplaceOp() diffOp {
+	g := d.ledger()
+	return diffOp{
+		desc: fmt.Sprintf("ledgerReplace(%s)", g.key),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			n, err := be.ledgerReplace(ctx, g.key)
+			a.err(err)
+			a.exact("replace", n)
 			return a
 		},
 	}

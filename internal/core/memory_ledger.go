@@ -112,16 +112,16 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner, at: now.UnixMilli()}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
-		g.askReplace(ca, running, tick)
 		if waits {
 			pttl, _ = s.keepPlace(k, owner, ca.place, now, pttl)
 		}
+		g.askReplace(ca, running, tick) // as the script: once its place is kept
 		return claimReply{status: claimHeld, value: pttl, extra: running}, nil
 	}
 	if head := q.head(); waits && head != "" && head != owner {
 		// Free, but others came first.
-		g.askReplace(ca, running, tick)
 		sleep, _ := s.keepPlace(k, owner, ca.place, now, 0)
+		g.askReplace(ca, running, tick)
 		return claimReply{status: claimHeld, value: sleep, extra: running}, nil
 	}
 	if tick == g.excluded && !(running != 0 && running < tick) {
@@ -133,6 +133,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	r := claimReply{status: claimAcquired, value: s.take(k, owner, lease, now), extra: tick, at: now.UnixMilli()}
 	if running != 0 && running < tick {
 		r.extra = running // never overtaken: as the script
+		g.askReplace(ca, running, tick)
 	}
 	g.from = ""
 	if running == r.extra {

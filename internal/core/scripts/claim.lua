@@ -35,7 +35,10 @@
 -- ARGV[12] 1: the claim replaces (overlap replace): when it finds the lock
 --         held by another owner for an earlier unfinished tick of the
 --         ledger, it records ARGV[4] in the ledger's field replace (if
---         later than the one there): that run is asked to end (replaced)
+--         later than the one there): that run is asked to end (replaced);
+--         and when it takes the lock and so takes such a tick over (its
+--         holder gone), it records ARGV[4] likewise: the caller records
+--         that tick replaced, not run, and claims its own again
 -- A fair claim that would wait takes a free lock only when the queue is
 -- empty or the caller is its head, and otherwise takes or keeps its place:
 -- the sleep in {0, sleep, running} is then the time to its next heartbeat.
@@ -124,17 +127,22 @@ end
 -- wait takes or keeps the fair caller's place, and answers how long to
 -- sleep; a caller that will not wait gets the holder's TTL.
 local waits = fair and ((ARGV[9] == '1' and running == tick) or ARGV[9] == '2')
-local function wait(pttl)
+-- askReplace records, when the claim replaces, that tick asks the run of
+-- the earlier unfinished tick running to end (once nothing can fail).
+local function askReplace()
   if ARGV[12] == '1' and running ~= 0 and running < tick and tick > (tonumber(f[12]) or 0) then
     redis.call('HSET', KEYS[3], 'replace', tick)
   end
-  if not waits then
-    return answer({0, math.max(pttl, 1), running})
+end
+local function wait(pttl)
+  local sleep = math.max(pttl, 1)
+  if waits then
+    sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
+    if not sleep then
+      return {-7, 0}
+    end
   end
-  local sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
-  if not sleep then
-    return {-7, 0}
-  end
+  askReplace()
   return answer({0, sleep, running})
 end
 local pttl = redis.call('PTTL', KEYS[1])
@@ -179,6 +187,9 @@ leave()
 local claimed = tick
 if running ~= 0 and running < tick then
   claimed = running
+  -- A claim that replaces takes the earlier tick over only to record it
+  -- replaced by its own (its holder is gone): the caller does not run it.
+  askReplace()
 end
 local from = ''
 if running == claimed then
