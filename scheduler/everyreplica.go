@@ -120,6 +120,28 @@ func (s *Scheduler) claimOwnTick(e *entry, tick time.Time, c claimSpec) {
 	s.handleClaim(e, tick, c)
 }
 
+// ownSkip returns the ledger in which recordSkip records tick of e, a
+// job that runs on every replica, skipped for outcome, and sets r's cause.
+// A pause or an exclusion is the fleet's decision: it is recorded once for
+// the fleet, in the job's ledger, as for a job of one run per tick (a
+// Pass there also renews that ledger's lifetime, and with it the pause's,
+// which no claim renews); this replica's own ledger only moves its seen
+// past the tick (one more command), so that a restart does not count it
+// missed. A busy tick is this replica's own (its run of an earlier tick
+// goes on): recorded in its own ledger, the cause marked with the replica
+// so that it coalesces with this replica's busy ticks only (the store
+// coalesces across other replicas' busy ticks in between).
+func (s *Scheduler) ownSkip(ctx context.Context, e *entry, tick time.Time, skew time.Duration, outcome Outcome, r *Run) *fleet.Ledger {
+	if outcome != OutcomePaused && outcome != OutcomeExcluded {
+		r.skip += "@" + s.opt.replica
+		return e.mine
+	}
+	if _, err := e.mine.Pass(ctx, tick.UnixMilli(), -skew, nil); err != nil && s.stopCtx.Err() == nil {
+		s.runLog(e, tick).Warn("skipped tick not passed in this replica's ledger: a restart may count it missed", "outcome", string(outcome), "error", err)
+	}
+	return e.ledger
+}
+
 // lastPerReplica returns, for a job that runs on every replica, the
 // newest entry of each replica among the job's latest history entries
 // (DefaultHistoryKeep of them), by replica id. A replica whose runs all

@@ -273,7 +273,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		}
 	}
 	if cl.Try > 1 && e.job.OnShutdown == ShutdownAbandon {
-		log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
+		if e.job.everyReplica() {
+			log.Warn("tick was interrupted in this replica's previous process; abandoned", "attempt", cl.Try)
+		} else {
+			log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
+		}
 		endSpan(span, s.finish(r, OutcomeInterrupted, nil, log), nil)
 		return earlier
 	}
