@@ -723,8 +723,15 @@
 //     each replica reads the job's ledger before each claim, one round
 //     trip more per tick. A pause set while a replica's claim is under
 //     way lets that tick run there, as a run under way goes on.
-//   - A manual run (Trigger) runs once on every replica that hears it, in
-//     each replica's own ledger of manual runs.
+//   - A manual run (Trigger) runs once on every replica, in each
+//     replica's own ledger of manual runs: at once on those that hear its
+//     request (a message), and at their next tick on those that did not
+//     (their connection was down): the read of the job's ledger before
+//     each claim sees its count of requests (fleet.LedgerState.Triggers)
+//     past the last one this replica handled. A replica runs only the
+//     requests made after it started (after its first read of that
+//     count); a replica that starts later, or restarts, does not run the
+//     earlier ones.
 //   - MaxConcurrency (a fleet-wide permit) and PauseAfterFailures (a count
 //     of failures in a row across the fleet, where each replica has a
 //     row of its own) are refused with it (ErrInvalid, naming the field).

@@ -101,11 +101,51 @@ func (s *Scheduler) pausedEverywhere(e *entry) bool {
 	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
 	defer cancel()
 	st, err := e.ledger.State(ctx)
-	if err != nil || !st.Paused {
+	if err != nil {
+		return false
+	}
+	s.missedTriggers(e, st.Triggers)
+	if !st.Paused {
 		return false
 	}
 	e.setPaused(true, st.Pause.Until)
 	return true
+}
+
+// readTriggers reads, as the loop of e (a job that runs on every replica)
+// starts, how many manual runs of it were requested before: those are not
+// this replica's to run (missedTriggers). A read that fails leaves it to
+// the first read that succeeds.
+func (s *Scheduler) readTriggers(e *entry) {
+	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
+	defer cancel()
+	if st, err := e.ledger.State(ctx); err == nil {
+		s.missedTriggers(e, st.Triggers)
+	}
+}
+
+// missedTriggers runs the manual runs of e, a job that runs on every
+// replica, that the job's ledger counts (triggers, read before a claim)
+// and whose request this replica did not hear (its connection was down
+// when the request was published): those requested after this replica
+// started (the count its first read found), and not heard. Each runs as a
+// heard one does (fireManual), claimed in this replica's own ledger of
+// manual runs, which answers a run it did already as done; so a request
+// heard meanwhile runs once.
+func (s *Scheduler) missedTriggers(e *entry, triggers int64) {
+	e.mu.Lock()
+	from := max(e.triggers, e.pending)
+	known := e.triggersKnown
+	e.triggers, e.triggersKnown = max(e.triggers, triggers), true
+	e.mu.Unlock()
+	if !known || triggers <= from {
+		return
+	}
+	now := time.Now()
+	for n := from + 1; n <= triggers; n++ {
+		s.log.Info("manual run not heard, found in the job's ledger: run here", "job", e.job.Name, "trigger", n)
+		s.fireManual(e, n, now)
+	}
 }
 
 // claimOwnTick is claimTick's claim of a tick of a job that runs on every

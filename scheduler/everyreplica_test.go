@@ -14,6 +14,7 @@ import (
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -554,5 +555,91 @@ func TestEveryReplicaMisfireRunOnceAfterDowntime(t *testing.T) {
 	}
 	if len(down) == 1 && !missed[0].Tick.Before(down[0]) {
 		t.Errorf("missed up to %s, not before the catch-up run's tick %s", fmtT(missed[0].Tick), fmtT(down[0]))
+	}
+}
+
+// TestEveryReplicaManualRunNotHeard: a manual run of a job that runs on
+// every replica whose request a replica did not hear (here: no replica,
+// the request is counted in the job's ledger and never published) runs on
+// each replica all the same, once, found by the ledger read before its
+// next claim; a request made before a replica started is not run there.
+func TestEveryReplicaManualRunNotHeard(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	j := newJournal()
+	c, err := lock.New(srv.Client(), lock.WithClientID("operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	store := fleet.New(c)
+	ledger, err := store.Ledger("tidy", "tidy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual, err := store.Ledger("tidy", "tidy!manual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before any replica starts: not theirs to run.
+	if _, err := ledger.Trigger(ctx, manual, nil); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"r1", "r2"}
+	var reps []*replica
+	for _, id := range ids {
+		r := newRedisReplica(t, srv, id, nil)
+		r.add(t, scheduler.Job{Name: "tidy", Schedule: "@every 1s", Replicas: scheduler.ReplicasAll, Run: j.fn(nil)})
+		reps = append(reps, r)
+	}
+	for _, r := range reps {
+		r.start()
+	}
+	testkit.Eventually(t, 30*time.Second, "tidy runs a tick on both replicas", func() bool {
+		for tick := range perReplica(j.all()) {
+			if ranOnAll(j, tick, ids...) {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := ledger.Trigger(ctx, manual, nil); err != nil {
+		t.Fatal(err)
+	}
+	manuals := func() map[string]map[int64]int {
+		out := make(map[string]map[int64]int)
+		for _, x := range j.all() {
+			if x.info.Trigger != 0 {
+				if out[x.info.Replica] == nil {
+					out[x.info.Replica] = make(map[int64]int)
+				}
+				out[x.info.Replica][x.info.Trigger]++
+			}
+		}
+		return out
+	}
+	testkit.Eventually(t, 30*time.Second, "manual run 2 on both replicas", func() bool {
+		m := manuals()
+		return m["r1"][2] > 0 && m["r2"][2] > 0
+	})
+	// A few ticks more, each reading the ledger: the run stays one.
+	after := time.Now()
+	testkit.Eventually(t, 30*time.Second, "three more ticks on both replicas", func() bool {
+		n := 0
+		for tick := range perReplica(j.all()) {
+			if tick.After(after) && ranOnAll(j, tick, ids...) {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	for _, r := range reps {
+		r.stop(t)
+	}
+	for _, id := range ids {
+		if m := manuals()[id]; len(m) != 1 || m[2] != 1 {
+			t.Errorf("%s ran manual runs %v, want run 2 once", id, m)
+		}
 	}
 }

@@ -129,6 +129,12 @@ type entry struct {
 	// requested are, for a job with Params, the manual runs heard and not
 	// yet claimed here, with when each was requested (fireManual).
 	requested map[int64]time.Time
+	// triggers is, for a job that runs on every replica, the count of its
+	// manual requests (fleet.LedgerState.Triggers) up to which this
+	// replica has handled them or they came before it started; triggersKnown
+	// says it was read (missedTriggers).
+	triggers      int64
+	triggersKnown bool
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -506,6 +512,9 @@ func (s *Scheduler) loop(e *entry) {
 	}
 	if stop := s.watchReplaces(e); stop != nil {
 		defer stop()
+	}
+	if e.job.everyReplica() {
+		s.readTriggers(e)
 	}
 	var next time.Time
 	if e.prev != nil {
