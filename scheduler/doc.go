@@ -722,7 +722,10 @@
 //     pause with an end): since the own ledgers' claims do not read it,
 //     each replica reads the job's ledger before each claim, one round
 //     trip more per tick. A pause set while a replica's claim is under
-//     way lets that tick run there, as a run under way goes on.
+//     way lets that tick run there, as a run under way goes on. No claim
+//     renews the job's ledger (it lives fleet.LedgerTTL after its last
+//     write): each paused tick, recorded there once for the fleet, renews
+//     it, so a pause lasts as long as the ticks it holds.
 //   - A manual run (Trigger) runs once on every replica, in each
 //     replica's own ledger of manual runs: at once on those that hear its
 //     request (a message), and at their next tick on those that did not
