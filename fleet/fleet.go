@@ -432,8 +432,8 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 // old "first" or else its "tick"; the new entry's id is the newest. Skips
 // of the same outcome and another cause in between (other replicas' busy
 // ticks of a job that runs on every replica) do not break the run; any
-// other entry in between starts a new run. Claim.Finish coalesces a Record.Entry with
-// "skip" the same way. It returns lock.ErrBadKey if a
+// other entry in between starts a new run. Claim.Finish coalesces a
+// Record.Entry with "skip" the same way. It returns lock.ErrBadKey if a
 // key holds another type.
 func (g *Ledger) Pass(ctx context.Context, upTo int64, settled time.Duration, entry map[string]string) (bool, error) {
 	return g.g.Pass(ctx, upTo, settled, entry)

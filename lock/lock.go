@@ -502,8 +502,8 @@ type Holder struct {
 // what holds, TTLs and fencing tokens, and how many wait; the locks of
 // their own beside a lock (fleet.WithOwnLock) too, as mutexes named
 // lock/own. A fencing token left alone by leases that ended is not
-// listed, nor are other keys under the prefix (ledgers among them). It is for operators: it reads the store and changes nothing
-// there.
+// listed, nor are other keys under the prefix (ledgers among them). It is
+// for operators: it reads the store and changes nothing there.
 //
 // On Redis it walks the keyspace with SCAN (never KEYS), on every primary
 // of a Cluster, and reads each lock name with one script that only reads

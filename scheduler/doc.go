@@ -706,7 +706,8 @@
 //     recorded in its own ledger with its replica; a replica's busy ticks
 //     coalesce into one entry even as the other replicas' come in between
 //     (the store passes over skips of the same outcome and another cause,
-//     among the latest 16 entries). JobView.PerReplica (the daemon's `scheduler jobs`
+//     among the latest 16 entries); so do a replica's ticks past their
+//     StartDeadline. JobView.PerReplica (the daemon's `scheduler jobs`
 //     and status page) is the last entry of each replica among the
 //     latest DefaultHistoryKeep; Status is this replica's, as for every
 //     job; JobView.Ledger is the job's ledger, which holds its pause and

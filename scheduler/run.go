@@ -512,6 +512,9 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if outcome == OutcomeDeadlineMissed {
 		// Consecutive ticks past their deadline make one history entry.
 		rr.Reason, rr.skip = reason, "deadline"
+		if r.e.job.everyReplica() {
+			rr.skip += "@" + s.opt.replica // each replica's own deadline
+		}
 	}
 	if outcome == OutcomeReplaced {
 		if by := r.replaced(); !by.IsZero() {
