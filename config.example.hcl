@@ -24,6 +24,8 @@
 
 # The name of this replica in lock owners, logs, spans and the LOCKCRON_REPLICA
 # of exec jobs. Default: host name and process id, such as "web-3-4711".
+# Unique across the fleet; for a job with replicas = "all", stable across
+# restarts too (two replicas with one id would run it once between them).
 # replica_id = "web-3"
 
 # How long a graceful stop (SIGTERM, Ctrl-C) waits for running jobs: they
@@ -404,9 +406,10 @@ job "hello" {
 # every live replica, once on each (default "one": once across the
 # fleet). No fleet-wide lock is taken: each replica claims the tick in a
 # ledger of its own, so it never runs a tick twice, also after a restart,
-# as long as its replica_id stays the same (set it to the pod's name: the
-# default, host name and process id, makes a restarted replica a new
-# one). overlap, timeout and retries apply to each replica's runs;
+# as long as its replica_id stays the same (set it to the pod's name,
+# unique across the fleet and stable across restarts: the default, host
+# name and process id, makes a restarted replica a new one, and replicas
+# that share an id share one record: the job runs once for them all). overlap, timeout and retries apply to each replica's runs;
 # max_concurrency and pause_after_failures are refused with it, and
 # on_shutdown is "abandon" (a stopping replica's run is its own: no other
 # replica can take it over). Each run is in the history with its replica;

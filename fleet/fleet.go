@@ -435,13 +435,15 @@ func (g *Ledger) History(ctx context.Context, limit int, before string) ([]Entry
 // latest tick passed with a skip entry (the ledger's field skipped; not
 // Seen, which a claim that found the tick busy or paused moved already),
 // and Seen moves up to upTo if it is below. The entry is then coalesced
-// with the history's newest entry when that one has the same "skip" and
-// "outcome" fields (and is not older than the history's max age): that
-// entry is replaced, in the same step, by this one with the field "count",
-// the old count (1 when it had none) + 1, and "first", the old "first" or
-// else its "tick"; the new entry's id is the newest. Any other entry in
-// between starts a new run. Claim.Finish coalesces a Record.Entry with
-// "skip" the same way. It returns lock.ErrBadKey if a
+// with the history's newest entry that has the same "skip" and "outcome"
+// fields, among its latest 16 (and not older than the history's max
+// age): that entry is replaced, in the same step, by this one with the
+// field "count", the old count (1 when it had none) + 1, and "first", the
+// old "first" or else its "tick"; the new entry's id is the newest. Skips
+// of the same outcome and another cause in between (other replicas' busy
+// ticks of a job that runs on every replica) do not break the run; any
+// other entry in between starts a new run. Claim.Finish coalesces a
+// Record.Entry with "skip" the same way. It returns lock.ErrBadKey if a
 // key holds another type.
 func (g *Ledger) Pass(ctx context.Context, upTo int64, settled time.Duration, entry map[string]string) (bool, error) {
 	return g.g.Pass(ctx, upTo, settled, entry)

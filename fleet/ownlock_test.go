@@ -3,9 +3,11 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/lockcron/lockcron/fleet"
+	"github.com/lockcron/lockcron/internal/locktest"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/lock"
 )
@@ -73,4 +75,52 @@ func TestOwnLock(t *testing.T) {
 			t.Errorf("own lock %q: %v, want ErrInvalid", bad, err)
 		}
 	}
+}
+
+// TestOwnLockListed: a lock of its own (one per replica, for a job that
+// runs on every replica) is listed by Locks while held, as lock/own, a
+// mutex with its holder, beside the lock's own Mutex; its ledger is not a
+// lock; on both backends.
+func TestOwnLockListed(t *testing.T) {
+	t.Parallel()
+	locktest.Matrix(t, func(t *testing.T, store locktest.Store) {
+		ctx := context.Background()
+		c := store.NewClient(t)
+		g, err := fleet.New(c).Ledger("cache", "cache", fleet.WithOwnLock("web-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := mustClaim(t, ctx, g, 1000)
+		held, err := c.Mutex("cache").Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos, err := c.Locks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, in := range infos {
+			names = append(names, in.Name+" "+in.Kind)
+			if in.Err != nil {
+				t.Errorf("lock %s: %v", in.Name, in.Err)
+			}
+		}
+		if got, want := strings.Join(names, ", "), "cache mutex, cache/web-1 mutex"; got != want {
+			t.Fatalf("Locks() = %s, want %s", got, want)
+		}
+		own := infos[1]
+		if len(own.Holders) != 1 || own.Holders[0].Owner != cl.Owner() || own.TTL <= 0 || own.Token == 0 {
+			t.Errorf("cache/web-1 = %+v, want held by the claim %s, with a TTL and a token", own, cl.Owner())
+		}
+		if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if infos, err := c.Locks(ctx); err != nil || len(infos) != 0 {
+			t.Errorf("Locks() after the finish and unlock = %+v, %v; want none", infos, err)
+		}
+	})
 }

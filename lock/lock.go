@@ -448,7 +448,9 @@ func (rw *RWMutex) RLocker() Locker { return locker{rw.rw.RLocker()} }
 // taken for operators (`scheduler locks`), that may be out of date as soon
 // as it is returned.
 type LockInfo struct {
-	// Name is the lock's name.
+	// Name is the lock's name; for a lock of its own beside the lock named
+	// lock (fleet.WithOwnLock: the scheduler's job that runs on every
+	// replica has one per replica), lock/own, as its ledger names it.
 	Name string
 	// Kind is "mutex" (a Mutex or a FairMutex, which share their lock),
 	// "rwmutex" or "semaphore".
@@ -497,10 +499,11 @@ type Holder struct {
 // Locks lists every lock kept under the Client's key prefix (WithKeyPrefix)
 // that is held, or waited for in the store (a fair lock's queue, an
 // RWMutex's waiting writers), sorted by name, then kind: who holds it, with
-// what holds, TTLs and fencing tokens, and how many wait. A fencing token
-// left alone by leases that ended is not listed, nor are other keys under
-// the prefix. It is for operators: it reads the store and changes nothing
-// there.
+// what holds, TTLs and fencing tokens, and how many wait; the locks of
+// their own beside a lock (fleet.WithOwnLock) too, as mutexes named
+// lock/own. A fencing token left alone by leases that ended is not
+// listed, nor are other keys under the prefix (ledgers among them). It is
+// for operators: it reads the store and changes nothing there.
 //
 // On Redis it walks the keyspace with SCAN (never KEYS), on every primary
 // of a Cluster, and reads each lock name with one script that only reads

@@ -238,6 +238,11 @@ func (s *Scheduler) checkDefinition(e *entry, cl *fleet.Claim, log hclog.Logger)
 	}
 	e.mu.Unlock()
 	switch {
+	case warn && e.job.everyReplica():
+		// Its own ledger: the other definition was this replica's own,
+		// before a restart.
+		log.Warn("this replica's previous process ran another definition of this job (changed since)",
+			"digest", e.digest, "other_digest", other)
 	case warn:
 		log.Warn("another replica runs another definition of this job (a change half rolled out?); the tick still runs once",
 			"digest", e.digest, "other_digest", other)

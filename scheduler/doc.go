@@ -569,8 +569,11 @@
 // ticks from Run.First to Run.Tick, with the newest skip's reason and
 // recorder, as Temporal lists a schedule's skipped actions and Kubernetes
 // an event's count. The store coalesces them in the same step as the
-// append (fleet.Ledger.Pass, and Claim.Finish for deadline_missed): an
-// entry of another cause or a run in between starts a new one. Paging by
+// append (fleet.Ledger.Pass, and Claim.Finish for deadline_missed): a run
+// or a skip of another outcome in between starts a new one; skips of the
+// same outcome and another cause in between do not (a new holder's busy
+// ticks, or those of the replicas of a job that runs on every replica,
+// each with their own entry), among the latest 16 entries. Paging by
 // Run.ID sees a coalesced entry move to the top as it grows.
 //
 // Who records it, to spend two commands per skipped tick (a ledger read and
@@ -709,9 +712,16 @@
 //     stop is recorded interrupted and not run again.
 //   - Every run goes to the job's history (the stream of the job's
 //     ledger: the own ledgers write to it), with its replica; a tick thus
-//     has one entry per replica. Skipped ticks (busy, paused, excluded,
-//     missed) are recorded by each replica for itself, coalesced with its
-//     own skips only. JobView.PerReplica (the daemon's `scheduler jobs`
+//     has one entry per replica. A paused or excluded tick is the fleet's
+//     decision: it is recorded once for the fleet in the job's ledger (as
+//     for a job of one run per tick), and consecutive ones make one entry
+//     (Run.Count). A busy tick (this replica's run of an earlier tick goes
+//     on) and missed ticks (this replica was down) are each replica's own,
+//     recorded in its own ledger with its replica; a replica's busy ticks
+//     coalesce into one entry even as the other replicas' come in between
+//     (the store passes over skips of the same outcome and another cause,
+//     among the latest 16 entries); so do a replica's ticks past their
+//     StartDeadline. JobView.PerReplica (the daemon's `scheduler jobs`
 //     and status page) is the last entry of each replica among the
 //     latest DefaultHistoryKeep; Status is this replica's, as for every
 //     job; JobView.Ledger is the job's ledger, which holds its pause and
@@ -727,9 +737,19 @@
 //     pause with an end): since the own ledgers' claims do not read it,
 //     each replica reads the job's ledger before each claim, one round
 //     trip more per tick. A pause set while a replica's claim is under
-//     way lets that tick run there, as a run under way goes on.
-//   - A manual run (Trigger) runs once on every replica that hears it, in
-//     each replica's own ledger of manual runs.
+//     way lets that tick run there, as a run under way goes on. No claim
+//     renews the job's ledger (it lives fleet.LedgerTTL after its last
+//     write): each paused tick, recorded there once for the fleet, renews
+//     it, so a pause lasts as long as the ticks it holds.
+//   - A manual run (Trigger) runs once on every replica, in each
+//     replica's own ledger of manual runs: at once on those that hear its
+//     request (a message), and at their next tick on those that did not
+//     (their connection was down): the read of the job's ledger before
+//     each claim sees its count of requests (fleet.LedgerState.Triggers)
+//     past the last one this replica handled. A replica runs only the
+//     requests made after it started (after its first read of that
+//     count); a replica that starts later, or restarts, does not run the
+//     earlier ones.
 //   - OverlapReplace is per replica too: a tick's claim in a replica's own
 //     ledger (with fleet.WithReplace) asks that replica's run of an
 //     earlier tick to end, and the run's watch reads that ledger; a

@@ -105,11 +105,51 @@ func (s *Scheduler) pausedEverywhere(e *entry) bool {
 	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
 	defer cancel()
 	st, err := e.ledger.State(ctx)
-	if err != nil || !st.Paused {
+	if err != nil {
+		return false
+	}
+	s.missedTriggers(e, st.Triggers)
+	if !st.Paused {
 		return false
 	}
 	e.setPaused(true, st.Pause.Until)
 	return true
+}
+
+// readTriggers reads, as the loop of e (a job that runs on every replica)
+// starts, how many manual runs of it were requested before: those are not
+// this replica's to run (missedTriggers). A read that fails leaves it to
+// the first read that succeeds.
+func (s *Scheduler) readTriggers(e *entry) {
+	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
+	defer cancel()
+	if st, err := e.ledger.State(ctx); err == nil {
+		s.missedTriggers(e, st.Triggers)
+	}
+}
+
+// missedTriggers runs the manual runs of e, a job that runs on every
+// replica, that the job's ledger counts (triggers, read before a claim)
+// and whose request this replica did not hear (its connection was down
+// when the request was published): those requested after this replica
+// started (the count its first read found), and not heard. Each runs as a
+// heard one does (fireManual), claimed in this replica's own ledger of
+// manual runs, which answers a run it did already as done; so a request
+// heard meanwhile runs once.
+func (s *Scheduler) missedTriggers(e *entry, triggers int64) {
+	e.mu.Lock()
+	from := max(e.triggers, e.pending)
+	known := e.triggersKnown
+	e.triggers, e.triggersKnown = max(e.triggers, triggers), true
+	e.mu.Unlock()
+	if !known || triggers <= from {
+		return
+	}
+	now := time.Now()
+	for n := from + 1; n <= triggers; n++ {
+		s.log.Info("manual run not heard, found in the job's ledger: run here", "job", e.job.Name, "trigger", n)
+		s.fireManual(e, n, now)
+	}
 }
 
 // claimOwnTick is claimTick's claim of a tick of a job that runs on every
@@ -122,6 +162,28 @@ func (s *Scheduler) claimOwnTick(e *entry, tick time.Time, c claimSpec) {
 		return
 	}
 	s.handleClaim(e, tick, c)
+}
+
+// ownSkip returns the ledger in which recordSkip records tick of e, a
+// job that runs on every replica, skipped for outcome, and sets r's cause.
+// A pause or an exclusion is the fleet's decision: it is recorded once for
+// the fleet, in the job's ledger, as for a job of one run per tick (a
+// Pass there also renews that ledger's lifetime, and with it the pause's,
+// which no claim renews); this replica's own ledger only moves its seen
+// past the tick (one more command), so that a restart does not count it
+// missed. A busy tick is this replica's own (its run of an earlier tick
+// goes on): recorded in its own ledger, the cause marked with the replica
+// so that it coalesces with this replica's busy ticks only (the store
+// coalesces across other replicas' busy ticks in between).
+func (s *Scheduler) ownSkip(ctx context.Context, e *entry, tick time.Time, skew time.Duration, outcome Outcome, r *Run) *fleet.Ledger {
+	if outcome != OutcomePaused && outcome != OutcomeExcluded {
+		r.skip += "@" + s.opt.replica
+		return e.mine
+	}
+	if _, err := e.mine.Pass(ctx, tick.UnixMilli(), -skew, nil); err != nil && s.stopCtx.Err() == nil {
+		s.runLog(e, tick).Warn("skipped tick not passed in this replica's ledger: a restart may count it missed", "outcome", string(outcome), "error", err)
+	}
+	return e.ledger
 }
 
 // lastPerReplica returns, for a job that runs on every replica, the

@@ -14,6 +14,7 @@ import (
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
+	"github.com/lockcron/lockcron/lock"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
@@ -75,8 +76,10 @@ func TestEveryReplicaRunsEachTickOnEachReplica(t *testing.T) {
 	})
 	// r2 restarts with the same id: its first tick after the restart is
 	// one it has not run, and the tick it ran last is not run again.
-	fleet["r2"].stop(t)
+	// Taken before the stop: the stop may take a while under load, and
+	// the ticks of that while must not count as before it.
 	stoppedAt := time.Now()
+	fleet["r2"].stop(t)
 	// Every tick from the first that ran on all three to r2's stop ran on
 	// each: three runs per tick.
 	slices.SortFunc(full, func(a, b time.Time) int { return a.Compare(b) })
@@ -371,5 +374,284 @@ func TestEveryReplicaPauseTriggerAndMetrics(t *testing.T) {
 	}
 	if n := count("flush", func(x execution) bool { return true }); n["r1"] != 1 || n["r2"] != 1 {
 		t.Errorf("flush ran %v, want once on each replica", n)
+	}
+}
+
+// outcomesOf returns the job's history entries of outcome, newest first.
+func outcomesOf(t *testing.T, s *scheduler.Scheduler, job string, outcome scheduler.Outcome) []scheduler.Run {
+	t.Helper()
+	runs, err := s.History(context.Background(), job, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []scheduler.Run
+	for _, r := range runs {
+		if r.Outcome == outcome {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ticksIn is how many ticks an entry of skipped ticks stands for.
+func ticksIn(r scheduler.Run) int64 {
+	if r.Count == 0 {
+		return 1
+	}
+	return r.Count
+}
+
+// TestEveryReplicaPausedTicksOnceForTheFleet: the paused ticks of a job
+// that runs on every replica are recorded once for the fleet, one entry
+// for the run of them, not one per replica and tick; and a paused tick
+// renews the lifetime of the job's ledger, which holds the pause and which
+// no claim renews.
+func TestEveryReplicaPausedTicksOnceForTheFleet(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	j := newJournal()
+	ids := []string{"r1", "r2", "r3"}
+	var reps []*replica
+	for _, id := range ids {
+		r := newRedisReplica(t, srv, id, nil)
+		r.add(t, scheduler.Job{Name: "idle", Schedule: "@every 1s", Replicas: scheduler.ReplicasAll, Run: j.fn(nil)})
+		reps = append(reps, r)
+	}
+	for _, r := range reps {
+		r.start()
+	}
+	testkit.Eventually(t, 30*time.Second, "idle runs on all three replicas", func() bool {
+		for tick := range perReplica(j.all()) {
+			if ranOnAll(j, tick, ids...) {
+				return true
+			}
+		}
+		return false
+	})
+	if err := reps[0].s.Pause(ctx, "idle", true, testPause); err != nil {
+		t.Fatal(err)
+	}
+	// The job's ledger as if no claim had renewed it for weeks: its
+	// lifetime is about to end, and the pause with it.
+	keys, err := srv.Client().Keys(ctx, "*}:ledger:idle").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the job's ledger: keys %v, %v", keys, err)
+	}
+	if err := srv.Client().PExpire(ctx, keys[0], time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 40*time.Second, "six ticks recorded paused", func() bool {
+		n := int64(0)
+		for _, r := range outcomesOf(t, reps[0].s, "idle", scheduler.OutcomePaused) {
+			n += ticksIn(r)
+		}
+		return n >= 6
+	})
+	for _, r := range reps {
+		r.stop(t)
+	}
+	paused := outcomesOf(t, reps[0].s, "idle", scheduler.OutcomePaused)
+	// One entry; two if a run under way at the pause ended after the
+	// first paused tick was recorded.
+	if len(paused) > 2 {
+		t.Errorf("%d history entries of paused ticks, want one for the run of them: %+v", len(paused), paused)
+	}
+	for _, r := range paused {
+		// Once per tick: as many as the ticks from First to Tick.
+		first := r.First
+		if first.IsZero() {
+			first = r.Tick
+		}
+		if want := int64(r.Tick.Sub(first)/time.Second) + 1; ticksIn(r) != want {
+			t.Errorf("paused entry %s..%s counts %d ticks, want %d (once each for the fleet)", fmtT(first), fmtT(r.Tick), ticksIn(r), want)
+		}
+	}
+	if ttl, err := srv.Client().PTTL(ctx, keys[0]).Result(); err != nil || ttl < 24*time.Hour {
+		t.Errorf("the job's ledger expires in %v (%v): a paused tick did not renew it", ttl, err)
+	}
+}
+
+// TestEveryReplicaBusyTicksCoalesce: a job that runs on every replica and
+// whose runs outlast many ticks has each replica record its busy ticks;
+// the three replicas' entries come in turn, and each replica's coalesce
+// all the same: one entry per replica, not one per replica and tick.
+func TestEveryReplicaBusyTicksCoalesce(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	ids := []string{"r1", "r2", "r3"}
+	var reps []*replica
+	for _, id := range ids {
+		r := newRedisReplica(t, srv, id, nil)
+		r.add(t, scheduler.Job{Name: "long", Schedule: "@every 1s", Replicas: scheduler.ReplicasAll,
+			Run: j.fn(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })})
+		reps = append(reps, r)
+	}
+	for _, r := range reps {
+		r.start()
+	}
+	testkit.Eventually(t, 40*time.Second, "four busy ticks recorded by each replica", func() bool {
+		n := make(map[string]int64)
+		for _, r := range outcomesOf(t, reps[0].s, "long", scheduler.OutcomeSkippedBusy) {
+			n[r.Replica] += ticksIn(r)
+		}
+		return n["r1"] >= 4 && n["r2"] >= 4 && n["r3"] >= 4
+	})
+	for _, r := range reps {
+		r.stop(t)
+	}
+	busy := outcomesOf(t, reps[0].s, "long", scheduler.OutcomeSkippedBusy)
+	per := make(map[string]int)
+	for _, r := range busy {
+		per[r.Replica]++
+	}
+	for _, id := range ids {
+		if per[id] != 1 {
+			t.Errorf("%s has %d entries of busy ticks, want one coalesced: %+v", id, per[id], busy)
+		}
+	}
+}
+
+// TestEveryReplicaMisfireRunOnceAfterDowntime: a replica down for several
+// ticks of a job that runs on every replica, with MisfireRunOnce, runs one
+// catch-up run of the latest tick it missed when it starts again, and
+// records the others missed in the history with its replica; the replica
+// that stayed up missed nothing.
+func TestEveryReplicaMisfireRunOnceAfterDowntime(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	job := scheduler.Job{Name: "rotate", Schedule: "@every 1s", Replicas: scheduler.ReplicasAll,
+		Misfire: scheduler.MisfireRunOnce, MisfireGrace: time.Minute, Run: j.fn(nil)}
+	r1, r2 := newRedisReplica(t, srv, "r1", nil), newRedisReplica(t, srv, "r2", nil)
+	r1.add(t, job)
+	r2.add(t, job)
+	r1.start()
+	r2.start()
+	ran := func(id string, after time.Time) []time.Time {
+		var out []time.Time
+		for _, x := range j.all() {
+			if x.info.Replica == id && x.info.Tick.After(after) {
+				out = append(out, x.info.Tick)
+			}
+		}
+		return out
+	}
+	testkit.Eventually(t, 30*time.Second, "rotate runs on r2", func() bool { return len(ran("r2", time.Time{})) > 0 })
+	r2.stop(t)
+	stoppedAt := time.Now()
+	testkit.Eventually(t, 30*time.Second, "r1 runs four ticks while r2 is down", func() bool { return len(ran("r1", stoppedAt)) >= 4 })
+	last := slices.MaxFunc(ran("r2", time.Time{}), func(a, b time.Time) int { return a.Compare(b) })
+	restartedAt := time.Now()
+	r2 = newRedisReplica(t, srv, "r2", nil)
+	r2.add(t, job)
+	r2.start()
+	testkit.Eventually(t, 30*time.Second, "r2 runs a tick after its restart", func() bool { return len(ran("r2", restartedAt.Add(time.Second))) > 0 })
+	r1.stop(t)
+	r2.stop(t)
+	// Between r2's last tick before the stop and its first scheduled one
+	// after the restart: the catch-up run of the latest missed tick alone.
+	var down []time.Time
+	for _, tick := range ran("r2", last) {
+		if !tick.After(restartedAt) {
+			down = append(down, tick)
+		}
+	}
+	if len(down) != 1 {
+		t.Errorf("r2 ran ticks %v of its downtime, want one catch-up run", down)
+	}
+	missed := outcomesOf(t, r1.s, "rotate", scheduler.OutcomeMissed)
+	if len(missed) != 1 || missed[0].Replica != "r2" || missed[0].Missed < 2 {
+		t.Fatalf("missed entries %+v, want one of r2 with two or more ticks", missed)
+	}
+	if len(down) == 1 && !missed[0].Tick.Before(down[0]) {
+		t.Errorf("missed up to %s, not before the catch-up run's tick %s", fmtT(missed[0].Tick), fmtT(down[0]))
+	}
+}
+
+// TestEveryReplicaManualRunNotHeard: a manual run of a job that runs on
+// every replica whose request a replica did not hear (here: no replica,
+// the request is counted in the job's ledger and never published) runs on
+// each replica all the same, once, found by the ledger read before its
+// next claim; a request made before a replica started is not run there.
+func TestEveryReplicaManualRunNotHeard(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	j := newJournal()
+	c, err := lock.New(srv.Client(), lock.WithClientID("operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	store := fleet.New(c)
+	ledger, err := store.Ledger("tidy", "tidy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual, err := store.Ledger("tidy", "tidy!manual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before any replica starts: not theirs to run.
+	if _, err := ledger.Trigger(ctx, manual, nil); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"r1", "r2"}
+	var reps []*replica
+	for _, id := range ids {
+		r := newRedisReplica(t, srv, id, nil)
+		r.add(t, scheduler.Job{Name: "tidy", Schedule: "@every 1s", Replicas: scheduler.ReplicasAll, Run: j.fn(nil)})
+		reps = append(reps, r)
+	}
+	for _, r := range reps {
+		r.start()
+	}
+	testkit.Eventually(t, 30*time.Second, "tidy runs a tick on both replicas", func() bool {
+		for tick := range perReplica(j.all()) {
+			if ranOnAll(j, tick, ids...) {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := ledger.Trigger(ctx, manual, nil); err != nil {
+		t.Fatal(err)
+	}
+	manuals := func() map[string]map[int64]int {
+		out := make(map[string]map[int64]int)
+		for _, x := range j.all() {
+			if x.info.Trigger != 0 {
+				if out[x.info.Replica] == nil {
+					out[x.info.Replica] = make(map[int64]int)
+				}
+				out[x.info.Replica][x.info.Trigger]++
+			}
+		}
+		return out
+	}
+	testkit.Eventually(t, 30*time.Second, "manual run 2 on both replicas", func() bool {
+		m := manuals()
+		return m["r1"][2] > 0 && m["r2"][2] > 0
+	})
+	// A few ticks more, each reading the ledger: the run stays one.
+	after := time.Now()
+	testkit.Eventually(t, 30*time.Second, "three more ticks on both replicas", func() bool {
+		n := 0
+		for tick := range perReplica(j.all()) {
+			if tick.After(after) && ranOnAll(j, tick, ids...) {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	for _, r := range reps {
+		r.stop(t)
+	}
+	for _, id := range ids {
+		if m := manuals()[id]; len(m) != 1 || m[2] != 1 {
+			t.Errorf("%s ran manual runs %v, want run 2 once", id, m)
+		}
 	}
 }

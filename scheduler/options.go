@@ -71,7 +71,12 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(o *options) { o.meter = mp } }
 
 // WithReplicaID names this replica in logs, spans and jobs.Info. Default the
-// lock.Client's ID.
+// lock.Client's ID. It must be unique across the fleet, and for a job that
+// runs on every replica (ReplicasAll) stable across restarts: such a job's
+// record of the ticks run is per replica id, so two replicas that share an
+// id share one record and run each tick once between them (once per
+// fleet, not once per replica), without an error; and a process that
+// restarts under a new id runs again what its predecessor ran.
 func WithReplicaID(id string) Option { return func(o *options) { o.replica = id } }
 
 // WithLocation sets the time zone of schedules that name none (no CRON_TZ=

@@ -278,7 +278,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 		}
 	}
 	if cl.Try > 1 && e.job.OnShutdown == ShutdownAbandon {
-		log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
+		if e.job.everyReplica() {
+			log.Warn("tick was interrupted in this replica's previous process; abandoned", "attempt", cl.Try)
+		} else {
+			log.Warn("tick was interrupted on another replica; abandoned", "attempt", cl.Try)
+		}
 		endSpan(span, s.finish(r, OutcomeInterrupted, nil, log), nil)
 		return earlier
 	}
@@ -515,6 +519,9 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	if outcome == OutcomeDeadlineMissed {
 		// Consecutive ticks past their deadline make one history entry.
 		rr.Reason, rr.skip = reason, "deadline"
+		if r.e.job.everyReplica() {
+			rr.skip += "@" + s.opt.replica // each replica's own deadline
+		}
 	}
 	if outcome == OutcomeReplaced {
 		if by := r.replaced(); !by.IsZero() {

@@ -130,6 +130,12 @@ type entry struct {
 	// yet claimed here, with when each was requested (fireManual).
 	requested map[int64]time.Time
 	chain     chan struct{} // a job that follows others (Job.After): pokes its chain loop to read its parents' runs
+	// triggers is, for a job that runs on every replica, the count of its
+	// manual requests (fleet.LedgerState.Triggers) up to which this
+	// replica has handled them or they came before it started; triggersKnown
+	// says it was read (missedTriggers).
+	triggers      int64
+	triggersKnown bool
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -516,6 +522,9 @@ func (s *Scheduler) loop(e *entry) {
 		s.chainLoop(e)
 		return
 	}
+	if e.job.everyReplica() {
+		s.readTriggers(e)
+	}
 	var next time.Time
 	if e.prev != nil {
 		// The ticks the old definitions still decide on go first: a
@@ -653,8 +662,11 @@ func (s *Scheduler) catchUp(e *entry) time.Time {
 		// Recorded before the run-once claim, which moves the ledger's
 		// seen past them.
 		s.tel.outcome(e.job.Name, OutcomeMissed, missed)
-		s.log.Warn("ticks missed while every replica was down", "job", e.job.Name, "missed", missed,
-			"latest", fmtTick(lastMissed), "misfire", e.job.Misfire)
+		msg := "ticks missed while every replica was down"
+		if e.job.everyReplica() {
+			msg = "ticks missed while this replica was down"
+		}
+		s.log.Warn(msg, "job", e.job.Name, "missed", missed, "latest", fmtTick(lastMissed), "misfire", e.job.Misfire)
 		s.recordMissed(e, lastMissed, missed)
 	}
 	if runOnce {
@@ -671,12 +683,18 @@ func (s *Scheduler) catchUp(e *entry) time.Time {
 // fleet, if it is up, may still claim latest: a replica whose clock runs
 // ahead, starting just before a tick, finds it due on its own clock and
 // unclaimed, and passing it over would have the fleet's claim of it
-// answered done, and the tick not run (make soak, seed 56).
+// answered done, and the tick not run (make soak, seed 56). A job that
+// runs on every replica records them at once: its ledger is this
+// replica's own, which no other replica claims in.
 func (s *Scheduler) recordMissed(e *entry, latest time.Time, missed int64) {
 	now := time.Now()
 	r := Run{Job: e.job.Name, Tick: latest, Replica: s.opt.replica, Start: now, End: now, Outcome: OutcomeMissed, Missed: missed}
+	settled := s.opt.memberTTL + s.opt.fallback
+	if e.job.everyReplica() {
+		settled = 0
+	}
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
-	first, err := e.runLedger().Pass(ctx, latest.UnixMilli(), s.opt.memberTTL+s.opt.fallback, r.fields())
+	first, err := e.runLedger().Pass(ctx, latest.UnixMilli(), settled, r.fields())
 	cancel()
 	switch {
 	case err != nil:
@@ -729,11 +747,12 @@ func (s *Scheduler) gauges(ctx context.Context) []gauge {
 			if st, err := e.runLedger().State(ctx); err == nil {
 				g.ok, g.lastSuccess, g.paused = true, st.Last[string(OutcomeRan)], st.Paused
 			}
-			if e.job.everyReplica() {
-				// Its own ledger: this replica's last success; the pause
-				// is the job's, as this replica last learnt it.
-				g.replica, g.paused = s.opt.replica, everyPaused
-			}
+		}
+		if e.job.everyReplica() {
+			// Its own ledger: this replica's last success; the pause is
+			// the job's, as this replica last learnt it. Its gauges are
+			// this replica's, read or not.
+			g.replica, g.paused = s.opt.replica, everyPaused
 		}
 		out = append(out, g)
 	}

@@ -40,12 +40,11 @@ func (s *Scheduler) recordSkip(e *entry, tick time.Time, outcome Outcome, cause,
 		skew = next.Sub(tick)
 	}
 	ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+	ledger := e.runLedger()
 	if e.job.everyReplica() {
-		// Each replica skips its own: recorded in its own ledger, and
-		// coalesced with its own skips only.
-		r.skip += "@" + s.opt.replica
+		ledger = s.ownSkip(ctx, e, tick, skew, outcome, &r)
 	}
-	first, err := e.runLedger().Pass(ctx, tick.UnixMilli(), -skew, r.fields())
+	first, err := ledger.Pass(ctx, tick.UnixMilli(), -skew, r.fields())
 	cancel()
 	log := s.runLog(e, tick)
 	switch {

@@ -22,7 +22,9 @@ type inspectBackend interface {
 // taken for operators (`scheduler locks`), that may be out of date as soon
 // as it is returned.
 type LockInfo struct {
-	// Name is the lock's name.
+	// Name is the lock's name; for a lock of its own beside the lock named
+	// lock (a ledger's WithOwnLock: the scheduler's job that runs on every
+	// replica has one per replica), lock/own, as its ledger names it.
 	Name string
 	// Kind is "mutex" (a Mutex or a FairMutex, which share their lock),
 	// "rwmutex" or "semaphore".
@@ -82,7 +84,8 @@ const (
 // Locks lists every lock kept under the Client's key prefix (WithKeyPrefix)
 // that is held, or waited for in the store (a fair lock's queue, an
 // RWMutex's waiting writers), sorted by name, then kind: who holds it, with
-// what holds, TTLs and fencing tokens, and how many wait. Ledgers are not
+// what holds, TTLs and fencing tokens, and how many wait; the own locks
+// beside a lock (WithOwnLock) too, as mutexes named lock/own. Ledgers are not
 // locks and are not listed (their lock is, while held), nor is a fencing
 // token left alone by leases that ended. It is for operators: it reads the
 // store and changes nothing there.
@@ -140,6 +143,61 @@ func splitLockKey(prefix, key string) (name, suffix string, ok bool) {
 		return "", "", false
 	}
 	return name, suffix, true
+}
+
+// inspectName is a lock that Locks lists: the lock named lock, or, with
+// own, the lock of its own beside it (WithOwnLock), listed as lock/own,
+// the name its ledger gives it.
+type inspectName struct{ lock, own string }
+
+func (n inspectName) String() string {
+	if n.own == "" {
+		return n.lock
+	}
+	return n.lock + "/" + n.own
+}
+
+func compareInspectNames(a, b inspectName) int {
+	return cmp.Or(strings.Compare(a.lock, b.lock), strings.Compare(a.own, b.own))
+}
+
+// mutexKeys are the keys of n's Mutex.
+func (n inspectName) mutexKeys(prefix string) *keys {
+	if n.own == "" {
+		return newKeys(prefix, n.lock)
+	}
+	return keysAt(n.String(), base(prefix, n.lock)+ownInfix+n.own)
+}
+
+// ownInfix comes between a lock's keys' start and the own's id in the keys
+// of a lock of its own (ownMutex).
+const ownInfix = ":own:"
+
+// lockKeyName returns the lock that key, kept under prefix, makes worth
+// reading (a key of lockSuffixes; an own lock's key, queue or timeout),
+// and the key's suffix after that lock's start.
+func lockKeyName(prefix, key string) (n inspectName, suffix string, ok bool) {
+	name, suffix, ok := splitLockKey(prefix, key)
+	if !ok {
+		return n, "", false
+	}
+	own, isOwn := strings.CutPrefix(suffix, ownInfix)
+	if !isOwn {
+		return inspectName{lock: name}, suffix, lockSuffixes[suffix]
+	}
+	// prefix:{name}:own:<own>, and its :queue and :timeout; not its token,
+	// its channel, nor its ledgers (:ledger:<id>...).
+	suffix = ""
+	for _, s := range []string{":queue", ":timeout"} {
+		if o, ok := strings.CutSuffix(own, s); ok {
+			own, suffix = o, s
+			break
+		}
+	}
+	if own == "" || strings.Contains(own, ":ledger:") || strings.HasSuffix(own, ":token") || strings.HasSuffix(own, ":channel") {
+		return n, "", false
+	}
+	return inspectName{lock: name, own: own}, suffix, true
 }
 
 // lockSuffixes are the suffixes (after prefix:{name}) of the keys that make

@@ -19,29 +19,38 @@ func (b *memoryBackend) locks(ctx context.Context, prefix string) ([]LockInfo, e
 	defer s.mu.Unlock()
 	now := time.Now()
 
-	names := func(keys iter.Seq[string], suffix string) []string {
-		var out []string
+	names := func(keys iter.Seq[string], suffix string) []inspectName {
+		var out []inspectName
 		for key := range keys {
-			if name, sfx, ok := splitLockKey(prefix, key); ok && sfx == suffix {
-				out = append(out, name)
+			if n, sfx, ok := lockKeyName(prefix, key); ok && sfx == suffix {
+				out = append(out, n)
 			}
 		}
 		return out
 	}
-	mutexes := make(map[string]bool)
+	plain := func(ns []inspectName) []string {
+		var out []string
+		for _, n := range ns {
+			if n.own == "" {
+				out = append(out, n.lock)
+			}
+		}
+		return out
+	}
+	mutexes := make(map[inspectName]bool)
 	for _, n := range names(maps.Keys(s.locks), "") {
 		mutexes[n] = true
 	}
 	for _, n := range names(maps.Keys(s.queues), ":queue") {
 		mutexes[n] = true
 	}
-	rws := names(maps.Keys(s.rw), ":rw")
-	sems := names(maps.Keys(s.sems), ":sem")
+	rws := plain(names(maps.Keys(s.rw), ":rw"))
+	sems := plain(names(maps.Keys(s.sems), ":sem"))
 
 	var out []LockInfo
-	for name := range mutexes {
-		k := newKeys(prefix, name)
-		info := LockInfo{Name: name, Kind: kindMutex, Token: s.tokens[k.token]}
+	for n := range mutexes {
+		k := n.mutexKeys(prefix)
+		info := LockInfo{Name: n.String(), Kind: kindMutex, Token: s.tokens[k.token]}
 		if l := s.locks[k.lock]; l != nil && now.Before(l.expires) {
 			info.TTL = l.expires.Sub(now)
 			info.Holders = []Holder{{Owner: l.owner, Holds: l.holds, TTL: info.TTL}}

@@ -342,20 +342,37 @@ const (
 	hTick    = "tick"
 )
 
+// mergeWithin is how many of a history's latest entries a skip entry may
+// be coalesced with (lib.lua's mergeWithin).
+const mergeWithin = 16
+
 // coalesce returns the entry to append to h for fields: fields as they
-// are, or, when fields has skip and h's newest entry (no older than
-// lg.maxAge) has the same skip and outcome, fields with that entry's count
-// + 1 and first, that entry being dropped from h (lib.lua's
+// are, or, when fields has skip and one of h's latest mergeWithin entries
+// (no older than lg.maxAge) has the same skip and outcome, with only skips
+// of the same outcome and another cause after it, fields with that entry's
+// count + 1 and first, that entry being dropped from h (lib.lua's
 // appendHistory). s.mu is held.
 func coalesce(h *memHistory, lg ledgerRef, fields map[string]string, now time.Time) map[string]string {
 	skip, ok := fields[hSkip]
-	if !ok || len(h.entries) == 0 {
+	if !ok {
 		return fields
 	}
-	last := h.entries[len(h.entries)-1]
-	if last.id.ms < now.UnixMilli()-lg.maxAge.Milliseconds() || last.fields[hSkip] != skip || last.fields[hOutcome] != fields[hOutcome] {
+	at := -1
+	floor := now.UnixMilli() - lg.maxAge.Milliseconds()
+	for i, n := len(h.entries)-1, 0; i >= 0 && n < mergeWithin && h.entries[i].id.ms >= floor; i, n = i-1, n+1 {
+		f := h.entries[i].fields
+		if f[hSkip] == skip && f[hOutcome] == fields[hOutcome] {
+			at = i
+			break
+		}
+		if _, ok := f[hSkip]; !ok || f[hOutcome] != fields[hOutcome] {
+			break
+		}
+	}
+	if at < 0 {
 		return fields
 	}
+	last := h.entries[at]
 	count, err := strconv.ParseInt(last.fields[hCount], 10, 64)
 	if err != nil {
 		count = 1
@@ -368,7 +385,7 @@ func coalesce(h *memHistory, lg ledgerRef, fields map[string]string, now time.Ti
 	} else if tick, ok := last.fields[hTick]; ok {
 		out[hFirst] = tick
 	}
-	h.entries = h.entries[:len(h.entries)-1]
+	h.entries = slices.Delete(h.entries, at, at+1)
 	return out
 }
 

@@ -27,7 +27,18 @@ var inspectSrc string
 
 var inspectScript = redis.NewScript(inspectSrc)
 
-func inspectKeys(prefix, name string) []string {
+func inspectKeys(prefix string, n inspectName) []string {
+	if n.own != "" {
+		// A lock of its own is a Mutex alone: the other kinds' keys are
+		// none (keys beside its own, in its slot, that nothing writes).
+		m := n.mutexKeys(prefix)
+		return []string{
+			ikLock: m.lock, ikToken: m.token, ikQueue: m.queue, ikTimeout: m.timeout,
+			ikRW: m.lock + ":rw", ikReaders: m.lock + ":rw:readers", ikWriters: m.lock + ":rw:writers",
+			ikSem: m.lock + ":sem", ikSemHolds: m.lock + ":sem:holds", ikSemTokens: m.lock + ":sem:tokens",
+		}
+	}
+	name := n.lock
 	m, rw, sem := newKeys(prefix, name), rwKeys(prefix, name), semKeys(prefix, name)
 	return []string{
 		ikLock: m.lock, ikToken: m.token, ikQueue: m.queue, ikTimeout: m.timeout,
@@ -60,7 +71,7 @@ func (b *redisBackend) locks(ctx context.Context, prefix string) ([]LockInfo, er
 			return nil, err
 		}
 		for i, d := range dumps {
-			out = append(out, d.infos(batch[i], inspectKeys(prefix, batch[i]))...)
+			out = append(out, d.infos(batch[i].String(), inspectKeys(prefix, batch[i]))...)
 		}
 	}
 	return out, nil
@@ -68,12 +79,12 @@ func (b *redisBackend) locks(ctx context.Context, prefix string) ([]LockInfo, er
 
 // lockNames walks the keys under prefix with SCAN, on every primary of a
 // Cluster (every shard of a Ring), and returns the names, sorted, of those
-// with a lock key.
-func (b *redisBackend) lockNames(ctx context.Context, prefix string) ([]string, error) {
+// with a lock key (lockKeyName).
+func (b *redisBackend) lockNames(ctx context.Context, prefix string) ([]inspectName, error) {
 	match := matchEscape(prefix) + ":{*"
 	var (
 		mu  sync.Mutex
-		set = make(map[string]bool)
+		set = make(map[inspectName]bool)
 	)
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		var cursor uint64
@@ -84,8 +95,8 @@ func (b *redisBackend) lockNames(ctx context.Context, prefix string) ([]string, 
 			}
 			mu.Lock()
 			for _, key := range keys {
-				if name, suffix, ok := splitLockKey(prefix, key); ok && lockSuffixes[suffix] {
-					set[name] = true
+				if n, _, ok := lockKeyName(prefix, key); ok {
+					set[n] = true
 				}
 			}
 			mu.Unlock()
@@ -106,17 +117,17 @@ func (b *redisBackend) lockNames(ctx context.Context, prefix string) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(set))
-	for name := range set {
-		names = append(names, name)
+	names := make([]inspectName, 0, len(set))
+	for n := range set {
+		names = append(names, n)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, compareInspectNames)
 	return names, nil
 }
 
 // dumpLocks runs the inspect script for each name, in one pipeline: by
 // EVALSHA, then by EVAL for the names whose server did not have it.
-func (b *redisBackend) dumpLocks(ctx context.Context, prefix string, names []string) ([]lockDump, error) {
+func (b *redisBackend) dumpLocks(ctx context.Context, prefix string, names []inspectName) ([]lockDump, error) {
 	run := func(idx []int, eval bool) ([]*redis.Cmd, error) {
 		pipe := b.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(idx))

@@ -66,7 +66,9 @@ type Config struct {
 	// prints for it. It tells which version of the file a daemon loaded.
 	Digest string
 	// ReplicaID names this replica in lock owners, logs and spans. Default
-	// host name and process id ("host-1234").
+	// host name and process id ("host-1234"). It must be unique across the
+	// fleet, and stable across restarts for a job with replicas = "all"
+	// (scheduler.WithReplicaID).
 	ReplicaID string
 	// Redis is the Redis connection; nil means the in-memory backend (one
 	// process, no Redis).

@@ -155,12 +155,17 @@ end
 -- entry's time on the server's clock, in ms (nil if there was no entry).
 --
 -- An entry with the field skip (a tick not run, and the cause of it) is
--- coalesced with the stream's newest entry when that one is no older than
--- age ms (readers show no older one) and has the same skip and outcome:
--- that entry is deleted and this one appended (the newest again) with the
--- field count, the old count (1 if it had none) + 1, and first, the old
--- first (or its tick; none if it had neither). Any other entry in between
--- breaks the run.
+-- coalesced with the stream's newest entry of the same skip and outcome
+-- among the latest mergeWithin, when that one is no older than age ms
+-- (readers show no older one): that entry is deleted and this one appended
+-- (the newest again) with the field count, the old count (1 if it had
+-- none) + 1, and first, the old first (or its tick; none if it had
+-- neither). The entries newer than it must be skips of the same outcome
+-- and another cause (the busy ticks of other replicas of a job that runs
+-- on every replica, each replica's own run of busy ticks); any other entry
+-- in between breaks the run.
+local mergeWithin = 16
+
 local function appendHistory(key, keep, from, age)
   if #ARGV < from then
     return true, nil
@@ -173,34 +178,50 @@ local function appendHistory(key, keep, from, age)
     id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(ARGV, from))
   else
     local entry = {unpack(ARGV, from)}
-    local last = redis.pcall('XREVRANGE', key, '+', '-', 'COUNT', 1)
-    if last.err then
+    local outcome = entryField(from, 'outcome')
+    -- The newest entry first (the common case: it is the one, or it
+    -- breaks the run), then the few before it.
+    local lasts = redis.pcall('XREVRANGE', key, '+', '-', 'COUNT', 1)
+    if lasts.err then
       return false, nil
     end
-    last = last[1]
-    if last and tonumber(string.match(last[1], '^(%d+)')) >= millis(redis.call('TIME')) - age then
-      local f = {}
-      for i = 1, #last[2], 2 do
-        f[last[2][i]] = last[2][i + 1]
+    local floor = millis(redis.call('TIME')) - age
+    local last, f
+    local i = 1
+    while lasts[i] and tonumber(string.match(lasts[i][1], '^(%d+)')) >= floor do
+      local g = {}
+      for k = 1, #lasts[i][2], 2 do
+        g[lasts[i][2][k]] = lasts[i][2][k + 1]
       end
-      if f.skip == skip and f.outcome == entryField(from, 'outcome') then
-        local merged = {}
-        for i = 1, #entry - 1, 2 do
-          if entry[i] ~= 'count' and entry[i] ~= 'first' then
-            merged[#merged + 1] = entry[i]
-            merged[#merged + 1] = entry[i + 1]
-          end
-        end
-        merged[#merged + 1] = 'count'
-        merged[#merged + 1] = (tonumber(f.count) or 1) + 1
-        local first = f.first or f.tick
-        if first then
-          merged[#merged + 1] = 'first'
-          merged[#merged + 1] = first
-        end
-        redis.call('XDEL', key, last[1])
-        entry = merged
+      if g.skip == skip and g.outcome == outcome then
+        last, f = lasts[i], g
+        break
       end
+      if not g.skip or g.outcome ~= outcome or i >= mergeWithin then
+        break
+      end
+      if i == 1 then
+        lasts = redis.call('XREVRANGE', key, '+', '-', 'COUNT', mergeWithin)
+      end
+      i = i + 1
+    end
+    if last then
+      local merged = {}
+      for i = 1, #entry - 1, 2 do
+        if entry[i] ~= 'count' and entry[i] ~= 'first' then
+          merged[#merged + 1] = entry[i]
+          merged[#merged + 1] = entry[i + 1]
+        end
+      end
+      merged[#merged + 1] = 'count'
+      merged[#merged + 1] = (tonumber(f.count) or 1) + 1
+      local first = f.first or f.tick
+      if first then
+        merged[#merged + 1] = 'first'
+        merged[#merged + 1] = first
+      end
+      redis.call('XDEL', key, last[1])
+      entry = merged
     end
     id = redis.pcall('XADD', key, 'MAXLEN', '~', keep, '*', unpack(entry))
   end
