@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -12,8 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/lockcron/lockcron/fleet"
 )
 
 // MaxParamValue is the longest value of a manual run's parameter, in
@@ -101,28 +100,41 @@ func paramNames(params map[string]string) []string {
 	return slices.Sorted(maps.Keys(params))
 }
 
-// claimParams reads the parameters of r, a manual run just claimed in
-// ledger, and logs the claim with their names. It reports false when they
-// could not be read (the run is given back then: another try reads them).
-func (s *Scheduler) claimParams(ctx context.Context, r *run, ledger *fleet.Ledger, log hclog.Logger) bool {
-	p, err := ledger.Params(ctx, r.cl.Tick)
-	if err != nil {
-		log.Error("manual run not started: its parameters could not be read; given back", "error", err)
-		return false
+// claimParams reads the parameters of r, a manual run just claimed (the
+// claim carries them; a job on every replica claims in a ledger of its
+// own and reads them from the fleet's ledger of manual runs), and logs
+// the claim with their names. It returns why the run must not start: the
+// parameters could not be read, or a job with Params finds no record of
+// the request (the store lost it, say Redis restarted empty between the
+// trigger and the claim). The run ends then with the outcome error and
+// that error, never without its parameters.
+func (s *Scheduler) claimParams(ctx context.Context, r *run, log hclog.Logger) error {
+	p := r.cl.Params
+	if p == nil && r.e.mineManual != nil {
+		var err error
+		if p, err = r.e.manual.Params(ctx, r.cl.Tick); err != nil {
+			log.Error("manual run not started: its parameters could not be read", "error", err)
+			return fmt.Errorf("not run: its parameters could not be read: %w", err)
+		}
+	}
+	if p == nil && len(r.e.job.Params) > 0 {
+		log.Error("manual run not started: the store has no record of its request (lost with the store's data?)")
+		return errors.New("not run: the store has no record of this request and its parameters (lost with the store's data?)")
+	}
+	if len(p) == 0 {
+		log.Info("manual run claimed")
+		return nil
 	}
 	r.params = p
-	if len(p) > 0 {
-		log.Info("manual run claimed", "params", paramNames(p))
-		return true
-	}
-	log.Info("manual run claimed")
-	return true
+	log.Info("manual run claimed", "params", paramNames(p))
+	return nil
 }
 
 // manualRankKey is what ranks the replicas for manual run n of e's job:
 // n, so that they share the runs out; 0 for a job with Params, so that
-// one replica claims its runs one after the other, in order, each with its
-// parameters (a later run done first would take an earlier one for done).
+// one replica claims its runs one after the other (the store runs them in
+// their order anyway: a claim of a later one claims an earlier one not
+// done first, see Trigger).
 func manualRankKey(e *entry, n int64) int64 {
 	if len(e.job.Params) > 0 {
 		return 0

@@ -153,12 +153,21 @@ func (c claimSpec) scheduled() bool { return !c.manual && c.backfill == "" }
 // unfinished.
 const maxEarlier = 3
 
+// maxEarlierRequests is maxEarlier for a manual run: a claim of a job
+// with Params is handed each earlier request not done, in order (see
+// Trigger), and runs that many of them at most before its own.
+const maxEarlierRequests = 100
+
 // handleClaim claims c, runs the job under it, and finishes it. tick is the
 // time the run reports as its tick. A claim that is handed an earlier tick
 // that was claimed and never finished (its claimant died or gave it back)
 // runs that one first, then claims its own again.
 func (s *Scheduler) handleClaim(e *entry, tick time.Time, c claimSpec) {
-	for range maxEarlier + 1 {
+	bound := maxEarlier
+	if c.manual {
+		bound = maxEarlierRequests
+	}
+	for range bound + 1 {
 		if !s.claimOnce(e, tick, c) || e.cancelled() {
 			return
 		}
@@ -251,9 +260,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	// (The params are in the fleet's ledger of manual runs, also for a job
 	// that runs on every replica and claims in a ledger of its own.)
-	if c.manual && !s.claimParams(ctx, r, e.manual, log) {
-		endSpan(span, s.finish(r, OutcomeError, nil, log), nil)
-		return earlier
+	if c.manual {
+		if err := s.claimParams(ctx, r, log); err != nil {
+			endSpan(span, s.finish(r, OutcomeError, err, log), err)
+			return earlier
+		}
 	}
 	if e.job.Overlap == OverlapReplace && !c.manual {
 		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it
