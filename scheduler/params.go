@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/lockcron/lockcron/fleet"
 )
 
 // MaxParamValue is the longest value of a manual run's parameter, in
@@ -100,15 +102,20 @@ func paramNames(params map[string]string) []string {
 	return slices.Sorted(maps.Keys(params))
 }
 
-// claimParams reads the parameters of r, a manual run just claimed (the
-// claim carries them; a job on every replica claims in a ledger of its
-// own and reads them from the fleet's ledger of manual runs), and logs
-// the claim with their names. It returns why the run must not start: the
+// claimParams reads the parameters of r, a manual run just claimed in
+// ledger (the claim carries them; a job on every replica claims in a
+// ledger of its own and reads them from the fleet's ledger of manual
+// runs; a run that follows a parent's manual run has none), and logs the
+// claim with their names. It returns why the run must not start: the
 // parameters could not be read, or a job with Params finds no record of
 // the request (the store lost it, say Redis restarted empty between the
 // trigger and the claim). The run ends then with the outcome error and
 // that error, never without its parameters.
-func (s *Scheduler) claimParams(ctx context.Context, r *run, log hclog.Logger) error {
+func (s *Scheduler) claimParams(ctx context.Context, r *run, ledger *fleet.Ledger, log hclog.Logger) error {
+	if ledger != r.e.manualLedger() {
+		log.Info("manual run claimed")
+		return nil // a parent's manual run's: the request is the parent's
+	}
 	p := r.cl.Params
 	if p == nil && r.e.mineManual != nil {
 		var err error

@@ -151,3 +151,55 @@ func TestTriggerParamsRecordLost(t *testing.T) {
 		t.Fatalf("ran %+v; want no run without its params", xs)
 	}
 }
+
+// A job with params that follows another (Job.After) runs after its
+// parent's manual run without params (the request was the parent's, with
+// the parent's params), and with its own on a request of its own.
+func TestTriggerParamsChainChild(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := testkit.Context(t)
+	j := newJournal()
+	fl := chainFleet(t, srv, 1,
+		scheduler.Job{Name: "extract", Schedule: "0 0 1 1 *", Run: j.fn(nil), Params: []string{"customer"}},
+		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil), Params: []string{"customer"}})
+	testkit.Eventually(t, 10*time.Second, "the replica running", fl[0].s.Running)
+	if _, err := fl[0].s.TriggerParams(ctx, "load", map[string]string{"customer": "own"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fl[0].s.TriggerParams(ctx, "extract", map[string]string{"customer": "parent"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitCond(t, 30*time.Second, "extract once, load twice", func() bool {
+		by := j.byJob()
+		return len(by["extract"]) == 1 && len(by["load"]) == 2
+	})
+	fl[0].stop(t)
+	got := map[string]string{}
+	for _, x := range j.all() {
+		got[x.info.Job+" "+x.info.Parent] = x.info.Params["customer"]
+	}
+	for k, v := range got {
+		switch {
+		case k == "extract " || k == "load ":
+			if v != "parent" && v != "own" || (k == "extract ") != (v == "parent") {
+				t.Errorf("%s ran with customer %q", k, v)
+			}
+		case strings.HasPrefix(k, "load extract@"):
+			if v != "" {
+				t.Errorf("load after extract's manual run got customer %q; want none", v)
+			}
+		default:
+			t.Errorf("unexpected run %q (customer %q)", k, v)
+		}
+	}
+	runs, err := fl[0].s.History(ctx, "load", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Outcome != scheduler.OutcomeRan {
+			t.Errorf("load's run %+v: want ran", r)
+		}
+	}
+}

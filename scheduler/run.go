@@ -261,7 +261,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	// (The params are in the fleet's ledger of manual runs, also for a job
 	// that runs on every replica and claims in a ledger of its own.)
 	if c.manual {
-		if err := s.claimParams(ctx, r, log); err != nil {
+		if err := s.claimParams(ctx, r, c.ledger, log); err != nil {
 			endSpan(span, s.finish(r, OutcomeError, err, log), err)
 			return earlier
 		}
