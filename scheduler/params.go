@@ -78,7 +78,8 @@ func (j *Job) checkRunParams(params map[string]string) error {
 // Lockcron-Param-<Name> headers); its history entry keeps them. They are
 // stored with the request's number in the job's ledger of manual runs in
 // the same step, so whichever replica claims the run reads them, also
-// after a handoff. A name that is not declared (any, for a job without
+// after a handoff; the requests of a job with Params run each once, in
+// the order of their numbers (see the package doc). A name that is not declared (any, for a job without
 // Params), a name not made of a-z, 0-9 and _, or a value over
 // MaxParamValue bytes, not UTF-8 or with a control character is refused
 // with an error wrapping ErrInvalid that says what the job accepts, before
