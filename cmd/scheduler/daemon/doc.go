@@ -284,7 +284,8 @@
 // tries). Delivery is thus at least once; every try carries the run's key
 // (runKey: job, tick, trigger, fencing token and outcome, hashed) as its
 // Idempotency-Key header, and the JSON body as idempotency_key, so that a
-// receiver drops repeats. A graceful stop sends what is queued within 5s,
+// receiver drops repeats. A manual run's parameters go by name only
+// (param_names), never their values. A graceful stop sends what is queued within 5s,
 // then gives up on the rest. Logs name the block, the job and the tick,
 // never the URL. The daemon's logs give durations as Go duration strings
 // (newLogger), in JSON too.
