@@ -52,15 +52,19 @@ func (j *Job) checkRunParams(params map[string]string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("scheduler: trigger %q: %s: %w", j.Name, fmt.Sprintf(format, args...), ErrInvalid)
 	}
+	accepts := "the job accepts " + strings.Join(j.Params, ", ")
+	if len(j.Params) == 0 {
+		accepts = "the job accepts none"
+	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
 		switch {
 		case !paramKey.MatchString(k):
-			return bad("parameter %q: a name is made of a-z, 0-9 and _", k)
+			return bad("parameter %q: a name is made of a-z, 0-9 and _; %s", k, accepts)
 		case len(j.Params) == 0:
 			return bad("parameter %q: the job accepts no parameters (declare them in its params)", k)
 		case !slices.Contains(j.Params, k):
-			return bad("parameter %q is not accepted: the job accepts %s", k, strings.Join(j.Params, ", "))
+			return bad("parameter %q is not accepted: %s", k, accepts)
 		case len(v) > MaxParamValue:
 			return bad("parameter %q: value of %d bytes: at most %d", k, len(v), MaxParamValue)
 		case !utf8.ValidString(v):

@@ -76,7 +76,7 @@ job "hook" {
 		want string
 	}{
 		{"report", []string{"-param", "region=eu"}, `parameter "region" is not accepted: the job accepts customer, date`},
-		{"report", []string{"-param", "Customer=42"}, `parameter "Customer": a name is made of a-z, 0-9 and _`},
+		{"report", []string{"-param", "Customer=42"}, `parameter "Customer": a name is made of a-z, 0-9 and _; the job accepts customer, date`},
 		{"report", []string{"-param", "customer=" + long}, `parameter "customer": value of 4097 bytes: at most 4096`},
 		{"plain", []string{"-param", "customer=42"}, `parameter "customer": the job accepts no parameters`},
 	} {
@@ -97,6 +97,11 @@ job "hook" {
 	}
 	if st, msg := postJSON(t, api+"/api/jobs/report/trigger", `{"parameters": {}}`); st != http.StatusBadRequest || !strings.Contains(msg, "not a trigger request") {
 		t.Errorf("POST trigger with an unknown field: %d %q, want 400", st, msg)
+	}
+	for _, body := range []string{`{"params": {}}garbage`, `{"params": {}} {}`, `{"params": {}}}`} {
+		if st, msg := postJSON(t, api+"/api/jobs/report/trigger", body); st != http.StatusBadRequest || !strings.Contains(msg, "more after the JSON object") {
+			t.Errorf("POST trigger %s: %d %q, want 400", body, st, msg)
+		}
 	}
 	for _, j := range jobsJSON(t, dir, cfg) {
 		if j.Fleet.Triggers != 0 {

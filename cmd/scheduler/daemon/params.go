@@ -31,7 +31,13 @@ func triggerBody(r *http.Request) (map[string]string, error) {
 	if len(strings.TrimSpace(string(b))) > 0 {
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&t); err != nil {
+		err := dec.Decode(&t)
+		if err == nil {
+			if _, end := dec.Token(); end != io.EOF {
+				err = fmt.Errorf("more after the JSON object, at byte %d", dec.InputOffset())
+			}
+		}
+		if err != nil {
 			return nil, fmt.Errorf(`body: not a trigger request, {"params": {"customer": "42"}}: %w`, err)
 		}
 	}
@@ -67,13 +73,22 @@ func parseParams(flags []string) (map[string]string, error) {
 	return params, nil
 }
 
+// paramCell is the most of a parameter's value that `scheduler history`
+// shows in its TICK column, in characters (-json shows it whole).
+const paramCell = 40
+
 // paramsText is a manual run's params as `scheduler history` shows them
 // after its number: " key=value ...", sorted by key, each value printable
-// (control characters quoted); "" for none.
+// (control characters quoted) and cut to paramCell characters, … marking
+// the cut; "" for none.
 func paramsText(params map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		b.WriteString(" " + k + "=" + printable(params[k]))
+		v := []rune(printable(params[k]))
+		if len(v) > paramCell {
+			v = append(v[:paramCell-1], '…')
+		}
+		b.WriteString(" " + k + "=" + string(v))
 	}
 	return b.String()
 }
