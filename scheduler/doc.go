@@ -495,7 +495,9 @@
 // so. A run that follows a parent's manual run (Job.After) has no params:
 // the request was the parent's. The records are dropped from the ledger
 // by a later request once their runs are done (the history entry keeps
-// the params), and with the ledger itself; a client retry of a trigger
+// the params), and with the ledger itself; at most the latest 1000 are
+// kept (a request further back that has not run by then ends as a lost
+// record does, with the outcome error); a client retry of a trigger
 // after a lost reply is known by the request's id while its record is
 // kept, and counts nothing again. The run gets the params in
 // jobs.Info.Params; an exec job as LOCKCRON_PARAM_<NAME> (the name in upper

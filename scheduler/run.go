@@ -253,8 +253,14 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			log = s.runLog(e, tick).With("trigger", cl.Tick)
 		}
 		span.SetAttributes(attrTick.String(fmtTick(r.tick)))
-		log.Warn("an earlier tick was claimed and never finished: running it first", "attempt", cl.Try, "before", fmtTick(tick),
-			"from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
+		if c.manual && cl.Try == 1 {
+			// An earlier request of a job with Params, not done: the
+			// store runs them in order (see Trigger).
+			log.Info("an earlier manual request is not done: running it first", "before", c.tick)
+		} else {
+			log.Warn("an earlier tick was claimed and never finished: running it first", "attempt", cl.Try, "before", fmtTick(tick),
+				"from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
+		}
 	} else if cl.Try > 1 {
 		log.Warn("tick taken over", "attempt", cl.Try, "from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	}

@@ -18,9 +18,10 @@ var (
 	triggerScript = redis.NewScript(libSrc + triggerSrc)
 )
 
-// reqsDropped bounds how many records of requests done one trigger drops
+// reqsDropped bounds how many records of requests done one trigger drops,
+// and reqsKept how many requests back records are kept at most
 // (trigger.lua).
-const reqsDropped = 1000
+const reqsDropped, reqsKept = 1000, 1000
 
 // Trigger counts one more manual request for the task in g, records it
 // with params in runs, the ledger that claims the requests' numbers (nil:
@@ -141,8 +142,8 @@ func (b *memoryBackend) ledgerTrigger(ctx context.Context, key, runs, id, params
 	r := b.s.ledgerAt(runs, now, true)
 	t := &r.trig
 	low := max(t.low, 1)
-	if r.done >= low {
-		upto := min(r.done, low+reqsDropped-1)
+	if drop := max(r.done, n-reqsKept-1); drop >= low {
+		upto := min(drop, low+reqsDropped-1)
 		for m := low; m <= upto; m++ {
 			if rec, ok := t.reqs[m]; ok {
 				if _, rid, ok := strings.Cut(rec, "\n"); ok {

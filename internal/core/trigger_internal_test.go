@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -28,6 +29,28 @@ func TestTriggerRetryByID(t *testing.T) {
 		}
 		if rec, err := be.ledgerParams(ctx, runs, 4); err != nil || rec != "" {
 			t.Fatalf("request 4's record %q, %v; want none", rec, err)
+		}
+	})
+}
+
+// A ledger whose done does not move (a job on every replica claims its
+// manual runs in ledgers of its own) keeps the records of the latest
+// requests only: those more than reqsKept before the newest go.
+func TestTriggerKeepsLatestRecords(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, func(t *testing.T, be backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		const key = "{job}:ledger"
+		for i := range reqsKept + 3 {
+			if _, err := be.ledgerTrigger(ctx, key, key, fmt.Sprint("r", i), "{}"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for n, want := range map[int64]bool{1: false, 2: false, 3: true, reqsKept + 3: true} {
+			if rec, err := be.ledgerParams(ctx, key, n); err != nil || (rec != "") != want {
+				t.Errorf("request %d's record %q, %v; kept %v wanted", n, rec, err, want)
+			}
 		}
 	})
 }

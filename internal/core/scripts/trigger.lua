@@ -16,7 +16,8 @@
 -- ARGV[3] the parameters, a JSON object ("{}" none): the request is
 --         ordered; "" it is not (a job without parameters)
 -- The records of the requests done (the ledger's field done) are dropped,
--- at most 1000 a call: the history entry of the run keeps the params.
+-- at most 1000 a call: the history entry of the run keeps the params; and
+-- so are those of the requests more than 1000 before this one.
 -- Returns n, the request's number; -6 KEYS[1] or KEYS[2] is not a hash.
 for _, k in ipairs(KEYS) do
   local t = redis.call('TYPE', k)
@@ -32,8 +33,11 @@ end
 local n = redis.call('HINCRBY', KEYS[1], 'triggers', 1)
 local done = tonumber(redis.call('HGET', KEYS[2], 'done')) or 0
 local low = tonumber(redis.call('HGET', KEYS[2], 'reqlow')) or 1
-if done >= low then
-  local upto = math.min(done, low + 999)
+-- At most 1000 requests are kept: those further back go too, done or not
+-- (a ledger whose done does not move, one of a job on every replica).
+local drop = math.max(done, n - 1001)
+if drop >= low then
+  local upto = math.min(drop, low + 999)
   for m = low, upto do
     local r = redis.call('HGET', KEYS[2], 'req:' .. m)
     if r then
