@@ -142,8 +142,7 @@ func (b *memoryBackend) ledgerTrigger(ctx context.Context, key, runs, id, params
 	r := b.s.ledgerAt(runs, now, true)
 	t := &r.trig
 	low := max(t.low, 1)
-	if drop := max(r.done, n-reqsKept-1); drop >= low {
-		upto := min(drop, low+reqsDropped-1)
+	if upto := min(max(r.done, n-reqsKept-1), low+reqsDropped-1, n-1); upto >= low {
 		for m := low; m <= upto; m++ {
 			if rec, ok := t.reqs[m]; ok {
 				if _, rid, ok := strings.Cut(rec, "\n"); ok {

@@ -35,9 +35,10 @@ local done = tonumber(redis.call('HGET', KEYS[2], 'done')) or 0
 local low = tonumber(redis.call('HGET', KEYS[2], 'reqlow')) or 1
 -- At most 1000 requests are kept: those further back go too, done or not
 -- (a ledger whose done does not move, one of a job on every replica).
-local drop = math.max(done, n - 1001)
-if drop >= low then
-  local upto = math.min(drop, low + 999)
+-- Records are of requests before n only (done may be far beyond them,
+-- in a ledger that also claims ticks).
+local upto = math.min(math.max(done, n - 1001), low + 999, n - 1)
+if upto >= low then
   for m = low, upto do
     local r = redis.call('HGET', KEYS[2], 'req:' .. m)
     if r then
