@@ -260,3 +260,25 @@ log {
 		t.Errorf("audit: %+v; want the one trigger with its params", es)
 	}
 }
+
+// A trigger of a job with params that no replica hears fails, saying that
+// the request is recorded: it runs, first, with the job's next trigger
+// that a replica hears.
+func TestParamsUnheardRunsWithNext(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("report", "@yearly", "1s", `echo "$LOCKCRON_TRIGGER|$LOCKCRON_PARAM_CUSTOMER" >> report.log`, `params = ["customer"]`))
+	r := mustCLI(t, 1, dir, "trigger", "report", "-param", "customer=unheard", "-config", cfg)
+	if !strings.Contains(r.stderr, "no replica heard it") || !strings.Contains(r.stderr, "it is recorded, and runs before the job's next trigger that a replica hears") {
+		t.Errorf("trigger heard by none: stderr %q", r.stderr)
+	}
+	startReplica(t, dir, cfg, "solo")
+	waitSubscribed(t, srv, 1)
+	mustCLI(t, 0, dir, "trigger", "report", "-param", "customer=heard", "-config", cfg)
+	testkit.Eventually(t, 30*time.Second, "both runs", func() bool { return len(fileLines(t, dir+"/report.log")) == 2 })
+	if l := fileLines(t, dir+"/report.log"); l[0] != "1|unheard" || l[1] != "2|heard" {
+		t.Errorf("runs %q; want 1|unheard, then 2|heard", l)
+	}
+}

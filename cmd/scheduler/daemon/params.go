@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 // maxTriggerBody bounds the body of POST /api/jobs/{name}/trigger.
@@ -42,6 +44,19 @@ func triggerBody(r *http.Request) (map[string]string, error) {
 		}
 	}
 	return t.Params, nil
+}
+
+// unheardNote is what becomes of a trigger of job that no replica heard,
+// after the error that says so: for a job with params the request is
+// recorded, and runs first at the job's next trigger that is heard (the
+// store runs them in order); other jobs' is lost.
+func unheardNote(cfg *config.Config, job string) string {
+	for _, j := range cfg.Jobs {
+		if j.Name == job && len(j.Params) > 0 {
+			return "; it is recorded, and runs before the job's next trigger that a replica hears (trigger again only for one more run)"
+		}
+	}
+	return ""
 }
 
 // paramsNote is the audit note of a trigger with params: "params " and
