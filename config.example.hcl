@@ -448,8 +448,10 @@ job "hello" {
 # accepts (a-z, 0-9 and _); a run given another name is refused with this
 # list, and so is a value over 4 kB or with a control character. The exec
 # job gets them as LOCKCRON_PARAM_CUSTOMER and LOCKCRON_PARAM_MONTH (an
-# http job as Lockcron-Param-Customer and Lockcron-Param-Month headers);
-# scheduled runs get none. They are kept in the run's history entry and
+# http job as Lockcron-Param-Customer and Lockcron-Param-Month headers,
+# each _ of a name made a -: report_date is Lockcron-Param-Report-Date);
+# scheduled runs get none. Each trigger runs once, in the order Redis
+# counted them. They are kept in the run's history entry and
 # the trigger's audit entry; logs name them, never their values.
 job "report" {
   schedule = "0 6 1 * *"

@@ -182,6 +182,10 @@ type Claim struct {
 	// claimant, whatever their own clocks say. The scheduler measures a
 	// job's start deadline on it.
 	At time.Time
+	// Params are the params of the ordered manual request claimed (see
+	// Trigger; an empty map for none); nil if the tick claimed has no such
+	// record (a request without params, or the store lost it).
+	Params map[string]string
 
 	cl *core.Claim
 }
@@ -215,7 +219,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...lock
 	if err != nil {
 		return nil, err
 	}
-	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, At: cl.At, cl: cl}, nil
+	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, At: cl.At, Params: cl.Params, cl: cl}, nil
 }
 
 // Owner is the owner id under which the claim holds the lock: the
@@ -358,15 +362,19 @@ func (g *Ledger) Pause(ctx context.Context, paused bool, p PauseInfo) error {
 	return g.g.Pause(ctx, paused, p)
 }
 
-// Trigger counts one more manual request for the task in g, keeps params
-// with it (nil: none) in runs, the ledger that claims the requests'
-// numbers (nil: g; else another ledger of the same lock, as the
-// scheduler's ledger of manual runs), in the same step, and returns the
-// count, which grows by one each time: a number to claim in runs (the
-// scheduler's trigger). Whoever claims that number reads params with
-// runs.Params, also after a handoff. A client retry after a lost reply
-// counts nothing again. It returns lock.ErrBadKey if a key is not a hash,
-// lock.ErrInvalid if runs is of another lock.
+// Trigger counts one more manual request for the task in g, records it
+// in runs, the ledger that claims the requests' numbers (nil: g; else
+// another ledger of the same lock, as the scheduler's ledger of manual
+// runs), in the same step, and returns the count, which grows by one each
+// time: a number to claim in runs (the scheduler's trigger). With params
+// non-nil (an empty map too) the request is ordered: while it is not done,
+// a Claim in runs of a later request claims it first (Claim.Tick), so that
+// none is ever passed over, and the claim carries its params
+// (Claim.Params; runs.Params reads them too, until the request is done).
+// params nil: a request without parameters, not ordered. A client retry
+// after a lost reply counts nothing again, until the request is done. It
+// returns lock.ErrBadKey if a key is not a hash, lock.ErrInvalid if runs
+// is of another lock.
 func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]string) (int64, error) {
 	var r *core.Ledger
 	if runs != nil {
@@ -375,10 +383,11 @@ func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]st
 	return g.g.Trigger(ctx, r, params)
 }
 
-// Params returns the params Trigger kept with request n: nil if it had
-// none. They are kept while the request is not done (LedgerState.Done
-// below n); once it is, a later Trigger drops them. It returns
-// lock.ErrBadKey if the key is not a hash.
+// Params returns the params Trigger recorded with ordered request n (an
+// empty map for none); nil if n has no such record (not ordered, or the
+// store lost it). They are kept while the request is not done
+// (LedgerState.Done below n); once it is, a later Trigger drops them. It
+// returns lock.ErrBadKey if the key is not a hash.
 func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error) {
 	return g.g.Params(ctx, n)
 }

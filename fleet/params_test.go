@@ -58,3 +58,51 @@ func TestTriggerParams(t *testing.T) {
 		})
 	}
 }
+
+// Ordered requests (Trigger with params) are claimed in their order: a
+// claim of a later one claims the first one not done, with its params,
+// so that none is passed over; a request without params is not ordered.
+func TestTriggerOrdered(t *testing.T) {
+	t.Parallel()
+	for _, be := range locktest.Backends {
+		t.Run(be, func(t *testing.T) {
+			cs := locktest.NewStore(t, be).NewClients(t, 2)
+			ctx := testkit.Context(t)
+			g, _ := fleet.New(cs[0]).Ledger("job", "job")
+			m, _ := fleet.New(cs[0]).Ledger("job", "job!manual")
+			other, _ := fleet.New(cs[1]).Ledger("job", "job!manual")
+			for i, p := range []map[string]string{{"customer": "1"}, {}, nil} {
+				if n, err := g.Trigger(ctx, m, p); err != nil || n != int64(i+1) {
+					t.Fatalf("Trigger %d = %d, %v", i+1, n, err)
+				}
+			}
+			for _, want := range []struct {
+				tick   int64
+				params map[string]string
+			}{{1, map[string]string{"customer": "1"}}, {2, map[string]string{}}, {3, nil}} {
+				cl, err := other.Claim(ctx, 3, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cl.Tick != want.tick || (cl.Params == nil) != (want.params == nil) || cl.Params["customer"] != want.params["customer"] {
+					t.Fatalf("Claim(3) claimed %d with params %v; want %d with %v", cl.Tick, cl.Params, want.tick, want.params)
+				}
+				if err := cl.Finish(ctx, fleet.Record{Done: true, Outcome: "ran", Tries: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := other.Claim(ctx, 3, false); !errors.Is(err, fleet.ErrDone) {
+				t.Fatalf("Claim(3) once done: %v; want ErrDone", err)
+			}
+			// Unordered requests are not waited for: 5 is claimed before 4.
+			for range 2 {
+				if _, err := g.Trigger(ctx, m, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if cl, err := other.Claim(ctx, 5, false); err != nil || cl.Tick != 5 || cl.Params != nil {
+				t.Fatalf("Claim(5) past an unordered 4 = %+v, %v; want 5 without params", cl, err)
+			}
+		})
+	}
+}

@@ -45,7 +45,11 @@
 // named by the Header constants. A manual run's parameters (Info.Params,
 // the scheduler's TriggerParams) go to an exec job as
 // LOCKCRON_PARAM_<NAME>, the name in upper case (ParamEnv), and to an http
-// job as Lockcron-Param-<Name> headers (ParamHeader).
+// job as Lockcron-Param-<Name> headers, each _ of the name made a -
+// (ParamHeader).
+//
+// Info holds a map (Params): it is not comparable with ==; compare the
+// fields you need.
 //
 // # Errors
 //

@@ -79,9 +79,14 @@ const (
 func ParamEnv(name string) string { return ParamEnvPrefix + strings.ToUpper(name) }
 
 // ParamHeader is the header that carries the parameter name, in its
-// canonical form: Lockcron-Param- and the name with its first letter in
-// upper case (customer_id: Lockcron-Param-Customer_id).
-func ParamHeader(name string) string { return http.CanonicalHeaderKey(ParamHeaderPrefix + name) }
+// canonical form: Lockcron-Param- and the name with each _ made a -
+// (proxies such as nginx and Apache drop header names with _) and each
+// word's first letter in upper case (report_date:
+// Lockcron-Param-Report-Date). Names are of a-z, 0-9 and _, so no two
+// share a header.
+func ParamHeader(name string) string {
+	return http.CanonicalHeaderKey(ParamHeaderPrefix + strings.ReplaceAll(name, "_", "-"))
+}
 
 type infoKey struct{}
 

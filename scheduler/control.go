@@ -39,6 +39,9 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (int64, error) {
 // the fleet (Trigger).
 func (s *Scheduler) trigger(ctx context.Context, e *entry, params map[string]string) (int64, error) {
 	job := e.job.Name
+	if len(e.job.Params) > 0 && params == nil {
+		params = map[string]string{} // ordered all the same (fleet.Ledger.Trigger)
+	}
 	n, err := e.ledger.Trigger(ctx, e.manual, params)
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: trigger %q: %w", job, err)

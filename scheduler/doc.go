@@ -476,26 +476,44 @@
 // 0-9 and _, a value over MaxParamValue (4 kB), not UTF-8 or with a
 // control character (values travel in the environment and in HTTP
 // headers) is refused with an error wrapping ErrInvalid that lists what
-// the job accepts. The params are stored with the request's number in the
-// ledger of manual runs, in the same step that counts the request
-// (fleet.Ledger.Trigger, one script): whichever replica claims the run
-// reads them (fleet.Ledger.Params) right after its claim, also a replica
-// that takes the run over after its claimant died or handed it off; a
-// claim that cannot read them gives the run back. They are dropped from
-// the ledger by a later request once the run is done (the history entry
-// keeps them), and with the ledger itself. The run gets them in
+// the job accepts. The request is recorded with its number and params in
+// the ledger of manual runs, in the same step that counts it
+// (fleet.Ledger.Trigger, one script), and the store runs the requests of a
+// job with Params in the order of their numbers, none passed over: a claim
+// of request n, while an earlier request m is not done, claims m instead
+// (claim.lua: the first request after the ledger's done), runs it, and
+// then claims its own. So each request runs once, with its own params,
+// whatever order the replicas hear the requests in (two senders, a
+// message that comes late), and whichever replica claims it (a handoff, a
+// takeover after its claimant died); the claim carries the request's
+// params in the same step. A request that no replica heard (Trigger
+// returned 0: none listened, or its message was lost) is not lost either:
+// it runs, first, with the next request of the job that is heard. A
+// claimed request of a job with Params whose record the store no longer
+// has (Redis restarted empty between the trigger and the claim) is not run
+// without its params: it ends with the outcome error, and the error says
+// so. A run that follows a parent's manual run (Job.After) has no params:
+// the request was the parent's. The records are dropped from the ledger
+// by a later request once their runs are done (the history entry keeps
+// the params), and with the ledger itself; at most the latest 1000 are
+// kept (a request further back that has not run by then ends as a lost
+// record does, with the outcome error); a client retry of a trigger
+// after a lost reply is known by the request's id while its record is
+// kept, and counts nothing again. The run gets the params in
 // jobs.Info.Params; an exec job as LOCKCRON_PARAM_<NAME> (the name in upper
-// case), an http job as Lockcron-Param-<Name> headers (its configured body
-// is left as it is: a JSON field would need a JSON body). Run.Params keeps
-// them in the history. Logs (the trigger, the claim) carry the names
-// only, never the values; spans carry neither. The manual runs of a job with Params are
+// case), an http job as Lockcron-Param-<Name> headers, each _ of the name
+// made a - (Lockcron-Param-Report-Date; its configured body is left as it
+// is: a JSON field would need a JSON body). Run.Params keeps them in the
+// history. Logs (the trigger, the claim) carry the names only, never the
+// values; spans carry neither. The manual runs of a job with Params are
 // not merged as other manual runs are (several requests heard while one
 // runs become one run of the latest): each runs, one after the other in
-// the order of their numbers, and all replicas rank the same replica first
-// for all of them, so that a later request does not overtake an earlier
-// one (its claim would then find the earlier one done); only when that
-// replica dies or does not claim in its fallback delay can another replica
-// take a later request before an earlier one, which is then not run.
+// the order of their numbers; all replicas rank the same replica first for
+// all of them, and the others claim one only when it is not done within
+// their fallback delay (the store keeps the order either way). What holds
+// is the order of the numbers, that is of the requests' arrival at Redis:
+// two triggers sent at the same moment run in whichever order Redis
+// counted them.
 //
 // # Changing jobs while running
 //

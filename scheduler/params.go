@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -51,15 +52,19 @@ func (j *Job) checkRunParams(params map[string]string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("scheduler: trigger %q: %s: %w", j.Name, fmt.Sprintf(format, args...), ErrInvalid)
 	}
+	accepts := "the job accepts " + strings.Join(j.Params, ", ")
+	if len(j.Params) == 0 {
+		accepts = "the job accepts none"
+	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
 		switch {
 		case !paramKey.MatchString(k):
-			return bad("parameter %q: a name is made of a-z, 0-9 and _", k)
+			return bad("parameter %q: a name is made of a-z, 0-9 and _; %s", k, accepts)
 		case len(j.Params) == 0:
 			return bad("parameter %q: the job accepts no parameters (declare them in its params)", k)
 		case !slices.Contains(j.Params, k):
-			return bad("parameter %q is not accepted: the job accepts %s", k, strings.Join(j.Params, ", "))
+			return bad("parameter %q is not accepted: %s", k, accepts)
 		case len(v) > MaxParamValue:
 			return bad("parameter %q: value of %d bytes: at most %d", k, len(v), MaxParamValue)
 		case !utf8.ValidString(v):
@@ -77,7 +82,8 @@ func (j *Job) checkRunParams(params map[string]string) error {
 // Lockcron-Param-<Name> headers); its history entry keeps them. They are
 // stored with the request's number in the job's ledger of manual runs in
 // the same step, so whichever replica claims the run reads them, also
-// after a handoff. A name that is not declared (any, for a job without
+// after a handoff; the requests of a job with Params run each once, in
+// the order of their numbers (see the package doc). A name that is not declared (any, for a job without
 // Params), a name not made of a-z, 0-9 and _, or a value over
 // MaxParamValue bytes, not UTF-8 or with a control character is refused
 // with an error wrapping ErrInvalid that says what the job accepts, before
@@ -102,27 +108,45 @@ func paramNames(params map[string]string) []string {
 }
 
 // claimParams reads the parameters of r, a manual run just claimed in
-// ledger, and logs the claim with their names. It reports false when they
-// could not be read (the run is given back then: another try reads them).
-func (s *Scheduler) claimParams(ctx context.Context, r *run, ledger *fleet.Ledger, log hclog.Logger) bool {
-	p, err := ledger.Params(ctx, r.cl.Tick)
-	if err != nil {
-		log.Error("manual run not started: its parameters could not be read; given back", "error", err)
-		return false
+// ledger (the claim carries them; a job on every replica claims in a
+// ledger of its own and reads them from the fleet's ledger of manual
+// runs; a run that follows a parent's manual run has none), and logs the
+// claim with their names. It returns why the run must not start: the
+// parameters could not be read, or a job with Params finds no record of
+// the request (the store lost it, say Redis restarted empty between the
+// trigger and the claim). The run ends then with the outcome error and
+// that error, never without its parameters.
+func (s *Scheduler) claimParams(ctx context.Context, r *run, ledger *fleet.Ledger, log hclog.Logger) error {
+	if ledger != r.e.manualLedger() {
+		log.Info("manual run claimed")
+		return nil // a parent's manual run's: the request is the parent's
+	}
+	p := r.cl.Params
+	if p == nil && r.e.mineManual != nil {
+		var err error
+		if p, err = r.e.manual.Params(ctx, r.cl.Tick); err != nil {
+			log.Error("manual run not started: its parameters could not be read", "error", err)
+			return fmt.Errorf("not run: its parameters could not be read: %w", err)
+		}
+	}
+	if p == nil && len(r.e.job.Params) > 0 {
+		log.Error("manual run not started: the store has no record of its request (lost with the store's data?)")
+		return errors.New("not run: the store has no record of this request and its parameters (lost with the store's data?)")
+	}
+	if len(p) == 0 {
+		log.Info("manual run claimed")
+		return nil
 	}
 	r.params = p
-	if len(p) > 0 {
-		log.Info("manual run claimed", "params", paramNames(p))
-		return true
-	}
-	log.Info("manual run claimed")
-	return true
+	log.Info("manual run claimed", "params", paramNames(p))
+	return nil
 }
 
 // manualRankKey is what ranks the replicas for manual run n of e's job:
 // n, so that they share the runs out; 0 for a job with Params, so that
-// one replica claims its runs one after the other, in order, each with its
-// parameters (a later run done first would take an earlier one for done).
+// one replica claims its runs one after the other (the store runs them in
+// their order anyway: a claim of a later one claims an earlier one not
+// done first, see Trigger).
 func manualRankKey(e *entry, n int64) int64 {
 	if len(e.job.Params) > 0 {
 		return 0

@@ -48,7 +48,7 @@ func TestTriggerParams(t *testing.T) {
 		want   string
 	}{
 		{job, map[string]string{"customer": "42", "region": "eu"}, `parameter "region" is not accepted: the job accepts customer, date`},
-		{job, map[string]string{"Customer": "42"}, `parameter "Customer": a name is made of a-z, 0-9 and _`},
+		{job, map[string]string{"Customer": "42"}, `parameter "Customer": a name is made of a-z, 0-9 and _; the job accepts customer, date`},
 		{job, map[string]string{"customer": long}, fmt.Sprintf(`parameter "customer": value of %d bytes: at most %d`, len(long), scheduler.MaxParamValue)},
 		{job, map[string]string{"customer": "4\n2"}, `parameter "customer": the value holds a control character`},
 		{plain, map[string]string{"customer": "42"}, `parameter "customer": the job accepts no parameters`},

@@ -153,12 +153,21 @@ func (c claimSpec) scheduled() bool { return !c.manual && c.backfill == "" }
 // unfinished.
 const maxEarlier = 3
 
+// maxEarlierRequests is maxEarlier for a manual run: a claim of a job
+// with Params is handed each earlier request not done, in order (see
+// Trigger), and runs that many of them at most before its own.
+const maxEarlierRequests = 100
+
 // handleClaim claims c, runs the job under it, and finishes it. tick is the
 // time the run reports as its tick. A claim that is handed an earlier tick
 // that was claimed and never finished (its claimant died or gave it back)
 // runs that one first, then claims its own again.
 func (s *Scheduler) handleClaim(e *entry, tick time.Time, c claimSpec) {
-	for range maxEarlier + 1 {
+	bound := maxEarlier
+	if c.manual {
+		bound = maxEarlierRequests
+	}
+	for range bound + 1 {
 		if !s.claimOnce(e, tick, c) || e.cancelled() {
 			return
 		}
@@ -244,20 +253,28 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			log = s.runLog(e, tick).With("trigger", cl.Tick)
 		}
 		span.SetAttributes(attrTick.String(fmtTick(r.tick)))
-		what := "running it first"
-		if e.job.Overlap == OverlapReplace && c.scheduled() {
-			what = "recording it replaced" // (the check below, before a run)
+		if c.manual && cl.Try == 1 {
+			// An earlier request of a job with Params, not done: the
+			// store runs them in order (see Trigger).
+			log.Info("an earlier manual request is not done: running it first", "before", c.tick)
+		} else {
+			what := "running it first"
+			if e.job.Overlap == OverlapReplace && c.scheduled() {
+				what = "recording it replaced" // (the check below, before a run)
+			}
+			log.Warn("an earlier tick was claimed and never finished: "+what, "attempt", cl.Try, "before", fmtTick(tick),
+				"from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 		}
-		log.Warn("an earlier tick was claimed and never finished: "+what, "attempt", cl.Try, "before", fmtTick(tick),
-			"from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	} else if cl.Try > 1 {
 		log.Warn("tick taken over", "attempt", cl.Try, "from", ownerReplica(cl.From), "why", s.takeoverWhy(ctx, c.ledger, cl))
 	}
 	// (The params are in the fleet's ledger of manual runs, also for a job
 	// that runs on every replica and claims in a ledger of its own.)
-	if c.manual && !s.claimParams(ctx, r, e.manual, log) {
-		endSpan(span, s.finish(r, OutcomeError, nil, log), nil)
-		return earlier
+	if c.manual {
+		if err := s.claimParams(ctx, r, c.ledger, log); err != nil {
+			endSpan(span, s.finish(r, OutcomeError, err, log), err)
+			return earlier
+		}
 	}
 	if e.job.Overlap == OverlapReplace && c.scheduled() {
 		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it

@@ -76,7 +76,7 @@ job "hook" {
 		want string
 	}{
 		{"report", []string{"-param", "region=eu"}, `parameter "region" is not accepted: the job accepts customer, date`},
-		{"report", []string{"-param", "Customer=42"}, `parameter "Customer": a name is made of a-z, 0-9 and _`},
+		{"report", []string{"-param", "Customer=42"}, `parameter "Customer": a name is made of a-z, 0-9 and _; the job accepts customer, date`},
 		{"report", []string{"-param", "customer=" + long}, `parameter "customer": value of 4097 bytes: at most 4096`},
 		{"plain", []string{"-param", "customer=42"}, `parameter "customer": the job accepts no parameters`},
 	} {
@@ -97,6 +97,11 @@ job "hook" {
 	}
 	if st, msg := postJSON(t, api+"/api/jobs/report/trigger", `{"parameters": {}}`); st != http.StatusBadRequest || !strings.Contains(msg, "not a trigger request") {
 		t.Errorf("POST trigger with an unknown field: %d %q, want 400", st, msg)
+	}
+	for _, body := range []string{`{"params": {}}garbage`, `{"params": {}} {}`, `{"params": {}}}`} {
+		if st, msg := postJSON(t, api+"/api/jobs/report/trigger", body); st != http.StatusBadRequest || !strings.Contains(msg, "more after the JSON object") {
+			t.Errorf("POST trigger %s: %d %q, want 400", body, st, msg)
+		}
 	}
 	for _, j := range jobsJSON(t, dir, cfg) {
 		if j.Fleet.Triggers != 0 {
@@ -253,5 +258,27 @@ log {
 	}
 	if es := auditCLI(t, dir, env, "-config", cfg); len(es) != 1 || es[0].Note != `params {"customer":"mem-7"}` {
 		t.Errorf("audit: %+v; want the one trigger with its params", es)
+	}
+}
+
+// A trigger of a job with params that no replica hears fails, saying that
+// the request is recorded: it runs, first, with the job's next trigger
+// that a replica hears.
+func TestParamsUnheardRunsWithNext(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("report", "@yearly", "1s", `echo "$LOCKCRON_TRIGGER|$LOCKCRON_PARAM_CUSTOMER" >> report.log`, `params = ["customer"]`))
+	r := mustCLI(t, 1, dir, "trigger", "report", "-param", "customer=unheard", "-config", cfg)
+	if !strings.Contains(r.stderr, "no replica heard it") || !strings.Contains(r.stderr, "it is recorded, and runs before the job's next trigger that a replica hears") {
+		t.Errorf("trigger heard by none: stderr %q", r.stderr)
+	}
+	startReplica(t, dir, cfg, "solo")
+	waitSubscribed(t, srv, 1)
+	mustCLI(t, 0, dir, "trigger", "report", "-param", "customer=heard", "-config", cfg)
+	testkit.Eventually(t, 30*time.Second, "both runs", func() bool { return len(fileLines(t, dir+"/report.log")) == 2 })
+	if l := fileLines(t, dir+"/report.log"); l[0] != "1|unheard" || l[1] != "2|heard" {
+		t.Errorf("runs %q; want 1|unheard, then 2|heard", l)
 	}
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,8 +89,15 @@ func parseChainRun(m string) (ChainRun, bool) {
 // latest maxChainRuns by tick. s.mu is held.
 func (g *memLedger) addChain(r ChainRun) {
 	g.chain = append(g.chain, r)
+	// As the sorted set: by tick, then (two runs of one tick) by member.
+	member := func(r ChainRun) string {
+		return fmt.Sprintf("%d\n%s\n%s\n%d", r.Tick, r.Outcome, r.RunTick, r.At.UnixMilli())
+	}
 	slices.SortStableFunc(g.chain, func(a, b ChainRun) int {
-		return int(min(max(a.Tick-b.Tick, -1), 1))
+		if c := cmp.Compare(a.Tick, b.Tick); c != 0 {
+			return c
+		}
+		return strings.Compare(member(a), member(b))
 	})
 	if n := len(g.chain); n > maxChainRuns {
 		g.chain = slices.Delete(g.chain, 0, n-maxChainRuns)

@@ -96,11 +96,11 @@ type ledgerBackend interface {
 	// nothing, for a p.until not after the store's clock.
 	ledgerPause(ctx context.Context, key string, paused bool, p pauseArgs) (bool, error)
 	// ledgerTrigger runs trigger.lua: it adds one to the triggers field
-	// of the ledger at key, keeps params (JSON, "" none) under that number
-	// in the ledger at runs, and returns it; a retry of request id returns
-	// the same number.
+	// of the ledger at key, records the request under that number in the
+	// ledger at runs, ordered with params (JSON) unless params is "", and
+	// returns it; a retry of request id returns the same number.
 	ledgerTrigger(ctx context.Context, key, runs, id, params string) (int64, error)
-	// ledgerParams reads the params trigger.lua kept for request n ("" none).
+	// ledgerParams reads the record trigger.lua kept for request n ("" none).
 	ledgerParams(ctx context.Context, key string, n int64) (string, error)
 	// ledger reads a ledger's fields (empty if there is none; an error
 	// wrapping ErrBadKey if the key is not a hash) and whether k is held.

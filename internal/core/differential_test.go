@@ -661,6 +661,10 @@ func (d *diffRun) claimOp() diffOp {
 			a.exact("definition", r.def)
 			a.exact("definition by", r.defOwner)
 			a.near("at", r.at)
+			// The request's record, but for its time (each store's clock).
+			p, _ := requestParams(r.req)
+			a.exact("request params", p)
+			a.exact("request recorded", r.req != "")
 			return a
 		},
 	}
@@ -825,10 +829,8 @@ func (d *diffRun) ledgerTriggerOp() diffOp {
 		id = d.trigger
 	}
 	d.trigger = id
-	params := ""
-	if d.rng.IntN(3) > 0 {
-		params = fmt.Sprintf(`{"customer":"%d"}`, d.rng.IntN(100))
-	}
+	// Unordered (no params), ordered without params, ordered with some.
+	params := [...]string{"", "{}", fmt.Sprintf(`{"customer":"%d"}`, d.rng.IntN(100))}[d.rng.IntN(3)]
 	return diffOp{
 		desc: fmt.Sprintf("ledgerTrigger(%s, %s, %s, %q)", g.key, runs.key, id, params),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
@@ -846,9 +848,13 @@ func (d *diffRun) ledgerParamsOp() diffOp {
 	return diffOp{
 		desc: fmt.Sprintf("ledgerParams(%s, %d)", g.key, n),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			p, err := be.ledgerParams(ctx, g.key, n)
+			rec, err := be.ledgerParams(ctx, g.key, n)
 			a.err(err)
+			// The record's time is each store's own clock.
+			p, _ := requestParams(rec)
 			a.exact("params", p)
+			a.exact("recorded", rec != "")
+			a.exact("ordered", requestOrdered(rec))
 			return a
 		},
 	}

@@ -211,6 +211,11 @@ type Claim struct {
 	// TIME; the process's on the memory backend): one clock for every
 	// claimant, to measure how late after its tick a claim came.
 	At time.Time
+	// Params are the params of the ordered manual request claimed (see
+	// Trigger; an empty map for none), read in the claim's step; nil if
+	// the tick claimed has no such record (not an ordered request, or the
+	// store lost it).
+	Params map[string]string
 
 	g         *Ledger
 	announced bool // the claim was announced: so is its finish
@@ -319,8 +324,9 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 			claimed = tick
 		}
 		announced := c.announce(m.k.channel, g.id, TickEvent{Tick: claimed, Claimed: true, Lease: c.opt.leaseTime}, false)
+		params, _ := requestParams(r.req) // a record that does not parse: none
 		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner,
-			At: time.UnixMilli(r.at), g: g, announced: announced}, nil
+			At: time.UnixMilli(r.at), Params: params, g: g, announced: announced}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -601,6 +607,7 @@ type claimReply struct {
 	def      string // the ledger's definition before the claim, when acquired
 	defOwner string // the owner of the claim that recorded def
 	at       int64  // the store's time of an acquired claim, ms
+	req      string // the record of the request claimed (trigger.lua's req:<n>), when acquired
 }
 
 // finishRetry is the first pause before Finish tries again.

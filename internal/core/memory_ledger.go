@@ -109,7 +109,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 			// the lease again, and answers before it moves seen.
 			l.expires = now.Add(lease)
 			g.seen = seen
-			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner, at: now.UnixMilli()}, nil
+			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner, at: now.UnixMilli(), req: g.trig.reqs[g.running]}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		if waits {
@@ -134,7 +134,10 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 	if running != 0 && running < tick {
 		r.extra = running // never overtaken: as the script
 		g.askReplace(ca, running, tick)
+	} else if running == 0 && g.done+1 < tick && requestOrdered(g.trig.reqs[g.done+1]) {
+		r.extra = g.done + 1 // an ordered request is never passed over
 	}
+	r.req = g.trig.reqs[r.extra]
 	g.from = ""
 	if running == r.extra {
 		g.tries++

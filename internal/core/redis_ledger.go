@@ -45,8 +45,9 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 	}
 	r := claimReply{status: n[0], value: n[1]}
 	switch {
-	case r.status == claimAcquired && len(v) == 8:
+	case r.status == claimAcquired && len(v) == 9:
 		r.try, r.extra, r.at = n[2], n[3], n[7]
+		r.req, _ = v[8].(string)
 		r.from, _ = v[4].(string)
 		r.def, _ = v[5].(string)
 		r.defOwner, _ = v[6].(string)

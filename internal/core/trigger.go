@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,20 +15,26 @@ import (
 var (
 	//go:embed scripts/trigger.lua
 	triggerSrc    string
-	triggerScript = redis.NewScript(triggerSrc)
+	triggerScript = redis.NewScript(libSrc + triggerSrc)
 )
 
-// paramsKept bounds how many requests' params one trigger drops (trigger.lua).
-const paramsKept = 1000
+// reqsDropped bounds how many records of requests done one trigger drops,
+// and reqsKept how many requests back records are kept at most
+// (trigger.lua).
+const reqsDropped, reqsKept = 1000, 1000
 
-// Trigger counts one more manual request for the task in g, keeps params
-// with it (nil or empty: none) in runs, the ledger that claims the
-// requests' numbers (nil: g; another ledger of the same lock), in the same
-// step, and returns the count, which grows by one each time: a number to
-// claim in a ledger of manual runs (the scheduler's trigger). runs.Params
-// reads the params back until the request is done. A client retry of the
-// request after a lost reply counts nothing again. It returns ErrBadKey if
-// a key is not a hash, ErrInvalid if runs is of another lock or Client.
+// Trigger counts one more manual request for the task in g, records it
+// with params in runs, the ledger that claims the requests' numbers (nil:
+// g; another ledger of the same lock), in the same step, and returns the
+// count, which grows by one each time: a number to claim in a ledger of
+// manual runs (the scheduler's trigger). params non-nil (empty too) makes
+// the request ordered: a Claim in runs of a later request claims it first
+// while it is not done (see Claim.Params), so that none is passed over,
+// and runs.Params reads its params back until it is done. params nil is a
+// request without parameters, not ordered. A client retry of the request
+// after a lost reply counts nothing again (while its record is kept, until
+// it is done). It returns ErrBadKey if a key is not a hash, ErrInvalid if
+// runs is of another lock or Client.
 func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]string) (int64, error) {
 	if g.c.isClosed() {
 		return 0, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
@@ -39,7 +46,7 @@ func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]st
 		return 0, fmt.Errorf("lock %q: ledger %q: trigger for ledger %q of lock %q: not the same lock: %w", g.m.k.name, g.id, runs.id, runs.m.k.name, ErrInvalid)
 	}
 	var js string
-	if len(params) > 0 {
+	if params != nil {
 		b, err := json.Marshal(params)
 		if err != nil {
 			return 0, fmt.Errorf("lock %q: ledger %q: params: %w", g.m.k.name, g.id, err)
@@ -53,26 +60,42 @@ func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]st
 	return n, nil
 }
 
-// Params returns the params that Trigger kept with request n: nil if it
-// had none, or once the request is done (the ledger's Done is n or later)
-// and a later Trigger dropped them. It returns ErrBadKey if the key is not
-// a hash.
+// Params returns the params that Trigger recorded with ordered request n
+// (an empty map for none); nil if n has no such record: it was not
+// ordered, or it is done and a later Trigger dropped it, or the store lost
+// it. It returns ErrBadKey if the key is not a hash.
 func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error) {
 	if g.c.isClosed() {
 		return nil, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
 	}
-	js, err := g.c.be.ledgerParams(ctx, g.key, n)
+	rec, err := g.c.be.ledgerParams(ctx, g.key, n)
 	if err != nil {
 		return nil, g.ledgerErr(err)
 	}
-	if js == "" {
-		return nil, nil
-	}
-	var p map[string]string
-	if err := json.Unmarshal([]byte(js), &p); err != nil {
-		return nil, fmt.Errorf("lock %q: ledger %q: params of request %d: %w", g.m.k.name, g.id, n, err)
+	p, err := requestParams(rec)
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: ledger %q: request %d: %w", g.m.k.name, g.id, n, err)
 	}
 	return p, nil
+}
+
+// requestParams reads the params of a request's record (trigger.lua's
+// req:<n>): nil if the record is "" or not ordered.
+func requestParams(rec string) (map[string]string, error) {
+	parts := strings.SplitN(rec, "\n", 3)
+	if len(parts) < 3 {
+		return nil, nil
+	}
+	p := map[string]string{}
+	if err := json.Unmarshal([]byte(parts[2]), &p); err != nil {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	return p, nil
+}
+
+// requestOrdered reports whether a request's record says it is ordered.
+func requestOrdered(rec string) bool {
+	return strings.Count(rec, "\n") >= 2
 }
 
 func (b *redisBackend) ledgerTrigger(ctx context.Context, key, runs, id, params string) (int64, error) {
@@ -87,7 +110,7 @@ func (b *redisBackend) ledgerTrigger(ctx context.Context, key, runs, id, params 
 }
 
 func (b *redisBackend) ledgerParams(ctx context.Context, key string, n int64) (string, error) {
-	s, err := b.rdb.HGet(ctx, key, "params:"+strconv.FormatInt(n, 10)).Result()
+	s, err := b.rdb.HGet(ctx, key, "req:"+strconv.FormatInt(n, 10)).Result()
 	if err == redis.Nil {
 		return "", nil
 	}
@@ -96,10 +119,9 @@ func (b *redisBackend) ledgerParams(ctx context.Context, key string, n int64) (s
 
 // memTrigger is trigger.lua's fields of a ledger.
 type memTrigger struct {
-	params map[int64]string
-	low    int64  // paramslow
-	last   string // lasttrigger's id
-	lastN  int64  // and number
+	reqs map[int64]string // req:<n>
+	ids  map[string]int64 // trig:<id>
+	low  int64            // reqlow
 }
 
 func (b *memoryBackend) ledgerTrigger(ctx context.Context, key, runs, id, params string) (int64, error) {
@@ -109,31 +131,37 @@ func (b *memoryBackend) ledgerTrigger(ctx context.Context, key, runs, id, params
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
 	now := time.Now()
-	g := b.s.ledgerAt(key, now, true)
-	if g.trig.last != "" && g.trig.last == id {
-		return g.trig.lastN, nil
+	if r := b.s.ledgerAt(runs, now, false); r != nil {
+		if n, ok := r.trig.ids[id]; ok {
+			return n, nil // a retry: as the script, nothing changes
+		}
 	}
+	g := b.s.ledgerAt(key, now, true)
 	g.triggers++
 	n := g.triggers
-	g.trig.last, g.trig.lastN = id, n
-	r := b.s.ledgerAt(runs, now, params != "")
-	if r == nil {
-		return n, nil
-	}
+	r := b.s.ledgerAt(runs, now, true)
 	t := &r.trig
 	low := max(t.low, 1)
-	if r.done >= low {
-		for m := max(low, r.done-paramsKept+1); m <= r.done; m++ {
-			delete(t.params, m)
+	if upto := min(max(r.done, n-reqsKept-1), low+reqsDropped-1, n-1); upto >= low {
+		for m := low; m <= upto; m++ {
+			if rec, ok := t.reqs[m]; ok {
+				if _, rid, ok := strings.Cut(rec, "\n"); ok {
+					rid, _, _ = strings.Cut(rid, "\n")
+					delete(t.ids, rid)
+				}
+				delete(t.reqs, m)
+			}
 		}
-		t.low = r.done + 1
+		t.low = upto + 1
 	}
+	if t.reqs == nil {
+		t.reqs, t.ids = map[int64]string{}, map[string]int64{}
+	}
+	rec := strconv.FormatInt(now.UnixMilli(), 10) + "\n" + id
 	if params != "" {
-		if t.params == nil {
-			t.params = map[int64]string{}
-		}
-		t.params[n] = params
+		rec += "\n" + params
 	}
+	t.reqs[n], t.ids[id] = rec, n
 	return n, nil
 }
 
@@ -147,5 +175,5 @@ func (b *memoryBackend) ledgerParams(ctx context.Context, key string, n int64) (
 	if g == nil {
 		return "", nil
 	}
-	return g.trig.params[n], nil
+	return g.trig.reqs[n], nil
 }

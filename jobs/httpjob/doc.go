@@ -7,7 +7,11 @@
 // Lockcron-Tick, Lockcron-Token, Lockcron-Replica, Lockcron-Attempt and
 // Lockcron-Trigger (jobs.HeaderJob and the like), and a manual run's
 // parameters (jobs.Info.Params) as Lockcron-Param-<Name> headers
-// (jobs.ParamHeader); HTTP.Headers may not set Lockcron-* names. It succeeds on any 2xx status, or on one of
+// (jobs.ParamHeader: each _ of the name made a -, as proxies drop names
+// with _; report_date is Lockcron-Param-Report-Date). A header value loses
+// its leading and trailing spaces at the receiver (HTTP trims them), and
+// UTF-8 other than ASCII is sent as raw bytes, which HTTP allows but some
+// receivers refuse. HTTP.Headers may not set Lockcron-* names. It succeeds on any 2xx status, or on one of
 // HTTP.ExpectStatus; another status is a *StatusError with the start of the
 // body. Errors never show the URL's userinfo or query values, and nothing is
 // logged, request headers included.

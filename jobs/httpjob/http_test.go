@@ -76,7 +76,7 @@ func TestHTTPRequest(t *testing.T) {
 		"Lockcron-Attempt":           "2",
 		"Lockcron-Trigger":           "12",
 		"Lockcron-Param-Customer":    "42",
-		"Lockcron-Param-Report_date": "2026-11-27",
+		"Lockcron-Param-Report-Date": "2026-11-27",
 		"Content-Type":               "application/json",
 		"X-Api-Key":                  "k1",
 		"Authorization":              "Bearer t0ken",

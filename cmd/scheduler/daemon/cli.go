@@ -256,7 +256,9 @@ does not answer in time it exits 1.`,
 running replica hears the request; the run is still lock-guarded, so one
 replica runs it, with a tick of its own (LOCKCRON_TICK differs from any
 scheduled run's). It says how many replicas heard it, and fails when none
-did. A trigger of a paused job runs it.`, &cfgPath, o),
+did (the request of a job with params is kept all the same, and runs before
+the job's next trigger that a replica hears). A trigger of a paused job
+runs it.`, &cfgPath, o),
 		controlCommand("pause", "Pause a job on every replica, with a note and an optional end", `pause stops JOB's scheduled ticks on every replica, until resume or until
 -until: each replica hears it at once, and the pause is kept in Redis, so
 replicas that start later see it too. -note says why (required, at most 1000
@@ -618,7 +620,7 @@ passes it on to the fleet.`,
 					// reaches every node): none there is no proof.
 					cluster := len(cfg.Redis.Addrs) > 1 && cfg.Redis.MasterName == ""
 					if err == nil && heard == 0 && !cluster {
-						err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)", job)
+						err = fmt.Errorf("trigger of %q: no replica heard it (is the fleet running, on this redis and key prefix?)%s", job, unheardNote(cfg, job))
 					}
 					onCluster = cluster
 				case "pause":
@@ -723,7 +725,7 @@ func viaAdmin(ctx context.Context, cfg *config.Config, env []string, job, action
 		return 0, fmt.Errorf("admin API: %s: %s", resp.Status, body.Error)
 	}
 	if action == "trigger" && body.HeardBy == 0 {
-		return 0, fmt.Errorf("trigger of %q: no replica heard it", job)
+		return 0, fmt.Errorf("trigger of %q: no replica heard it%s", job, unheardNote(cfg, job))
 	}
 	return body.HeardBy, nil
 }

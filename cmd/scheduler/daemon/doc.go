@@ -16,7 +16,9 @@
 //	scheduler locks    -config FILE   the locks in the store: holders, holds, TTL, token, waiters (-json)
 //	scheduler history  JOB -config FILE   its latest runs, newest first (-limit N, -before ID, -json), and the
 //	                                  ticks not run (skipped_busy, paused, deadline_missed) with their reason,
-//	                                  consecutive ones of one cause as one row with a count and a range
+//	                                  consecutive ones of one cause as one row with a count and a range;
+//	                                  a manual run's params after its number, each value cut to 40
+//	                                  characters (-json: whole)
 //	scheduler trigger  JOB -config FILE [-param key=value ...]   run a job once now, on one replica of the fleet
 //	scheduler pause    JOB -note TEXT [-until TIME|DURATION] -config FILE   pause a job on every replica, saying why;
 //	                                  -until (RFC 3339, or a Go duration from now) ends it by itself (see pause.go)
@@ -284,7 +286,8 @@
 // tries). Delivery is thus at least once; every try carries the run's key
 // (runKey: job, tick, trigger, fencing token and outcome, hashed) as its
 // Idempotency-Key header, and the JSON body as idempotency_key, so that a
-// receiver drops repeats. A graceful stop sends what is queued within 5s,
+// receiver drops repeats. A manual run's parameters go by name only
+// (param_names), never their values. A graceful stop sends what is queued within 5s,
 // then gives up on the rest. Logs name the block, the job and the tick,
 // never the URL. The daemon's logs give durations as Go duration strings
 // (newLogger), in JSON too.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -250,12 +251,15 @@ func (n *notifier) post(h *hook, key string, body []byte) (int, error) {
 // run as the history has it (without its id, which Redis gives the entry
 // as it is appended: a run is its job, tick and trigger), the block's
 // name, a one-line summary, and the run's key, also sent as the
-// Idempotency-Key header.
+// Idempotency-Key header. A manual run's parameters go by name only
+// (ParamNames; Run.Params is left out): their values may be what a
+// receiver should not see, and the history keeps them.
 type NotificationJSON struct {
 	Notify         string `json:"notify"`
 	Summary        string `json:"summary"`
 	IdempotencyKey string `json:"idempotency_key"`
 	scheduler.Run
+	ParamNames []string `json:"param_names,omitempty"`
 }
 
 // runKey is the idempotency key of the notifications of r: 32 hex digits
@@ -283,7 +287,9 @@ func notifyBody(format, name string, r scheduler.Run) ([]byte, error) {
 		}
 		return json.Marshal(map[string]string{"text": text})
 	}
-	return json.Marshal(NotificationJSON{Notify: name, Summary: summary(r, false), IdempotencyKey: runKey(r), Run: r})
+	names := slices.Sorted(maps.Keys(r.Params))
+	r.Params = nil // names only
+	return json.Marshal(NotificationJSON{Notify: name, Summary: summary(r, false), IdempotencyKey: runKey(r), Run: r, ParamNames: names})
 }
 
 // summary says what happened to the run in a line: "lockcron: job backup

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -379,5 +380,34 @@ notify "stuck" {
 	n.onRun(run("backup", scheduler.OutcomeFailed)) // after close: ignored
 	if c := rcv.count(); c != 1 {
 		t.Errorf("%d requests, want the first only", c)
+	}
+}
+
+// A manual run's parameters reach a webhook by name only: their values
+// are the history's, not every receiver's.
+func TestNotifyParamNamesOnly(t *testing.T) {
+	t.Parallel()
+	r := scheduler.Run{Job: "report", Trigger: 7, Outcome: scheduler.OutcomeFailed, Params: map[string]string{"customer": "s3cret-42", "month": "2026-10"}}
+	for _, format := range []string{config.NotifyJSON, config.NotifySlack} {
+		b, err := notifyBody(format, "all", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("s3cret-42")) || bytes.Contains(b, []byte("2026-10")) {
+			t.Errorf("%s body holds a parameter's value: %s", format, b)
+		}
+		if format != config.NotifyJSON {
+			continue
+		}
+		var n NotificationJSON
+		if err := json.Unmarshal(b, &n); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(n.ParamNames, []string{"customer", "month"}) || n.Params != nil {
+			t.Errorf("json body: param_names %q, params %v; want the names only", n.ParamNames, n.Params)
+		}
+	}
+	if r.Params["customer"] != "s3cret-42" {
+		t.Errorf("the run's params changed: %v", r.Params)
 	}
 }

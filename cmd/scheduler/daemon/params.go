@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/lockcron/lockcron/cmd/scheduler/config"
 )
 
 // maxTriggerBody bounds the body of POST /api/jobs/{name}/trigger.
@@ -31,11 +33,30 @@ func triggerBody(r *http.Request) (map[string]string, error) {
 	if len(strings.TrimSpace(string(b))) > 0 {
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&t); err != nil {
+		err := dec.Decode(&t)
+		if err == nil {
+			if _, end := dec.Token(); end != io.EOF {
+				err = fmt.Errorf("more after the JSON object, at byte %d", dec.InputOffset())
+			}
+		}
+		if err != nil {
 			return nil, fmt.Errorf(`body: not a trigger request, {"params": {"customer": "42"}}: %w`, err)
 		}
 	}
 	return t.Params, nil
+}
+
+// unheardNote is what becomes of a trigger of job that no replica heard,
+// after the error that says so: for a job with params the request is
+// recorded, and runs first at the job's next trigger that is heard (the
+// store runs them in order); other jobs' is lost.
+func unheardNote(cfg *config.Config, job string) string {
+	for _, j := range cfg.Jobs {
+		if j.Name == job && len(j.Params) > 0 {
+			return "; it is recorded, and runs before the job's next trigger that a replica hears (trigger again only for one more run)"
+		}
+	}
+	return ""
 }
 
 // paramsNote is the audit note of a trigger with params: "params " and
@@ -67,13 +88,22 @@ func parseParams(flags []string) (map[string]string, error) {
 	return params, nil
 }
 
+// paramCell is the most of a parameter's value that `scheduler history`
+// shows in its TICK column, in characters (-json shows it whole).
+const paramCell = 40
+
 // paramsText is a manual run's params as `scheduler history` shows them
 // after its number: " key=value ...", sorted by key, each value printable
-// (control characters quoted); "" for none.
+// (control characters quoted) and cut to paramCell characters, … marking
+// the cut; "" for none.
 func paramsText(params map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		b.WriteString(" " + k + "=" + printable(params[k]))
+		v := []rune(printable(params[k]))
+		if len(v) > paramCell {
+			v = append(v[:paramCell-1], '…')
+		}
+		b.WriteString(" " + k + "=" + string(v))
 	}
 	return b.String()
 }

@@ -48,8 +48,11 @@
 -- An earlier tick that was claimed and never finished (its claimant died,
 -- lost the lock, or gave it back) is never overtaken: a claim that takes
 -- the lock claims that tick instead, with its tries counting on, and the
--- caller claims its own again once it has finished it.
--- Returns {1, token, try, claimed, from, definition, defowner, at} acquired:
+-- caller claims its own again once it has finished it. So is an ordered
+-- manual request (trigger.lua) after done: a claim of a later one that
+-- takes the lock claims the first of them, done + 1, instead.
+-- Returns {1, token, try, claimed, from, definition, defowner, at, req}
+-- acquired (req: the ledger's req:<claimed>, see trigger.lua; "" none):
 -- claimed is the tick claimed (ARGV[4], or the earlier unfinished one), try
 -- the number of this claim's first try at it (1 + the tries before it),
 -- from the owner of the claim before it when try > 1, else "", definition
@@ -158,8 +161,9 @@ if pttl ~= -2 then
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, tonumber(f[2]) or tick, redis.call('HGET', KEYS[3], 'from') or '', f[7] or '', f[8] or '',
-      millis(redis.call('TIME'))}
+    local again = tonumber(f[2]) or tick
+    return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, again, redis.call('HGET', KEYS[3], 'from') or '', f[7] or '', f[8] or '',
+      millis(redis.call('TIME')), redis.call('HGET', KEYS[3], 'req:' .. again) or ''}
   end
   return wait(pttl)
 end
@@ -190,6 +194,13 @@ if running ~= 0 and running < tick then
   -- A claim that replaces takes the earlier tick over only to record it
   -- replaced by its own (its holder is gone): the caller does not run it.
   askReplace()
+elseif running == 0 and done + 1 < tick then
+  -- An ordered manual request not done (trigger.lua's req:<n> with
+  -- params) is never passed over: the claim of a later one claims it.
+  local r = redis.call('HGET', KEYS[3], 'req:' .. (done + 1))
+  if r and string.find(r, '\n[^\n]*\n') then
+    claimed = done + 1
+  end
 end
 local from = ''
 if running == claimed then
@@ -214,4 +225,4 @@ if math.abs(now - (tonumber(f[9]) or 0)) >= (tonumber(ARGV[11]) or 0) then
   redis.call('HSET', KEYS[3], 'renewed', now)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
-return {1, token, tries, claimed, from, f[7] or '', f[8] or '', now}
+return {1, token, tries, claimed, from, f[7] or '', f[8] or '', now, redis.call('HGET', KEYS[3], 'req:' .. claimed) or ''}

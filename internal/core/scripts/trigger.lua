@@ -1,19 +1,23 @@
--- trigger.lua: count one more manual request in a ledger, and keep its
--- parameters with its number, in the same step, in the ledger that claims
--- the requests' numbers (the ledger of manual runs).
--- KEYS[1] the ledger hash that counts (see claim.lua): its fields triggers
---         (the requests counted) and lasttrigger (<id>:<n> of the latest
---         request)
+-- trigger.lua: count one more manual request in a ledger, and record it
+-- with its number, in the same step, in the ledger that claims the
+-- requests' numbers (the ledger of manual runs).
+-- KEYS[1] the ledger hash that counts (see claim.lua): its field triggers
+--         (the requests counted)
 -- KEYS[2] the ledger hash that claims them (KEYS[1] itself, or another of
---         the same lock): its fields params:<n> (request n's parameters, a
---         JSON object; absent: none) and paramslow (the lowest n whose
---         params:<n> may still be there); done is read
+--         the same lock): its fields trig:<id> (the number of request id,
+--         so that a retry of it counts nothing again), req:<n> (request n:
+--         "<Redis time in ms>\n<id>", and "\n<params, a JSON object>" when
+--         it is ordered: claim.lua runs the requests so recorded in their
+--         order, none passed over) and reqlow (the lowest n whose record
+--         may still be there); done is read
 -- ARGV[1] lifetime of KEYS[1] and KEYS[2] in milliseconds
--- ARGV[2] the request's id, unique to it: a retry of the same request
---         counts nothing again
--- ARGV[3] the parameters, a JSON object; "" none
--- The parameters of the requests done (the ledger's field done) are
--- dropped, at most 1000 a call: the history entry of the run keeps them.
+-- ARGV[2] the request's id, unique to it: a retry of the same request,
+--         while its record is kept, counts nothing again
+-- ARGV[3] the parameters, a JSON object ("{}" none): the request is
+--         ordered; "" it is not (a job without parameters)
+-- The records of the requests done (the ledger's field done) are dropped,
+-- at most 1000 a call: the history entry of the run keeps the params; and
+-- so are those of the requests more than 1000 before this one.
 -- Returns n, the request's number; -6 KEYS[1] or KEYS[2] is not a hash.
 for _, k in ipairs(KEYS) do
   local t = redis.call('TYPE', k)
@@ -22,26 +26,36 @@ for _, k in ipairs(KEYS) do
     return -6
   end
 end
-local last = redis.call('HGET', KEYS[1], 'lasttrigger')
-if last then
-  local id, n = string.match(last, '^(.*):(%d+)$')
-  if id == ARGV[2] then
-    return tonumber(n)
-  end
+local again = redis.call('HGET', KEYS[2], 'trig:' .. ARGV[2])
+if again then
+  return tonumber(again)
 end
 local n = redis.call('HINCRBY', KEYS[1], 'triggers', 1)
-redis.call('HSET', KEYS[1], 'lasttrigger', ARGV[2] .. ':' .. n)
 local done = tonumber(redis.call('HGET', KEYS[2], 'done')) or 0
-local low = tonumber(redis.call('HGET', KEYS[2], 'paramslow')) or 1
-if done >= low then
-  for m = math.max(low, done - 999), done do
-    redis.call('HDEL', KEYS[2], 'params:' .. m)
+local low = tonumber(redis.call('HGET', KEYS[2], 'reqlow')) or 1
+-- At most 1000 requests are kept: those further back go too, done or not
+-- (a ledger whose done does not move, one of a job on every replica).
+-- Records are of requests before n only (done may be far beyond them,
+-- in a ledger that also claims ticks).
+local upto = math.min(math.max(done, n - 1001), low + 999, n - 1)
+if upto >= low then
+  for m = low, upto do
+    local r = redis.call('HGET', KEYS[2], 'req:' .. m)
+    if r then
+      local id = string.match(r, '^[^\n]*\n([^\n]*)')
+      if id then
+        redis.call('HDEL', KEYS[2], 'trig:' .. id)
+      end
+      redis.call('HDEL', KEYS[2], 'req:' .. m)
+    end
   end
-  redis.call('HSET', KEYS[2], 'paramslow', done + 1)
+  redis.call('HSET', KEYS[2], 'reqlow', upto + 1)
 end
+local rec = millis(redis.call('TIME')) .. '\n' .. ARGV[2]
 if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[2], 'params:' .. n, ARGV[3])
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+  rec = rec .. '\n' .. ARGV[3]
 end
+redis.call('HSET', KEYS[2], 'trig:' .. ARGV[2], n, 'req:' .. n, rec)
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return n
