@@ -74,7 +74,7 @@
 -- finds the lock its own and returns the same claim.
 local owner = ARGV[1]
 local tick = tonumber(ARGV[4])
-local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil', 'excluded', 'replace')
+local f = redis.pcall('HMGET', KEYS[3], 'done', 'running', 'tries', 'seen', 'paused', 'owner', 'definition', 'defowner', 'renewed', 'pauseduntil', 'excluded', 'replace', 'reqlow')
 if f.err then
   return {-6, 0}
 end
@@ -104,6 +104,14 @@ end
 -- A pause with an end (pauseduntil) is over once the server's clock is
 -- there: the claim goes on.
 local pausedUntil = tonumber(f[10]) or 0
+-- req reads the record of request n (trigger.lua), in a ledger that has
+-- any: the others (a job's scheduled ticks) pay no HGET.
+local function req(n)
+  if not f[13] then
+    return ''
+  end
+  return redis.call('HGET', KEYS[3], 'req:' .. n) or ''
+end
 if f[5] == '1' and (pausedUntil == 0 or pausedUntil > millis(redis.call('TIME'))) then
   leave()
   return answer({3, pausedUntil})
@@ -163,7 +171,7 @@ if pttl ~= -2 then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     local again = tonumber(f[2]) or tick
     return {1, leaseToken(KEYS[1], owner, KEYS[2]), tries, again, redis.call('HGET', KEYS[3], 'from') or '', f[7] or '', f[8] or '',
-      millis(redis.call('TIME')), redis.call('HGET', KEYS[3], 'req:' .. again) or ''}
+      millis(redis.call('TIME')), req(again)}
   end
   return wait(pttl)
 end
@@ -194,11 +202,11 @@ if running ~= 0 and running < tick then
   -- A claim that replaces takes the earlier tick over only to record it
   -- replaced by its own (its holder is gone): the caller does not run it.
   askReplace()
-elseif running == 0 and done + 1 < tick then
+elseif running == 0 and done + 1 < tick and f[13] then
   -- An ordered manual request not done (trigger.lua's req:<n> with
   -- params) is never passed over: the claim of a later one claims it.
-  local r = redis.call('HGET', KEYS[3], 'req:' .. (done + 1))
-  if r and string.find(r, '\n[^\n]*\n') then
+  local r = req(done + 1)
+  if string.find(r, '\n[^\n]*\n') then
     claimed = done + 1
   end
 end
@@ -225,4 +233,4 @@ if math.abs(now - (tonumber(f[9]) or 0)) >= (tonumber(ARGV[11]) or 0) then
   redis.call('HSET', KEYS[3], 'renewed', now)
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
-return {1, token, tries, claimed, from, f[7] or '', f[8] or '', now, redis.call('HGET', KEYS[3], 'req:' .. claimed) or ''}
+return {1, token, tries, claimed, from, f[7] or '', f[8] or '', now, req(claimed)}

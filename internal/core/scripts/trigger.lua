@@ -49,13 +49,15 @@ if upto >= low then
       redis.call('HDEL', KEYS[2], 'req:' .. m)
     end
   end
-  redis.call('HSET', KEYS[2], 'reqlow', upto + 1)
+  low = upto + 1
 end
 local rec = millis(redis.call('TIME')) .. '\n' .. ARGV[2]
 if ARGV[3] ~= '' then
   rec = rec .. '\n' .. ARGV[3]
 end
-redis.call('HSET', KEYS[2], 'trig:' .. ARGV[2], n, 'req:' .. n, rec)
+-- (reqlow is always there once a request is: claim.lua reads the records
+-- only in a ledger that has it.)
+redis.call('HSET', KEYS[2], 'trig:' .. ARGV[2], n, 'req:' .. n, rec, 'reqlow', low)
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return n
