@@ -23,6 +23,9 @@ const (
 	DefaultBackfillRate = 1.0
 	// MaxBackfillRate is the highest rate a backfill may ask for.
 	MaxBackfillRate = 1000.0
+	// MinBackfillRate is the lowest: one tick a day (slower rates would
+	// not fit a time.Duration's interval).
+	MinBackfillRate = 1.0 / 86400
 	// MaxBackfillTicks is how many ticks a backfill may hold without
 	// BackfillOptions.Force.
 	MaxBackfillTicks = 100_000
@@ -45,6 +48,11 @@ var ErrUnknownBackfill = errors.New("scheduler: no such backfill")
 
 // ErrBackfillEnded: CancelBackfill of a backfill that has finished.
 var ErrBackfillEnded = errors.New("scheduler: backfill has finished")
+
+// ErrBackfillOverlap: Backfill of a range that overlaps the range of a
+// running backfill of the job (the error names it): each would run the
+// ticks they share.
+var ErrBackfillOverlap = errors.New("scheduler: the range overlaps a running backfill of the job")
 
 // BackfillOptions say what a backfill runs (Backfill, BackfillTicks).
 type BackfillOptions struct {
@@ -84,6 +92,9 @@ type Backfill struct {
 	Created     time.Time `json:"created"`
 	Ended       time.Time `json:"ended,omitzero"`
 	CancelledBy string    `json:"cancelled_by,omitempty"`
+	// startIn is how long, when it was read, until its next tick may
+	// start (the store's next, against the store's clock).
+	startIn time.Duration
 }
 
 // Running reports whether b is still running.
@@ -121,8 +132,10 @@ func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOpt
 // under the job's lock (see the package doc, "Backfill"). It needs no Run.
 // It returns the backfill with its id; ErrUnknownJob; ErrInvalid, with
 // nothing recorded, for From after To, To in the future, a range with no
-// tick, more than MaxBackfillTicks ticks without Force, or a bad Rate; and
-// the store's error.
+// tick, more than MaxBackfillTicks ticks without Force, or a bad Rate;
+// ErrBackfillOverlap, nothing recorded, for a range that overlaps a
+// running backfill of the job (checked in the store, in the add's step);
+// and the store's error.
 func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions) (Backfill, error) {
 	e, _, total, err := s.checkBackfill(ctx, job, &o, false)
 	if err != nil {
@@ -137,6 +150,10 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 		f["only_missing"] = "1"
 	}
 	if err := e.ledger.AddBackfill(ctx, id, f); err != nil {
+		if oe := (*fleet.BackfillOverlapError)(nil); errors.As(err, &oe) {
+			return Backfill{}, fmt.Errorf("scheduler: backfill %q: the range from %s to %s overlaps that of backfill %s, running: "+
+				"cancel it (scheduler backfill -cancel %s) or wait for it to end: %w", job, fmtTick(o.From), fmtTick(o.To), oe.Running, oe.Running, ErrBackfillOverlap)
+		}
 		return Backfill{}, fmt.Errorf("scheduler: backfill %q: %w", job, err)
 	}
 	s.tellBackfills(ctx)
@@ -174,8 +191,8 @@ func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOp
 		return nil, nil, 0, bad("from %s is after to %s", fmtTick(o.From), fmtTick(o.To))
 	case o.To.After(s.opt.clock.Now()):
 		return nil, nil, 0, bad("to %s is in the future: a backfill runs past ticks only", fmtTick(o.To))
-	case o.Rate < 0 || o.Rate > MaxBackfillRate || o.Rate != o.Rate:
-		return nil, nil, 0, bad("rate %v: must be above 0 and at most %v ticks a second", o.Rate, MaxBackfillRate)
+	case o.Rate < 0 || o.Rate > MaxBackfillRate || o.Rate != o.Rate || o.Rate != 0 && o.Rate < MinBackfillRate:
+		return nil, nil, 0, bad("rate %v: must be at least one tick a day (%v a second) and at most %v ticks a second", o.Rate, MinBackfillRate, MaxBackfillRate)
 	case strings.ContainsFunc(o.By, func(r rune) bool { return r < ' ' }):
 		return nil, nil, 0, bad("by %q has control characters", o.By)
 	}
@@ -277,7 +294,7 @@ func (s *Scheduler) Backfills(ctx context.Context, job string) ([]Backfill, erro
 
 // backfillsOf returns e's backfills, oldest first.
 func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, error) {
-	bs, _, err := e.ledger.Backfills(ctx)
+	bs, now, err := e.ledger.Backfills(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: backfills of %q: %w", e.job.Name, err)
 	}
@@ -290,6 +307,9 @@ func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, erro
 			OnlyMissing: b.Fields["only_missing"] == "1", By: b.Fields["by"], Total: num("total"), Done: b.Done,
 			State: b.State, Created: b.Created, Ended: b.Ended, CancelledBy: b.CancelledBy,
 		}
+		if b.Next > 0 {
+			v.startIn = time.UnixMilli(b.Next).Sub(now)
+		}
 		if b.Last > 0 {
 			v.Last = time.UnixMilli(b.Last)
 		}
@@ -299,8 +319,9 @@ func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, erro
 }
 
 // CancelBackfill cancels the backfill id, by by: no tick of it starts once
-// its carrier has read the cancel (before each tick's start), and the run
-// under way ends as it would. It needs no Run. It returns the backfill,
+// the cancel has returned (it pauses the backfill's own ledger in the same
+// step, so that a claim of its that waits for the job's lock is refused),
+// and the run under way ends as it would. It needs no Run. It returns the backfill,
 // ErrUnknownBackfill, ErrBackfillEnded for one that finished (a cancelled
 // one is cancelled again without error), and the store's error.
 func (s *Scheduler) CancelBackfill(ctx context.Context, id, by string) (Backfill, error) {
@@ -313,7 +334,7 @@ func (s *Scheduler) CancelBackfill(ctx context.Context, id, by string) (Backfill
 			if b.ID != id {
 				continue
 			}
-			if err := e.ledger.CancelBackfill(ctx, id, by); err != nil {
+			if err := e.ledger.CancelBackfill(ctx, id, by, e.job.Name+backfillSuffix+id); err != nil {
 				if errors.Is(err, fleet.ErrBackfillEnded) {
 					return b, fmt.Errorf("%w: %q", ErrBackfillEnded, id)
 				}
@@ -456,13 +477,20 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 			return
 		}
 	}
+	// No tick is decided on before the fleet's freezes are read; each is
+	// checked against the freezes known when it comes.
+	if !s.awaitFreezes(e, b.From) {
+		return
+	}
 	log.Info("backfill carried on", "done", b.Done, "total", b.Total, "from", fmtTick(b.From), "to", fmtTick(b.To))
-	interval := time.Duration(float64(time.Second) / b.Rate)
-	count, last, next := b.Done, b.Last, time.Now()
+	interval := time.Duration(float64(time.Second) / max(b.Rate, MinBackfillRate))
+	// The rate holds across carriers: the store keeps the earliest start
+	// of the next tick (next), on its clock.
+	count, last, next := b.Done, b.Last, time.Now().Add(min(b.startIn, interval))
 	progress := func(finished bool) (string, error) {
 		pctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 		defer cancel()
-		return e.ledger.BackfillProgress(pctx, b.ID, count, last.UnixMilli(), finished)
+		return e.ledger.BackfillProgress(pctx, b.ID, count, last.UnixMilli(), finished, time.Until(next))
 	}
 	from := b.From
 	if !last.IsZero() {
@@ -486,6 +514,16 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 		}
 		if !s.backfillLive(ctx, e, b.ID, log) {
 			return
+		}
+		if _, reason, _, ok := excludedBy(e, t, s.knownFreezes()); ok {
+			// A freeze made since the backfill began holds the tick: it
+			// is handled, not run.
+			log.Info("backfill tick not run", "tick", fmtTick(t), "why", reason)
+			count, last = count+1, t
+			if _, err := progress(false); err != nil {
+				log.Warn("backfill progress not recorded", "error", err)
+			}
+			continue
 		}
 		next = time.Now().Add(interval)
 		if !s.runBackfillTick(ctx, e, g, b.ID, t, interval) {
@@ -553,6 +591,11 @@ func (s *Scheduler) runBackfillTick(ctx context.Context, e *entry, g *fleet.Ledg
 		cancel()
 		if err == nil && st.Done >= ms {
 			return true
+		}
+		if err == nil && st.Paused {
+			// Cancelled: the cancel paused the backfill's ledger, and its
+			// claim was refused.
+			return false
 		}
 		// Given back (the stop, a lost lock) or not reached: again, unless
 		// the carrier stops.

@@ -172,7 +172,8 @@ func TestBackfillTakenOverAndCancelled(t *testing.T) {
 	}
 
 	// Cancel.
-	live := fleet[(indexOf(fleet, carrier)+1)%3].s
+	liveR := fleet[(indexOf(fleet, carrier)+1)%3]
+	live := liveR.s
 	c, err := live.Backfill(ctx, "report", scheduler.BackfillOptions{From: ticks[0], To: ticks[49], Rate: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +189,9 @@ func TestBackfillTakenOverAndCancelled(t *testing.T) {
 	if got.State != "cancelled" || got.CancelledBy != "test" {
 		t.Fatalf("backfill = %+v, want cancelled by test", got)
 	}
-	time.Sleep(time.Second) // ten intervals at its rate: none may start
+	// Once its carrier has ended (its carrier lock is free), nothing of it
+	// can start: at most the run whose claim came before the cancel did.
+	awaitCarrierEnd(t, liveR.locks, "report", c.ID)
 	if n := len(j.all()); n > atCancel+1 {
 		t.Errorf("%d runs started after the cancel (at most the one claimed then may)", n-atCancel)
 	}
@@ -197,6 +200,25 @@ func TestBackfillTakenOverAndCancelled(t *testing.T) {
 	}
 	if _, err := live.CancelBackfill(ctx, b.ID, "test"); !errors.Is(err, scheduler.ErrBackfillEnded) {
 		t.Errorf("cancel of a finished backfill = %v, want ErrBackfillEnded", err)
+	}
+}
+
+// awaitCarrierEnd waits until no replica carries job's backfill id: its
+// carrier lock is free (a carrier holds it, and gives it back as it ends).
+func awaitCarrierEnd(t *testing.T, c *lock.Client, job, id string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err := c.Mutex(job + "!backfill:" + id).TryLock(ctx)
+		if err == nil {
+			_ = l.Unlock(ctx)
+			return
+		}
+		if !errors.Is(err, lock.ErrLocked) || time.Now().After(deadline) {
+			t.Fatalf("the carrier of backfill %s did not end: %v", id, err)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll, with a deadline
 	}
 }
 
@@ -229,6 +251,7 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 		{"no tick", "report", scheduler.BackfillOptions{From: now.Add(-time.Second), To: now.Add(-time.Second)}, scheduler.ErrInvalid},
 		{"over 100,000 ticks", "fast", scheduler.BackfillOptions{From: now.Add(-48 * time.Hour), To: now.Add(-time.Hour)}, scheduler.ErrInvalid},
 		{"rate", "report", scheduler.BackfillOptions{From: now.Add(-3 * time.Hour), To: now.Add(-time.Hour), Rate: -1}, scheduler.ErrInvalid},
+		{"rate below one a day", "report", scheduler.BackfillOptions{From: now.Add(-3 * time.Hour), To: now.Add(-time.Hour), Rate: 1e-10}, scheduler.ErrInvalid},
 		{"unknown job", "nope", scheduler.BackfillOptions{From: now.Add(-3 * time.Hour), To: now.Add(-time.Hour)}, scheduler.ErrUnknownJob},
 	} {
 		if _, err := r.s.Backfill(ctx, c.job, c.o); !errors.Is(err, c.want) {

@@ -214,6 +214,15 @@ func TestBackfillFleet(t *testing.T) {
 		return countRuns(backfillRuns(t, dir)) >= before+3
 	})
 	id := strings.SplitN(follower.out.String(), "\n", 2)[0]
+	// Another backfill over its ticks is refused, naming it.
+	r = cli(t, dir, "backfill", "report", "-from", rfc(ticks[40]), "-to", rfc(ticks[49]), "-config", cfg)
+	if r.code != 1 || !strings.Contains(r.stderr, "overlaps that of backfill "+id+", running") {
+		t.Errorf("an overlapping backfill: exit %d: %s", r.code, r.stderr)
+	}
+	st, body, _ = httpBody(t, "POST", base+"/api/jobs/report/backfill", "", fmt.Sprintf(`{"from": %q, "to": %q}`, rfc(ticks[0]), rfc(ticks[1])))
+	if st != 409 || !strings.Contains(string(body), id) {
+		t.Errorf("POST of an overlapping backfill: %d %s; want 409 naming %s", st, body, id)
+	}
 	r = mustCLI(t, 0, dir, "backfill", "-cancel", id, "-config", cfg)
 	if got := strings.TrimSpace(r.stdout); got != id+": cancelled" {
 		t.Errorf("backfill -cancel printed %q", got)
@@ -269,6 +278,8 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 			fmt.Sprintf(`{"from": %q, "to": %q}`, rfc(now.Add(-48*time.Hour)), to), 400},
 		{"bad rate", []string{"report", "-from", from, "-to", to, "-rate", "fast"}, 2, `rate: "fast" is not a rate`,
 			fmt.Sprintf(`{"from": %q, "to": %q, "rate": "fast"}`, from, to), 400},
+		{"rate below one a day", []string{"report", "-from", from, "-to", to, "-rate", "0.01/h"}, 2, `rate: "0.01/h" is not a rate`,
+			fmt.Sprintf(`{"from": %q, "to": %q, "rate": "0.01/h"}`, from, to), 400},
 		{"unknown job", []string{"reprot", "-from", from, "-to", to}, 1, `unknown job "reprot"`,
 			fmt.Sprintf(`{"from": %q, "to": %q}`, from, to), 404},
 	} {

@@ -21,6 +21,22 @@ var ErrNoBackfill = errors.New("lock: no such backfill")
 // ErrBackfillEnded: CancelBackfill of a backfill that has finished.
 var ErrBackfillEnded = errors.New("lock: backfill has finished")
 
+// ErrBackfillOverlaps: AddBackfill of a range that overlaps a running
+// backfill's (a *BackfillOverlapError).
+var ErrBackfillOverlaps = errors.New("lock: the range overlaps a running backfill")
+
+// A BackfillOverlapError is AddBackfill's refusal of a range that overlaps
+// the running backfill Running of the same ledger. It matches
+// ErrBackfillOverlaps.
+type BackfillOverlapError struct{ ID, Running string }
+
+func (e *BackfillOverlapError) Error() string {
+	return fmt.Sprintf("lock: backfill %q: its range overlaps that of backfill %s, running", e.ID, e.Running)
+}
+
+// Is makes a BackfillOverlapError match ErrBackfillOverlaps.
+func (e *BackfillOverlapError) Is(target error) bool { return target == ErrBackfillOverlaps }
+
 // BackfillKeep is how long a backfill is kept once it has ended (finished
 // or cancelled), for operators to read.
 const BackfillKeep = 7 * 24 * time.Hour
@@ -36,6 +52,9 @@ type Backfill struct {
 	State       string
 	Done        int64
 	Last        int64
+	// Next is the earliest start of its next tick, ms on the store's
+	// clock (0: at once), as BackfillProgress last set it.
+	Next        int64
 	Created     time.Time
 	Ended       time.Time
 	CancelledBy string
@@ -51,10 +70,11 @@ const (
 // backfillBackend keeps the backfills of the ledgers.
 type backfillBackend interface {
 	// backfills runs backfill.lua on key: op "add" (args: field, value,
-	// ...), "cancel" (args: by), "progress" (args: done, last, "1" if
-	// finished) or "list". It returns the status, the store's time in ms
-	// and the rest of the reply.
-	backfills(ctx context.Context, key, op, id string, args ...string) (int64, int64, []string, error)
+	// ...), "cancel" (args: by; it pauses the ledger at pause), "progress"
+	// (args: done, last, "1" if finished, ms until the next tick) or
+	// "list". It returns the status, the store's time in ms and the rest
+	// of the reply.
+	backfills(ctx context.Context, key, pause, op, id string, args ...string) (int64, int64, []string, error)
 }
 
 // backfillsKey is where the backfills of g live: beside its ledger, in its
@@ -69,7 +89,10 @@ func (g *Ledger) BackfillsKey() string { return g.backfillsKey() }
 // no "/" in id), running, with nothing done. A retry of the call by the
 // Redis client (after a lost reply) changes nothing and answers success:
 // the call's random nonce, kept with the backfill, tells it from another
-// add of the same id. It returns ErrInvalid for an id taken by another add
+// add of the same id. Fields from and to (ms), when given, are the
+// backfill's range: one that overlaps the range of a running backfill is
+// refused with a *BackfillOverlapError (ErrBackfillOverlaps), nothing
+// changed. It returns ErrInvalid for an id taken by another add
 // or malformed, ErrBadKey if the key holds another type, ErrClosed after
 // Close.
 func (g *Ledger) AddBackfill(ctx context.Context, id string, fields map[string]string) error {
@@ -89,9 +112,12 @@ func (g *Ledger) AddBackfill(ctx context.Context, id string, fields map[string]s
 	for _, k := range keys {
 		args = append(args, k, fields[k])
 	}
-	st, _, _, err := g.backfill(ctx, "add", id, args...)
+	st, _, rest, err := g.backfill(ctx, "", "add", id, args...)
 	if err != nil {
 		return err
+	}
+	if st == 3 && len(rest) == 1 {
+		return &BackfillOverlapError{ID: id, Running: rest[0]}
 	}
 	if st != 1 {
 		return fmt.Errorf("lock: backfill %q: id taken: %w", id, ErrInvalid)
@@ -100,11 +126,16 @@ func (g *Ledger) AddBackfill(ctx context.Context, id string, fields map[string]s
 }
 
 // CancelBackfill marks the backfill id cancelled, by by; one already
-// cancelled stays so. It returns ErrNoBackfill for no such backfill,
-// ErrBackfillEnded for one that has finished, and the errors of
-// AddBackfill.
-func (g *Ledger) CancelBackfill(ctx context.Context, id, by string) error {
-	st, _, _, err := g.backfill(ctx, "cancel", id, by)
+// cancelled stays so. In the same step it pauses the ledger ledger (the
+// id of the backfill's own ledger, of the same lock), so that no claim of
+// it is granted from then on, not even one that was waiting for the lock.
+// It returns ErrNoBackfill for no such backfill, ErrBackfillEnded for one
+// that has finished, and the errors of AddBackfill.
+func (g *Ledger) CancelBackfill(ctx context.Context, id, by, ledger string) error {
+	if ledger == "" {
+		return fmt.Errorf("lock: backfill %q: no ledger to pause: %w", id, ErrInvalid)
+	}
+	st, _, _, err := g.backfill(ctx, g.m.k.lock+":ledger:"+ledger, "cancel", id, by)
 	switch {
 	case err != nil:
 		return err
@@ -119,14 +150,16 @@ func (g *Ledger) CancelBackfill(ctx context.Context, id, by string) error {
 // BackfillProgress records that the backfill id has handled done ticks, up
 // to last (kept only if later than the last recorded, so that a late
 // carrier never moves it back), and finishes it if finished and it is
-// running. It returns the backfill's state, ErrNoBackfill for no such
-// backfill, and the errors of AddBackfill.
-func (g *Ledger) BackfillProgress(ctx context.Context, id string, done, last int64, finished bool) (string, error) {
+// running; its next tick may start next from now (Backfill.Next, on the
+// store's clock). It returns the backfill's state, ErrNoBackfill for no
+// such backfill, and the errors of AddBackfill.
+func (g *Ledger) BackfillProgress(ctx context.Context, id string, done, last int64, finished bool, next time.Duration) (string, error) {
 	fin := "0"
 	if finished {
 		fin = "1"
 	}
-	st, _, rest, err := g.backfill(ctx, "progress", id, strconv.FormatInt(done, 10), strconv.FormatInt(last, 10), fin)
+	st, _, rest, err := g.backfill(ctx, "", "progress", id, strconv.FormatInt(done, 10), strconv.FormatInt(last, 10), fin,
+		strconv.FormatInt(max(next, 0).Milliseconds(), 10))
 	switch {
 	case err != nil:
 		return "", err
@@ -139,7 +172,7 @@ func (g *Ledger) BackfillProgress(ctx context.Context, id string, done, last int
 // Backfills returns the ledger's backfills, oldest first, and the store's
 // time. It returns the errors of AddBackfill.
 func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
-	_, now, rest, err := g.backfill(ctx, "list", "")
+	_, now, rest, err := g.backfill(ctx, "", "list", "")
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -163,6 +196,8 @@ func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
 			b.Done = n
 		case "last":
 			b.Last = n
+		case "next":
+			b.Next = n
 		case "created":
 			b.Created = time.UnixMilli(n)
 		case "ended":
@@ -191,12 +226,12 @@ func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
 	return out, time.UnixMilli(now), nil
 }
 
-func (g *Ledger) backfill(ctx context.Context, op, id string, args ...string) (int64, int64, []string, error) {
+func (g *Ledger) backfill(ctx context.Context, pause, op, id string, args ...string) (int64, int64, []string, error) {
 	if g.c.isClosed() {
 		return 0, 0, nil, fmt.Errorf("lock %q: backfills: %w", g.m.k.name, ErrClosed)
 	}
 	key := g.backfillsKey()
-	st, now, rest, err := g.c.be.backfills(ctx, key, op, id, args...)
+	st, now, rest, err := g.c.be.backfills(ctx, key, pause, op, id, args...)
 	if err != nil {
 		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			return 0, 0, nil, fmt.Errorf("lock: key %q holds another type, not a hash of backfills: %w", key, ErrBadKey)
@@ -212,13 +247,17 @@ var (
 	backfillScript = redis.NewScript(backfillSrc)
 )
 
-func (b *redisBackend) backfills(ctx context.Context, key, op, id string, args ...string) (int64, int64, []string, error) {
+func (b *redisBackend) backfills(ctx context.Context, key, pause, op, id string, args ...string) (int64, int64, []string, error) {
 	argv := make([]any, 0, 4+len(args))
 	argv = append(argv, op, id, LedgerTTL.Milliseconds(), BackfillKeep.Milliseconds())
 	for _, a := range args {
 		argv = append(argv, a)
 	}
-	v, err := backfillScript.Run(ctx, b.rdb, []string{key}, argv...).Slice()
+	keys := []string{key}
+	if pause != "" {
+		keys = append(keys, pause)
+	}
+	v, err := backfillScript.Run(ctx, b.rdb, keys, argv...).Slice()
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -242,7 +281,7 @@ type memBackfills struct {
 	ends time.Time
 }
 
-func (b *memoryBackend) backfills(ctx context.Context, key, op, id string, args ...string) (int64, int64, []string, error) {
+func (b *memoryBackend) backfills(ctx context.Context, key, pause, op, id string, args ...string) (int64, int64, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, nil, err
 	}
@@ -302,11 +341,14 @@ func (b *memoryBackend) backfills(ctx context.Context, key, op, id string, args 
 			}
 			return 2, now, nil, nil
 		}
+		if other := memOverlap(h.m, args); other != "" {
+			return 3, now, []string{other}, nil
+		}
 		for i := 0; i+1 < len(args); i += 2 {
 			h.m[p+args[i]] = args[i+1]
 		}
 		n := strconv.FormatInt(now, 10)
-		h.m[p+"state"], h.m[p+"created"], h.m[p+"ended"], h.m[p+"done"], h.m[p+"last"] = BackfillRunning, n, "0", "0", "0"
+		h.m[p+"state"], h.m[p+"created"], h.m[p+"ended"], h.m[p+"done"], h.m[p+"last"], h.m[p+"next"] = BackfillRunning, n, "0", "0", "0", "0"
 		save()
 		return 1, now, nil, nil
 	case !ok:
@@ -318,6 +360,11 @@ func (b *memoryBackend) backfills(ctx context.Context, key, op, id string, args 
 		if state == BackfillRunning {
 			h.m[p+"state"], h.m[p+"ended"], h.m[p+"cancelled_by"] = BackfillCancelled, strconv.FormatInt(now, 10), args[0]
 		}
+		g := s.ledgerAt(pause, nowT, false)
+		if g == nil {
+			g = s.ledgerAt(pause, nowT, true) // a new ledger lives LedgerTTL, as the script's
+		}
+		g.paused, g.pause = true, memPause{by: args[0], note: "backfill cancelled", at: now}
 		save()
 		return 1, now, nil, nil
 	}
@@ -326,10 +373,47 @@ func (b *memoryBackend) backfills(ctx context.Context, key, op, id string, args 
 	if n, _ := strconv.ParseInt(args[1], 10, 64); n > last {
 		h.m[p+"done"], h.m[p+"last"] = args[0], args[1]
 	}
+	next, _ := strconv.ParseInt(args[3], 10, 64)
+	h.m[p+"next"] = strconv.FormatInt(now+max(0, next), 10)
 	if args[2] == "1" && state == BackfillRunning {
 		state = BackfillFinished
 		h.m[p+"state"], h.m[p+"ended"] = state, strconv.FormatInt(now, 10)
 	}
 	save()
 	return 1, now, []string{state}, nil
+}
+
+// memOverlap is the id of a running backfill of h whose range overlaps
+// that of the add's args (fields from and to, ms), as backfill.lua's add;
+// "" if none, or if args give no range.
+func memOverlap(h map[string]string, args []string) string {
+	var from, to string
+	for i := 0; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "from":
+			from = args[i+1]
+		case "to":
+			to = args[i+1]
+		}
+	}
+	a, errA := strconv.ParseInt(from, 10, 64)
+	b, errB := strconv.ParseInt(to, 10, 64)
+	if errA != nil || errB != nil {
+		return ""
+	}
+	var ids []string
+	for f, v := range h {
+		if id, ok := strings.CutSuffix(f, "/state"); ok && v == BackfillRunning {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		x, errX := strconv.ParseInt(h[id+"/from"], 10, 64)
+		y, errY := strconv.ParseInt(h[id+"/to"], 10, 64)
+		if errX == nil && errY == nil && x <= b && a <= y {
+			return id
+		}
+	}
+	return ""
 }

@@ -1641,21 +1641,24 @@ var diffReplies = []string{
 func (d *diffRun) backfillsOp() diffOp {
 	key := d.prefix + ":{" + d.name() + "}:backfills:job"
 	id := "b" + strconv.Itoa(d.rng.IntN(4))
-	op, args := "list", []string(nil)
+	op, args, pause := "list", []string(nil), ""
 	switch d.rng.IntN(5) {
 	case 0:
-		// Two nonces: an add of a taken id is now a retry, now another's.
-		op, args = "add", []string{"nonce", "n" + strconv.Itoa(d.rng.IntN(2)), "from", "1000", "job", "job", "to", strconv.Itoa(d.rng.IntN(9000))}
+		// Two nonces: an add of a taken id is now a retry, now another's;
+		// ranges that overlap a running one's are refused.
+		from := d.rng.IntN(9000)
+		op, args = "add", []string{"nonce", "n" + strconv.Itoa(d.rng.IntN(2)), "from", strconv.Itoa(from), "job", "job", "to", strconv.Itoa(from + d.rng.IntN(2000))}
 	case 1:
 		op, args = "cancel", []string{d.name()}
+		pause = d.prefix + ":{" + d.name() + "}:ledger:job!backfill:" + id
 	case 2, 3:
 		fin := [...]string{"0", "1"}[d.rng.IntN(2)]
-		op, args = "progress", []string{strconv.Itoa(d.rng.IntN(50)), strconv.Itoa(1000 + d.rng.IntN(50)), fin}
+		op, args = "progress", []string{strconv.Itoa(d.rng.IntN(50)), strconv.Itoa(1000 + d.rng.IntN(50)), fin, strconv.Itoa(d.rng.IntN(3) * 1000)}
 	}
 	return diffOp{
 		desc: fmt.Sprintf("backfills(%s, %s, %s, %q)", key, op, id, args),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			st, now, rest, err := be.backfills(ctx, key, op, id, args...)
+			st, now, rest, err := be.backfills(ctx, key, pause, op, id, args...)
 			a.err(err)
 			a.exact("status", st)
 			a.near("now", now-time.Now().UnixMilli())
@@ -1670,7 +1673,7 @@ func (d *diffRun) backfillsOp() diffOp {
 			slices.SortFunc(fields, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) }) // a hash's order is the backend's
 			var list []string
 			for _, f := range fields {
-				if strings.HasSuffix(f[0], "/created") || strings.HasSuffix(f[0], "/ended") && f[1] != "0" {
+				if strings.HasSuffix(f[0], "/created") || (strings.HasSuffix(f[0], "/ended") || strings.HasSuffix(f[0], "/next")) && f[1] != "0" {
 					n, _ := strconv.ParseInt(f[1], 10, 64)
 					a.near(f[0], n-time.Now().UnixMilli())
 					f[1] = "t"

@@ -71,8 +71,8 @@ func parseRate(s string) (float64, error) {
 	num, unit, _ := strings.Cut(s, "/")
 	per := map[string]float64{"": 1, "s": 1, "m": 60, "h": 3600}[unit]
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || per == 0 || n <= 0 || n != n || n > scheduler.MaxBackfillRate*per {
-		return 0, fmt.Errorf("rate: %q is not a rate: give ticks per second, minute or hour such as 20/s, 90/m or 2/h (above 0, at most %v/s)",
+	if err != nil || per == 0 || n <= 0 || n != n || n > scheduler.MaxBackfillRate*per || n/per < scheduler.MinBackfillRate {
+		return 0, fmt.Errorf("rate: %q is not a rate: give ticks per second, minute or hour such as 20/s, 90/m or 2/h (at least 1 a day, at most %v/s)",
 			s, scheduler.MaxBackfillRate)
 	}
 	return n / per, nil
@@ -94,14 +94,15 @@ func (req BackfillRequestJSON) options(by string) (scheduler.BackfillOptions, er
 
 // backfillStatus is the status of a backfill call's error: 400 for bad
 // input, 404 for an unknown job or backfill, 409 for a cancel of a
-// finished one, 502 for the store.
+// finished one or a range that overlaps a running backfill's, 502 for the
+// store.
 func backfillStatus(err error) int {
 	switch {
 	case errors.Is(err, scheduler.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, scheduler.ErrUnknownJob), errors.Is(err, scheduler.ErrUnknownBackfill):
 		return http.StatusNotFound
-	case errors.Is(err, scheduler.ErrBackfillEnded):
+	case errors.Is(err, scheduler.ErrBackfillEnded), errors.Is(err, scheduler.ErrBackfillOverlap):
 		return http.StatusConflict
 	}
 	return http.StatusBadGateway
@@ -109,7 +110,8 @@ func backfillStatus(err error) int {
 
 // backfillAdd is POST /api/jobs/{name}/backfill (BackfillRequestJSON): 200
 // with the Backfill made (or, for a dry run, BackfillDryRunJSON), 400 for
-// bad input and 404 for an unknown job, nothing recorded.
+// bad input, 404 for an unknown job and 409 for a range that overlaps a
+// running backfill of the job, nothing recorded.
 func (a *admin) backfillAdd(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	r, ok := a.allow(w, r, actionScope["backfill"], "backfill", "action", "backfill", "job", name)
