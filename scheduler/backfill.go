@@ -465,7 +465,7 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 	}
 	keep, age := s.historyOf(e.job)
 	g, err := s.ledgerOf(e.job)(e.job.LockName, e.job.Name+backfillSuffix+b.ID, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name),
-		fleet.WithDefinition(e.digest))
+		fleet.WithDefinition(e.digest), fleet.WithBackfillClaims())
 	if err != nil {
 		log.Error("backfill not carried on", "error", err)
 		return

@@ -147,3 +147,82 @@ func TestBackfillRateHeldAcrossTakeover(t *testing.T) {
 		t.Errorf("the next tick started %v after the last, on the replica that took it over; the rate allows one each %v", gap, interval)
 	}
 }
+
+// A scheduled tick that finds the job's lock held by a backfill's run
+// waits for it (overlap skip notwithstanding) and runs once it ends: the
+// live schedule comes before the backfill.
+func TestBackfillYieldsToScheduledTicks(t *testing.T) {
+	srv := redistest.Start(t)
+	j := newJournal()
+	release := make(chan struct{})
+	var once sync.Once
+	rel := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(rel)
+	r := newRedisReplica(t, srv, "ra", nil)
+	r.add(t, scheduler.Job{Name: "slow", Schedule: "@every 1s", Run: j.fn(func(ctx context.Context) error {
+		if info, _ := jobs.InfoFrom(ctx); info.Backfill {
+			select { // the backfill's run holds the job's lock until released
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})})
+	r.start()
+	ctx := context.Background()
+	now := time.Now()
+	b, err := r.s.Backfill(ctx, "slow", scheduler.BackfillOptions{From: now.Add(-5 * time.Second), To: now.Add(-time.Second), Rate: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bfRun execution
+	deadline := time.Now().Add(30 * time.Second)
+	for !bfRun.info.Backfill {
+		if time.Now().After(deadline) {
+			t.Fatal("the backfill's run did not start")
+		}
+		bfRun = j.awaitStart(t, 30*time.Second)
+	}
+	// A scheduled tick after it is claimed, while the backfill's run
+	// holds the lock: the job's ledger has seen it.
+	rdb := srv.Client()
+	var seen int64
+	for {
+		keys, _ := rdb.Keys(ctx, "*:ledger:slow").Result()
+		if len(keys) == 1 {
+			seen, _ = rdb.HGet(ctx, keys[0], "seen").Int64()
+			if seen > bfRun.start.UnixMilli() {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scheduled tick claimed during the backfill's run (seen %d)", seen)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll, with a deadline
+	}
+	rel()
+	tick := time.UnixMilli(seen)
+	for {
+		ran := false
+		for _, x := range j.all() {
+			ran = ran || !x.info.Backfill && x.info.Tick.Equal(tick)
+		}
+		if ran {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scheduled tick %s never ran", tick.Format(time.RFC3339Nano))
+		}
+		time.Sleep(10 * time.Millisecond) // a poll, with a deadline
+	}
+	awaitBackfill(t, r.s, b.ID, time.Minute)
+	hs, err := r.s.History(ctx, "slow", 200, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if h.Outcome == scheduler.OutcomeSkippedBusy {
+			t.Errorf("tick %s skipped busy: %+v", h.Tick.Format(time.RFC3339), h)
+		}
+	}
+}

@@ -67,6 +67,27 @@ const (
 	BackfillFinished  = "finished"
 )
 
+// BackfillOwnerTag ends the owner id of a backfill's claims
+// (WithBackfillClaims): a claim that finds the lock held by such an owner
+// waits for it, whatever its queue (claim.lua), so that a job's scheduled
+// ticks come before its backfill's.
+const BackfillOwnerTag = "/backfill"
+
+// WithBackfillClaims marks the ledger's claims as a backfill's: their
+// owner ids end with BackfillOwnerTag, and a claim of another ledger of
+// the lock that finds one of them holding it waits for it instead of
+// answering busy (ErrLocked).
+func WithBackfillClaims() LedgerOption {
+	return func(g *Ledger) { g.byBackfill = true }
+}
+
+func (g *Ledger) ownerTag() string {
+	if g.byBackfill {
+		return BackfillOwnerTag
+	}
+	return ""
+}
+
 // backfillBackend keeps the backfills of the ledgers.
 type backfillBackend interface {
 	// backfills runs backfill.lua on key: op "add" (args: field, value,

@@ -647,6 +647,9 @@ func (d *diffRun) claimOp() diffOp {
 	// A claim that replaces (overlap replace) records its tick when it
 	// finds the lock held for an earlier one.
 	fc.replace = d.rng.IntN(3) == 0
+	if d.rng.IntN(4) == 0 {
+		owner += BackfillOwnerTag // a backfill's claim: others wait for its hold
+	}
 	return diffOp{
 		desc:  fmt.Sprintf("claim(%s, ledger %s, %s, lease %v, tick %d, args %+v)", k.name, g.id, owner, lease, tick, fc),
 		short: lease == diffShort || fc.place == diffShort,
@@ -660,6 +663,7 @@ func (d *diffRun) claimOp() diffOp {
 			a.exact("definition", r.def)
 			a.exact("definition by", r.defOwner)
 			a.near("at", r.at)
+			a.exact("held by a backfill", r.byBackfill)
 			return a
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -113,10 +114,11 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		g.askReplace(ca, running, tick)
-		if waits {
+		bf := strings.HasSuffix(l.owner, BackfillOwnerTag)
+		if waits || bf && ca.fair {
 			pttl, _ = s.keepPlace(k, owner, ca.place, now, pttl)
 		}
-		return claimReply{status: claimHeld, value: pttl, extra: running}, nil
+		return claimReply{status: claimHeld, value: pttl, extra: running, byBackfill: bf}, nil
 	}
 	if head := q.head(); waits && head != "" && head != owner {
 		// Free, but others came first.

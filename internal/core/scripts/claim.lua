@@ -32,6 +32,10 @@
 --         digest of what the claimant runs); "" records none
 -- ARGV[11] how often the ledger's lifetime is renewed, ms (finish.lua's
 --         ARGV[13])
+-- A claim that finds the lock held by a backfill's claim (an owner id that
+-- ends with "/backfill": core.BackfillOwnerTag) waits for it whatever
+-- ARGV[9] says (a fair one takes or keeps its place), and its answer
+-- {0, pttl, running, 1} says so: scheduled ticks come before a backfill's.
 -- ARGV[12] 1: the claim replaces (overlap replace): when it finds the lock
 --         held by another owner for an earlier unfinished tick of the
 --         ledger, it records ARGV[4] in the ledger's field replace (if
@@ -124,16 +128,23 @@ end
 -- wait takes or keeps the fair caller's place, and answers how long to
 -- sleep; a caller that will not wait gets the holder's TTL.
 local waits = fair and ((ARGV[9] == '1' and running == tick) or ARGV[9] == '2')
+local byBackfill = false
 local function wait(pttl)
   if ARGV[12] == '1' and running ~= 0 and running < tick and tick > (tonumber(f[12]) or 0) then
     redis.call('HSET', KEYS[3], 'replace', tick)
   end
-  if not waits then
+  if not waits and not byBackfill then
     return answer({0, math.max(pttl, 1), running})
+  end
+  if not fair then
+    return answer({0, math.max(pttl, 1), running, 1})
   end
   local sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
   if not sleep then
     return {-7, 0}
+  end
+  if byBackfill then
+    return answer({0, sleep, running, 1})
   end
   return answer({0, sleep, running})
 end
@@ -146,6 +157,13 @@ if pttl ~= -2 then
   end
   if pttl == -1 then
     return {-3, 0}
+  end
+  if mine == 0 then
+    for _, k in ipairs(redis.call('HKEYS', KEYS[1])) do
+      if string.sub(k, -9) == '/backfill' then
+        byBackfill = true
+      end
+    end
   end
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
