@@ -52,12 +52,12 @@ type Backfill struct {
 	State       string
 	Done        int64
 	Last        int64
-	// Next is the earliest start of its next tick, ms on the store's
-	// clock (0: at once), as BackfillProgress last set it.
-	Next        int64
 	Created     time.Time
 	Ended       time.Time
 	CancelledBy string
+	// Next is the earliest start of its next tick, ms on the store's
+	// clock (0: at once), as BackfillProgress last set it.
+	Next int64
 }
 
 // The states of a Backfill.
