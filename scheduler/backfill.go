@@ -29,6 +29,12 @@ const (
 	// MaxBackfillTicks is how many ticks a backfill may hold without
 	// BackfillOptions.Force.
 	MaxBackfillTicks = 100_000
+	// MaxForcedBackfillTicks is how many it may hold with Force: a
+	// ceiling on the work of counting them, and on the backfill.
+	MaxForcedBackfillTicks = 10 * MaxBackfillTicks
+	// MaxBackfillListed is how many ticks a dry run lists (BackfillTicks):
+	// the first ones; it counts them all.
+	MaxBackfillListed = 10_000
 )
 
 // backfillSuffix joins a job's name and a backfill's id in the id of the
@@ -103,27 +109,30 @@ func (b Backfill) Running() bool { return b.State == fleet.BackfillRunning }
 // BackfillTicks returns the ticks a Backfill of job with o would run, in
 // order, without changing anything (a dry run): the job's ticks in
 // [o.From, o.To], its calendars and the freezes applied, and with
-// o.OnlyMissing those known done left out. It returns the errors of
-// Backfill.
-func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOptions) ([]time.Time, error) {
-	e, ticks, _, err := s.checkBackfill(ctx, job, &o, true)
+// o.OnlyMissing those known done left out; the first MaxBackfillListed of
+// them, and how many there are. It returns the errors of Backfill.
+func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOptions) ([]time.Time, int, error) {
+	e, _, fs, err := s.checkBackfill(ctx, job, &o)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if !o.OnlyMissing {
-		return ticks, nil
-	}
-	done, err := s.doneTicks(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	out := ticks[:0:0]
-	for _, t := range ticks {
-		if !done[t.UnixMilli()] {
-			out = append(out, t)
+	var done map[int64]bool
+	if o.OnlyMissing {
+		if done, err = s.doneTicks(ctx, e); err != nil {
+			return nil, 0, err
 		}
 	}
-	return out, nil
+	var ticks []time.Time
+	n := 0
+	for t := range backfillRange(e, o.From, o.To, fs) {
+		if done[t.UnixMilli()] {
+			continue
+		}
+		if n++; n <= MaxBackfillListed {
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks, n, nil
 }
 
 // Backfill records a backfill of job's past ticks in the lock store and
@@ -137,7 +146,7 @@ func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOpt
 // running backfill of the job (checked in the store, in the add's step);
 // and the store's error.
 func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions) (Backfill, error) {
-	e, _, total, err := s.checkBackfill(ctx, job, &o, false)
+	e, total, _, err := s.checkBackfill(ctx, job, &o)
 	if err != nil {
 		return Backfill{}, err
 	}
@@ -172,29 +181,29 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 }
 
 // checkBackfill checks a backfill of job, fills in o's defaults, and
-// returns the job's entry, the ticks of the range if list (else nil:
-// forced, they may be millions) and their count.
-func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOptions, list bool) (*entry, []time.Time, int, error) {
+// returns the job's entry, the count of the range's ticks, and the
+// freezes applied.
+func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOptions) (*entry, int, []Freeze, error) {
 	e, err := s.entry(job)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, nil, err
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("scheduler: backfill %q: "+format+": %w", append([]any{job}, append(a, ErrInvalid)...)...)
 	}
 	switch {
 	case e.job.everyReplica():
-		return nil, nil, 0, bad("job has replicas %q: a backfill runs each tick once across the fleet, and such a job runs on every replica", ReplicasAll)
+		return nil, 0, nil, bad("job has replicas %q: a backfill runs each tick once across the fleet, and such a job runs on every replica", ReplicasAll)
 	case o.From.IsZero() || o.To.IsZero():
-		return nil, nil, 0, bad("from and to: both are needed")
+		return nil, 0, nil, bad("from and to: both are needed")
 	case o.From.After(o.To):
-		return nil, nil, 0, bad("from %s is after to %s", fmtTick(o.From), fmtTick(o.To))
+		return nil, 0, nil, bad("from %s is after to %s", fmtTick(o.From), fmtTick(o.To))
 	case o.To.After(s.opt.clock.Now()):
-		return nil, nil, 0, bad("to %s is in the future: a backfill runs past ticks only", fmtTick(o.To))
+		return nil, 0, nil, bad("to %s is in the future: a backfill runs past ticks only", fmtTick(o.To))
 	case o.Rate < 0 || o.Rate > MaxBackfillRate || o.Rate != o.Rate || o.Rate != 0 && o.Rate < MinBackfillRate:
-		return nil, nil, 0, bad("rate %v: must be at least one tick a day (%v a second) and at most %v ticks a second", o.Rate, MinBackfillRate, MaxBackfillRate)
+		return nil, 0, nil, bad("rate %v: must be at least one tick a day (%v a second) and at most %v ticks a second", o.Rate, MinBackfillRate, MaxBackfillRate)
 	case strings.ContainsFunc(o.By, func(r rune) bool { return r < ' ' }):
-		return nil, nil, 0, bad("by %q has control characters", o.By)
+		return nil, 0, nil, bad("by %q has control characters", o.By)
 	}
 	if o.Rate == 0 {
 		o.Rate = DefaultBackfillRate
@@ -203,21 +212,22 @@ func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOp
 	if err != nil {
 		fs = s.knownFreezes()
 	}
-	var ticks []time.Time
 	n := 0
-	for t := range backfillRange(e, o.From, o.To, fs) {
-		if n == MaxBackfillTicks && !o.Force {
-			return nil, nil, 0, bad("the range from %s to %s holds more than %d ticks: narrow it, or force it",
+	for range backfillRange(e, o.From, o.To, fs) {
+		switch {
+		case n == MaxBackfillTicks && !o.Force:
+			return nil, 0, nil, bad("the range from %s to %s holds more than %d ticks: narrow it, or force it",
 				fmtTick(o.From), fmtTick(o.To), MaxBackfillTicks)
+		case n == MaxForcedBackfillTicks:
+			return nil, 0, nil, bad("the range from %s to %s holds more than %d ticks, the most a forced backfill may hold: narrow it",
+				fmtTick(o.From), fmtTick(o.To), MaxForcedBackfillTicks)
 		}
-		if n++; list {
-			ticks = append(ticks, t)
-		}
+		n++
 	}
 	if n == 0 {
-		return nil, nil, 0, bad("the range from %s to %s holds no tick of the job (calendars and freezes applied)", fmtTick(o.From), fmtTick(o.To))
+		return nil, 0, nil, bad("the range from %s to %s holds no tick of the job (calendars and freezes applied)", fmtTick(o.From), fmtTick(o.To))
 	}
-	return e, ticks, n, nil
+	return e, n, fs, nil
 }
 
 // backfillRange yields e's ticks in [from, to], oldest first, but those its

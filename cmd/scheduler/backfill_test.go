@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/creack/pty"
 
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/scheduler"
@@ -280,6 +281,10 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 			fmt.Sprintf(`{"from": %q, "to": %q, "rate": "fast"}`, from, to), 400},
 		{"rate below one a day", []string{"report", "-from", from, "-to", to, "-rate", "0.01/h"}, 2, `rate: "0.01/h" is not a rate`,
 			fmt.Sprintf(`{"from": %q, "to": %q, "rate": "0.01/h"}`, from, to), 400},
+		{"to in the future", []string{"report", "-from", from, "-to", rfc(now.Add(time.Hour))}, 1, "is in the future",
+			fmt.Sprintf(`{"from": %q, "to": %q}`, from, rfc(now.Add(time.Hour))), 400},
+		{"over the forced ceiling", []string{"fast", "-from", rfc(now.Add(-30 * 24 * time.Hour)), "-to", to, "-force"}, 1, "the most a forced backfill may hold",
+			fmt.Sprintf(`{"from": %q, "to": %q, "force": true}`, rfc(now.Add(-30*24*time.Hour)), to), 400},
 		{"unknown job", []string{"reprot", "-from", from, "-to", to}, 1, `unknown job "reprot"`,
 			fmt.Sprintf(`{"from": %q, "to": %q}`, from, to), 404},
 	} {
@@ -293,13 +298,32 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: POST: %d %s; want %d saying %q", c.name, st, body, c.status, c.says)
 		}
 	}
-	if bs := apiBackfills(t, base); len(bs) != 0 {
-		t.Errorf("backfills recorded: %+v", bs)
+	// A forced dry run lists the first ticks and counts them all.
+	r := mustCLI(t, 0, dir, "backfill", "fast", "-from", rfc(now.Add(-48*time.Hour)), "-to", to, "-force", "-dry-run", "-config", cfg)
+	if n := strings.Count(r.stdout, "\n"); n != scheduler.MaxBackfillListed || !regexp.MustCompile(`: [0-9]{6} ticks, the first 10000 listed;`).MatchString(r.stderr) {
+		t.Errorf("forced dry run: %d lines, stderr %q", n, r.stderr)
+	}
+	st, body, _ := httpBody(t, "POST", base+"/api/jobs/fast/backfill", "", fmt.Sprintf(`{"from": %q, "to": %q, "force": true, "dry_run": true}`, rfc(now.Add(-48*time.Hour)), to))
+	var dry daemon.BackfillDryRunJSON
+	if st != 200 || json.Unmarshal(body, &dry) != nil || len(dry.Ticks) != scheduler.MaxBackfillListed || dry.Total < 100_000 {
+		t.Errorf("forced dry run through the API: %d, %d ticks of %d", st, len(dry.Ticks), dry.Total)
+	}
+	// A forced backfill is made.
+	st, body, _ = httpBody(t, "POST", base+"/api/jobs/fast/backfill", "", fmt.Sprintf(`{"from": %q, "to": %q, "force": true, "rate": "1/h"}`, rfc(now.Add(-48*time.Hour)), to))
+	var forced scheduler.Backfill
+	if st != 200 || json.Unmarshal(body, &forced) != nil || forced.Total < 100_000 {
+		t.Fatalf("forced backfill: %d %s", st, body)
+	}
+	if st, body, _ := httpDo(t, "DELETE", base+"/api/backfills/"+forced.ID, ""); st != 200 {
+		t.Errorf("DELETE of the forced backfill: %d %s", st, body)
+	}
+	if bs := apiBackfills(t, base); len(bs) != 1 || bs[0].ID != forced.ID {
+		t.Errorf("backfills recorded: %+v, want the forced one alone", bs)
 	}
 	if st, body, _ := httpDo(t, "DELETE", base+"/api/backfills/bf-00000000", ""); st != 404 {
 		t.Errorf("DELETE of an unknown backfill: %d %s", st, body)
 	}
-	r := cli(t, dir, "backfill", "-cancel", "bf-00000000", "-config", cfg)
+	r = cli(t, dir, "backfill", "-cancel", "bf-00000000", "-config", cfg)
 	if r.code != 1 || !strings.Contains(r.stderr, "no such backfill") {
 		t.Errorf("cancel of an unknown backfill: exit %d: %s", r.code, r.stderr)
 	}

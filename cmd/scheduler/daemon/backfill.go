@@ -37,10 +37,12 @@ type BackfillRequestJSON struct {
 	Force       bool   `json:"force,omitempty"`
 }
 
-// BackfillDryRunJSON is the answer to a dry run: the ticks it would run.
+// BackfillDryRunJSON is the answer to a dry run: the ticks it would run,
+// the first scheduler.MaxBackfillListed of them, and how many there are.
 type BackfillDryRunJSON struct {
 	Job   string      `json:"job"`
 	Ticks []time.Time `json:"ticks"`
+	Total int         `json:"total"`
 }
 
 // backfillTimeLayouts are the layouts -from and -to are read in, in UTC
@@ -131,12 +133,15 @@ func (a *admin) backfillAdd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.DryRun {
-		ticks, err := a.s.BackfillTicks(r.Context(), name, o)
+		ticks, total, err := a.s.BackfillTicks(r.Context(), name, o)
 		if err != nil {
 			a.backfillError(w, name, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, BackfillDryRunJSON{Job: name, Ticks: ticks})
+		if ticks == nil {
+			ticks = []time.Time{}
+		}
+		writeJSON(w, http.StatusOK, BackfillDryRunJSON{Job: name, Ticks: ticks, Total: total})
 		return
 	}
 	b, err := a.s.Backfill(r.Context(), name, o)
@@ -278,18 +283,19 @@ without a config file, to the running daemon's admin API (POST
 	return c
 }
 
-// dryRunBackfill prints the ticks a backfill would run, one a line, and
-// their count on stderr.
+// dryRunBackfill prints the ticks a backfill would run, one a line (the
+// first scheduler.MaxBackfillListed), and their count on stderr.
 func dryRunBackfill(cmd *cobra.Command, cfgPath string, o Options, job string, req BackfillRequestJSON, opts scheduler.BackfillOptions) error {
 	var ticks []time.Time
+	var total int
 	err := storeOrDaemon(cmd, cfgPath, o, job, func(ctx context.Context, cfg *config.Config) error {
 		var res BackfillDryRunJSON
 		err := postBackfill(ctx, cfg, o.Environ, job, req, &res)
-		ticks = res.Ticks
+		ticks, total = res.Ticks, res.Total
 		return err
 	}, func(ctx context.Context, s *scheduler.Scheduler, cfg *config.Config) error {
 		var err error
-		ticks, err = s.BackfillTicks(ctx, job, opts)
+		ticks, total, err = s.BackfillTicks(ctx, job, opts)
 		return backfillCLIError(cfg, err)
 	})
 	if err != nil {
@@ -302,13 +308,18 @@ func dryRunBackfill(cmd *cobra.Command, cfgPath string, o Options, job string, r
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "backfill of %s (dry run): %d ticks; nothing was run or recorded\n", job, len(ticks))
+	if total > len(ticks) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "backfill of %s (dry run): %d ticks, the first %d listed; nothing was run or recorded\n", job, total, len(ticks))
+		return nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "backfill of %s (dry run): %d ticks; nothing was run or recorded\n", job, total)
 	return nil
 }
 
 // backfillCLIError is err of a call through Redis as the command says it.
 func backfillCLIError(cfg *config.Config, err error) error {
-	if err == nil || errors.Is(err, scheduler.ErrInvalid) || errors.Is(err, scheduler.ErrUnknownBackfill) || errors.Is(err, scheduler.ErrBackfillEnded) {
+	if err == nil || errors.Is(err, scheduler.ErrInvalid) || errors.Is(err, scheduler.ErrUnknownBackfill) || errors.Is(err, scheduler.ErrBackfillEnded) ||
+		errors.Is(err, scheduler.ErrBackfillOverlap) {
 		return err
 	}
 	return storeError(cfg, err)
