@@ -81,3 +81,31 @@ func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
 // BackfillsKey is the Redis key of the ledger's backfills: a hash in the
 // lock's hash slot.
 func (g *Ledger) BackfillsKey() string { return g.g.BackfillsKey() }
+
+// A BackfillIndexEntry is an entry of the fleet's index of running
+// backfills: the backfill's job, and when it was indexed (the store's
+// clock).
+type BackfillIndexEntry = core.BackfillIndexEntry
+
+// IndexBackfill records in the fleet's index of running backfills (a hash
+// at prefix:backfills:{backfills}) that the backfill id is job's. The index
+// is a hint that lets the replicas read a job's backfills only when it
+// names them; its readers drop the entries of backfills that ended or
+// were never added. It returns lock.ErrBadKey if the key holds another
+// type, lock.ErrClosed after Close.
+func (s *Store) IndexBackfill(ctx context.Context, id, job string) error {
+	return s.c.IndexBackfill(ctx, id, job)
+}
+
+// UnindexBackfill drops the backfill id from the fleet's index. It returns
+// the errors of IndexBackfill.
+func (s *Store) UnindexBackfill(ctx context.Context, id string) error {
+	return s.c.UnindexBackfill(ctx, id)
+}
+
+// BackfillIndex returns the fleet's index of running backfills, by id, and
+// the store's time: one round trip. It returns the errors of
+// IndexBackfill.
+func (s *Store) BackfillIndex(ctx context.Context) (map[string]BackfillIndexEntry, time.Time, error) {
+	return s.c.BackfillIndex(ctx)
+}

@@ -41,12 +41,18 @@ const (
 // backfill's own ledger (beside the job's lock) and in its carrier lock.
 const backfillSuffix = "!backfill:"
 
-// backfillPoll is how often each running Scheduler reads its jobs'
-// backfills to take on one that no replica carries (its carrier died or
-// stopped): one EVALSHA per job per replica. A new backfill, and a
-// carrier's stop, are also told on the control topic, which makes the
-// replicas that hear it read them at once.
+// backfillPoll is how often each running Scheduler reads the fleet's index
+// of running backfills (one EVALSHA per replica), and the backfills of each
+// job of its own that the index names (one per such job), to take on one
+// that no replica carries (its carrier died or stopped). A new backfill,
+// and a carrier's stop, are also told on the control topic, which makes
+// the replicas that hear it read them at once.
 const backfillPoll = 5 * time.Second
+
+// backfillIndexGrace is how long an index entry whose backfill is not in
+// its job's backfills is kept: its add may be under way (the index is
+// written first).
+const backfillIndexGrace = time.Minute
 
 // ErrUnknownBackfill: CancelBackfill of an id that names no backfill of
 // the Scheduler's jobs (or one dropped fleet.BackfillKeep after it ended).
@@ -151,6 +157,11 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 		return Backfill{}, err
 	}
 	id := "bf-" + randomHex(4)
+	// The fleet's index first: a backfill is never running unindexed (an
+	// entry whose add failed is dropped, here or by its readers).
+	if err := s.store.IndexBackfill(ctx, id, job); err != nil {
+		return Backfill{}, fmt.Errorf("scheduler: backfill %q: %w", job, err)
+	}
 	f := map[string]string{
 		"job": job, "from": strconv.FormatInt(o.From.UnixMilli(), 10), "to": strconv.FormatInt(o.To.UnixMilli(), 10),
 		"rate": strconv.FormatFloat(o.Rate, 'g', -1, 64), "total": strconv.Itoa(total), "by": o.By,
@@ -159,6 +170,7 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 		f["only_missing"] = "1"
 	}
 	if err := e.ledger.AddBackfill(ctx, id, f); err != nil {
+		s.unindexBackfill(id)
 		if oe := (*fleet.BackfillOverlapError)(nil); errors.As(err, &oe) {
 			return Backfill{}, fmt.Errorf("scheduler: backfill %q: the range from %s to %s overlaps that of backfill %s, running: "+
 				"cancel it (scheduler backfill -cancel %s) or wait for it to end: %w", job, fmtTick(o.From), fmtTick(o.To), oe.Running, oe.Running, ErrBackfillOverlap)
@@ -328,6 +340,16 @@ func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, erro
 	return out, nil
 }
 
+// unindexBackfill drops id from the fleet's index of running backfills
+// (it ended, or its add failed); a failure leaves it to the readers.
+func (s *Scheduler) unindexBackfill(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	if err := s.store.UnindexBackfill(ctx, id); err != nil {
+		s.log.Debug("backfill left in the index", "backfill", id, "error", err)
+	}
+}
+
 // CancelBackfill cancels the backfill id, by by: no tick of it starts once
 // the cancel has returned (it pauses the backfill's own ledger in the same
 // step, so that a claim of its that waits for the job's lock is refused),
@@ -335,7 +357,15 @@ func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, erro
 // ErrUnknownBackfill, ErrBackfillEnded for one that finished (a cancelled
 // one is cancelled again without error), and the store's error.
 func (s *Scheduler) CancelBackfill(ctx context.Context, id, by string) (Backfill, error) {
-	for _, e := range s.ordered() {
+	entries := s.ordered()
+	// A running one is in the fleet's index: its job's backfills alone are
+	// read. (An ended one is looked for in every job's.)
+	if idx, _, err := s.store.BackfillIndex(ctx); err == nil {
+		if e, err := s.entry(idx[id].Job); err == nil {
+			entries = append([]*entry{e}, entries...)
+		}
+	}
+	for _, e := range entries {
 		bs, err := s.backfillsOf(ctx, e)
 		if err != nil {
 			return Backfill{}, err
@@ -350,6 +380,7 @@ func (s *Scheduler) CancelBackfill(ctx context.Context, id, by string) (Backfill
 				}
 				return b, fmt.Errorf("scheduler: cancel backfill %q: %w", id, err)
 			}
+			s.unindexBackfill(id)
 			s.tellBackfills(ctx)
 			s.log.Info("backfill cancelled", "job", e.job.Name, "backfill", id, "by", by)
 			if b.Running() {
@@ -378,36 +409,82 @@ func (s *Scheduler) rereadBackfills() {
 	}
 }
 
-// readBackfills reads the backfills of the jobs every backfillPoll, and
-// at once when told to (rereadBackfills), and takes on each running one
-// that no replica carries, until the Scheduler stops.
+// readBackfills reads the fleet's index of running backfills every
+// backfillPoll, and at once when told to (rereadBackfills), then the
+// backfills of each job of its own that the index names, and takes on each
+// running one that no replica carries, until the Scheduler stops. Its
+// first read is of every job's backfills, which puts back in the index a
+// running one missing from it.
 func (s *Scheduler) readBackfills() {
 	t := time.NewTicker(backfillPoll)
 	defer t.Stop()
 	warned := false
+	warn := func(msg string, args ...any) {
+		if !warned && s.stopCtx.Err() == nil {
+			s.log.Warn(msg, args...)
+			warned = true
+		}
+	}
+	all := true
 	for {
-		for _, e := range s.ordered() {
-			ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
-			bs, err := s.backfillsOf(ctx, e)
-			cancel()
-			if err != nil {
-				if !warned && s.stopCtx.Err() == nil {
-					s.log.Warn("backfills unreadable", "job", e.job.Name, "error", err)
-					warned = true
-				}
-				continue
-			}
-			for _, b := range bs {
-				if b.Running() {
-					s.takeOn(e, b)
-				}
-			}
+		ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+		idx, now, err := s.store.BackfillIndex(ctx)
+		cancel()
+		if err != nil {
+			warn("the fleet's index of backfills is unreadable", "error", err)
+		} else {
+			s.readIndexed(idx, now, all, warn)
+			all = false
 		}
 		select {
 		case <-s.stopping:
 			return
 		case <-s.backfillNow:
 		case <-t.C:
+		}
+	}
+}
+
+// readIndexed reads the backfills of the jobs idx names (of every job if
+// all), takes on the running ones, and drops from the index the entries
+// of backfills that ended, or that are missing past backfillIndexGrace.
+func (s *Scheduler) readIndexed(idx map[string]fleet.BackfillIndexEntry, now time.Time, all bool, warn func(string, ...any)) {
+	byJob := make(map[string][]string)
+	for id, x := range idx {
+		byJob[x.Job] = append(byJob[x.Job], id)
+	}
+	for _, e := range s.ordered() {
+		ids := byJob[e.job.Name]
+		if len(ids) == 0 && !all {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+		bs, err := s.backfillsOf(ctx, e)
+		cancel()
+		if err != nil {
+			warn("backfills unreadable", "job", e.job.Name, "error", err)
+			continue
+		}
+		seen := make(map[string]bool, len(bs))
+		for _, b := range bs {
+			seen[b.ID] = true
+			_, indexed := idx[b.ID]
+			switch {
+			case b.Running() && !indexed:
+				ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+				_ = s.store.IndexBackfill(ctx, b.ID, e.job.Name)
+				cancel()
+				s.takeOn(e, b)
+			case b.Running():
+				s.takeOn(e, b)
+			case indexed:
+				s.unindexBackfill(b.ID) // ended
+			}
+		}
+		for _, id := range ids {
+			if !seen[id] && now.Sub(idx[id].At) > backfillIndexGrace {
+				s.unindexBackfill(id) // its add failed, or it was dropped
+			}
 		}
 	}
 }
@@ -555,6 +632,7 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 		log.Warn("backfill end not recorded", "error", err)
 		return
 	}
+	s.unindexBackfill(b.ID)
 	log.Info("backfill finished", "done", count, "total", b.Total)
 }
 

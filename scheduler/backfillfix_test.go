@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -224,5 +225,70 @@ func TestBackfillYieldsToScheduledTicks(t *testing.T) {
 		if h.Outcome == scheduler.OutcomeSkippedBusy {
 			t.Errorf("tick %s skipped busy: %+v", h.Tick.Format(time.RFC3339), h)
 		}
+	}
+}
+
+// The fleet's index of running backfills names each running one; a cancel
+// or the end drops it, and the replicas drop the entries of backfills that
+// are not there (past a grace) or have ended.
+func TestBackfillIndex(t *testing.T) {
+	srv := redistest.Start(t)
+	j := newJournal()
+	fleet, ticks := backfillFleet(t, srv, 2, j)
+	ctx := context.Background()
+	rdb := srv.Client()
+	index := func() map[string]string {
+		t.Helper()
+		keys, err := rdb.Keys(ctx, "*:backfills:{backfills}").Result()
+		if err != nil || len(keys) > 1 {
+			t.Fatalf("index keys %v, %v", keys, err)
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		m, err := rdb.HGetAll(ctx, keys[0]).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	awaitIndex := func(what string, ok func(map[string]string) bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok(index()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: index %v", what, index())
+			}
+			time.Sleep(10 * time.Millisecond) // a poll, with a deadline
+		}
+	}
+	slow, err := fleet[0].s.Backfill(ctx, "report", scheduler.BackfillOptions{From: ticks[0], To: ticks[9], Rate: scheduler.MinBackfillRate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := index()[slow.ID]; !strings.HasPrefix(v, "report/") {
+		t.Fatalf("index entry of %s = %q, want its job", slow.ID, v)
+	}
+	// A stale entry (no such backfill, indexed long ago) and an ended
+	// one's are dropped by the replicas' next read.
+	keys, _ := rdb.Keys(ctx, "*:backfills:{backfills}").Result()
+	old := time.Now().Add(-time.Hour).UnixMilli()
+	rdb.HSet(ctx, keys[0], "bf-gone", "report/"+strconv.FormatInt(old, 10), "bf-fresh", "report/"+strconv.FormatInt(time.Now().UnixMilli(), 10))
+	fast, err := fleet[1].s.Backfill(ctx, "report", scheduler.BackfillOptions{From: ticks[20], To: ticks[22], Rate: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitBackfill(t, fleet[0].s, fast.ID, time.Minute)
+	awaitIndex("the stale and the finished entries dropped", func(m map[string]string) bool {
+		_, gone := m["bf-gone"]
+		_, fin := m[fast.ID]
+		_, fresh := m["bf-fresh"]
+		return !gone && !fin && fresh && m[slow.ID] != ""
+	})
+	if _, err := fleet[1].s.CancelBackfill(ctx, slow.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := index()[slow.ID]; ok {
+		t.Errorf("the cancelled backfill %s is still in the index", slow.ID)
 	}
 }

@@ -96,6 +96,10 @@ type backfillBackend interface {
 	// "list". It returns the status, the store's time in ms and the rest
 	// of the reply.
 	backfills(ctx context.Context, key, pause, op, id string, args ...string) (int64, int64, []string, error)
+	// backfillIndex runs backfillindex.lua on key: op "add" (of id, for
+	// job), "drop" (id) or "list". It returns the store's time in ms and,
+	// for list, the hash.
+	backfillIndex(ctx context.Context, key, op, id, job string) (int64, []string, error)
 }
 
 // backfillsKey is where the backfills of g live: beside its ledger, in its
@@ -437,4 +441,137 @@ func memOverlap(h map[string]string, args []string) string {
 		}
 	}
 	return ""
+}
+
+// A BackfillIndexEntry is an entry of the fleet's index of running
+// backfills (Client.BackfillIndex): the backfill's job, and when it was
+// indexed, on the store's clock.
+type BackfillIndexEntry struct {
+	Job string
+	At  time.Time
+}
+
+// backfillIndexKey is where the fleet's index of running backfills lives.
+func (c *Client) backfillIndexKey() string { return c.opt.prefix + ":backfills:{backfills}" }
+
+// IndexBackfill records in the fleet's index of running backfills that
+// the backfill id is job's: a hint, kept LedgerTTL after the last add, that
+// lets the fleet read a job's backfills only when it names them. It
+// returns ErrBadKey if the key holds another type, ErrClosed after Close.
+func (c *Client) IndexBackfill(ctx context.Context, id, job string) error {
+	_, _, err := c.backfillIndex(ctx, "add", id, job)
+	return err
+}
+
+// UnindexBackfill drops the backfill id from the fleet's index (it has
+// ended, or was never added). It returns the errors of IndexBackfill.
+func (c *Client) UnindexBackfill(ctx context.Context, id string) error {
+	_, _, err := c.backfillIndex(ctx, "drop", id, "")
+	return err
+}
+
+// BackfillIndex returns the fleet's index of running backfills, by id,
+// and the store's time: one round trip. It returns the errors of
+// IndexBackfill.
+func (c *Client) BackfillIndex(ctx context.Context) (map[string]BackfillIndexEntry, time.Time, error) {
+	now, rest, err := c.backfillIndex(ctx, "list", "", "")
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	out := make(map[string]BackfillIndexEntry, len(rest)/2)
+	for i := 0; i+1 < len(rest); i += 2 {
+		v := rest[i+1]
+		j := strings.LastIndexByte(v, '/')
+		if j < 0 {
+			continue
+		}
+		ms, err := strconv.ParseInt(v[j+1:], 10, 64)
+		if err != nil {
+			continue
+		}
+		out[rest[i]] = BackfillIndexEntry{Job: v[:j], At: time.UnixMilli(ms)}
+	}
+	return out, time.UnixMilli(now), nil
+}
+
+func (c *Client) backfillIndex(ctx context.Context, op, id, job string) (int64, []string, error) {
+	if c.isClosed() {
+		return 0, nil, fmt.Errorf("lock: backfill index: %w", ErrClosed)
+	}
+	key := c.backfillIndexKey()
+	now, rest, err := c.be.backfillIndex(ctx, key, op, id, job)
+	if err != nil {
+		if errors.Is(err, ErrBadKey) || strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return 0, nil, fmt.Errorf("lock: key %q holds another type, not the index of backfills: %w", key, ErrBadKey)
+		}
+		return 0, nil, fmt.Errorf("lock: backfill index: %w", err)
+	}
+	return now, rest, nil
+}
+
+var (
+	//go:embed scripts/backfillindex.lua
+	backfillIndexSrc    string
+	backfillIndexScript = redis.NewScript(backfillIndexSrc)
+)
+
+func (b *redisBackend) backfillIndex(ctx context.Context, key, op, id, job string) (int64, []string, error) {
+	v, err := backfillIndexScript.Run(ctx, b.rdb, []string{key}, op, id, job, LedgerTTL.Milliseconds()).Slice()
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(v) < 1 {
+		return 0, nil, fmt.Errorf("backfillindex.lua: an empty reply")
+	}
+	now, _ := v[0].(int64)
+	rest := make([]string, 0, len(v)-1)
+	for _, x := range v[1:] {
+		s, _ := x.(string)
+		rest = append(rest, s)
+	}
+	return now, rest, nil
+}
+
+func (b *memoryBackend) backfillIndex(ctx context.Context, key, op, id, job string) (int64, []string, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nowT := time.Now()
+	now := nowT.UnixMilli()
+	if s.backfill == nil {
+		s.backfill = make(map[string]*memBackfills)
+	}
+	h := s.backfill[key]
+	if h != nil && !nowT.Before(h.ends) {
+		h = nil
+		delete(s.backfill, key)
+	}
+	switch op {
+	case "add":
+		if h == nil {
+			h = &memBackfills{m: make(map[string]string)}
+			s.backfill[key] = h
+		}
+		h.m[id] = job + "/" + strconv.FormatInt(now, 10)
+		h.ends = nowT.Add(LedgerTTL)
+	case "drop":
+		if h != nil {
+			delete(h.m, id)
+			if len(h.m) == 0 {
+				delete(s.backfill, key) // as Redis: a hash with no field is no key
+			}
+		}
+	default:
+		var rest []string
+		if h != nil {
+			for k, v := range h.m {
+				rest = append(rest, k, v)
+			}
+		}
+		return now, rest, nil
+	}
+	return now, nil, nil
 }
