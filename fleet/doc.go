@@ -78,7 +78,12 @@
 // WithBackfillClaims tags a ledger's claim owner ids "/backfill": a claim
 // of another ledger that finds the lock held by one waits for it (claim.lua
 // answers {0, pttl, running, 1}), whatever its queue, so that a job's
-// scheduled ticks come before its backfill's.
+// scheduled ticks come before its backfill's. The fleet's index of
+// running backfills (Store.IndexBackfill, backfillindex.lua) is a hash at
+// prefix:backfills:{backfills}, id -> "<job>/<ms of the add>": a hint its
+// readers keep true (they drop the entries of backfills that ended, or
+// that are not there past a grace), read once a poll by each replica
+// instead of every job's backfills.
 //
 // A ledger keeps a history: a Redis Stream at prefix:{n}:ledger:id:history,
 // in the lock's hash slot, whose entries are the field-value maps its

@@ -419,7 +419,9 @@
 // in the add's own step, so two replicas cannot both add one): each would
 // run the ticks they share, since each has a ledger of its own and
 // OnlyMissing reads what is done once. BackfillTicks is the dry run: the
-// ticks it would run, nothing changed.
+// first MaxBackfillListed (10,000) ticks it would run and how many there
+// are, nothing changed. Force allows up to MaxForcedBackfillTicks
+// (1,000,000), a ceiling on the work of counting them even when forced.
 //
 // o.OnlyMissing skips the ticks known done. A tick is done when the job's
 // history holds an entry of a run of it that ended OutcomeRan or
@@ -435,9 +437,15 @@
 // slot; fleet.Ledger.AddBackfill): its range, rate, OnlyMissing, the ticks
 // it holds (Total), its progress (Done and the Last tick handled) and its
 // State (running, cancelled, finished); an ended one is kept 7 days
-// (fleet.BackfillKeep). Every running Scheduler reads its jobs' backfills
-// every 5 seconds (one script call per job), and at once when a Backfill,
-// a cancel, or a carrier's stop is published on the control topic;
+// (fleet.BackfillKeep). A running backfill is also named in the fleet's
+// index of running backfills (one hash for the fleet, a hint: written
+// before the add, dropped at the end and the cancel, and by its readers
+// for a backfill that ended or is not there past a minute). Every running
+// Scheduler reads the index every 5 seconds (one script call), and the
+// backfills of each job of its own that it names (one call per such job;
+// every job's once at its start, which puts a missing running one back in
+// the index), and at once when a Backfill, a cancel, or a carrier's stop
+// is published on the control topic;
 // for each running one it takes the backfill's carrier lock (a Mutex named
 // for the job's lock and the backfill, with its watchdog) with one try.
 // The replica that gets it carries the backfill on from its Last: for
