@@ -579,6 +579,19 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 		defer cancel()
 		return e.ledger.BackfillProgress(pctx, b.ID, count, last.UnixMilli(), finished, time.Until(next))
 	}
+	// handled records t handled (run, or not to be run), and reports
+	// whether the backfill is still running (a cancel ends it here).
+	handled := func(t time.Time) bool {
+		count, last = count+1, t
+		state, err := progress(false)
+		if err != nil {
+			log.Warn("backfill progress not recorded", "error", err)
+		} else if state != fleet.BackfillRunning {
+			log.Info("backfill ends here", "state", state, "done", count)
+			return false
+		}
+		return true
+	}
 	from := b.From
 	if !last.IsZero() {
 		from = last.Add(time.Nanosecond)
@@ -586,9 +599,8 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 	for t := range backfillRange(e, from, b.To, s.knownFreezes()) {
 		ms := t.UnixMilli()
 		if done[ms] {
-			count, last = count+1, t
-			if _, err := progress(false); err != nil {
-				log.Warn("backfill progress not recorded", "error", err)
+			if !handled(t) {
+				return
 			}
 			continue
 		}
@@ -603,25 +615,16 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 			return
 		}
 		if _, reason, _, ok := excludedBy(e, t, s.knownFreezes()); ok {
-			// A freeze made since the backfill began holds the tick: it
-			// is handled, not run.
+			// A freeze the range was built without (read since) holds the
+			// tick: it is handled, not run.
 			log.Info("backfill tick not run", "tick", fmtTick(t), "why", reason)
-			count, last = count+1, t
-			if _, err := progress(false); err != nil {
-				log.Warn("backfill progress not recorded", "error", err)
+			if !handled(t) {
+				return
 			}
 			continue
 		}
 		next = time.Now().Add(interval)
-		if !s.runBackfillTick(ctx, e, g, b.ID, t, interval) {
-			return
-		}
-		count, last = count+1, t
-		state, err := progress(false)
-		if err != nil {
-			log.Warn("backfill progress not recorded", "error", err)
-		} else if state != fleet.BackfillRunning {
-			log.Info("backfill ends here", "state", state, "done", count)
+		if !s.runBackfillTick(ctx, e, g, b.ID, t, interval) || !handled(t) {
 			return
 		}
 	}

@@ -378,21 +378,26 @@ func findBackfill(bs []scheduler.Backfill, id string, err error) (scheduler.Back
 // backfillFollow is how often the command reads a backfill's progress.
 const backfillFollow = 500 * time.Millisecond
 
-// followBackfill prints b's progress until it ends: in place on a
-// terminal, a line per change otherwise. The first Ctrl-C (SIGINT) asks,
-// on a terminal, whether to cancel the backfill (cancel), and detaches
-// otherwise, or if the answer is no: the backfill goes on in the fleet.
+// followBackfill prints b's progress until it ends: in place when stdout
+// is a terminal, a line per change otherwise. The first Ctrl-C (SIGINT)
+// asks, when stdin and stdout are terminals, whether to cancel the
+// backfill (cancel), and detaches otherwise, or if the answer is no: the
+// backfill goes on in the fleet.
 func followBackfill(cmd *cobra.Command, o Options, b scheduler.Backfill, read func(context.Context) (scheduler.Backfill, error), cancel func(context.Context) error) error {
 	out := cmd.OutOrStdout()
-	tty := isTerminal(out) && isTerminal(os.Stdin)
+	tty := isTerminal(out)
+	ask := tty && isTerminal(os.Stdin)
 	ints := make(chan os.Signal, 1)
 	signal.Notify(ints, os.Interrupt)
 	defer signal.Stop(ints)
 	t := time.NewTicker(backfillFollow)
 	defer t.Stop()
 	last := ""
+	// The pace is measured on this clock alone: from the first progress
+	// read here.
+	start, startDone := time.Now(), b.Done
 	show := func(b scheduler.Backfill) {
-		line := progressLine(b)
+		line := progressLine(b, time.Since(start), b.Done-startDone)
 		switch {
 		case tty:
 			fmt.Fprint(out, "\r"+line+"\x1b[K")
@@ -405,7 +410,7 @@ func followBackfill(cmd *cobra.Command, o Options, b scheduler.Backfill, read fu
 	for {
 		select {
 		case <-ints:
-			if tty {
+			if ask {
 				fmt.Fprintf(out, "\ncancel backfill %s? [y/N] ", b.ID)
 				answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 				if a := strings.ToLower(strings.TrimSpace(answer)); a == "y" || a == "yes" {
@@ -447,8 +452,9 @@ func followBackfill(cmd *cobra.Command, o Options, b scheduler.Backfill, read fu
 }
 
 // progressLine is a backfill's progress: "backfill ID of JOB: DONE/TOTAL
-// ticks (P%), about D left" while it runs, its state once it has ended.
-func progressLine(b scheduler.Backfill) string {
+// ticks (P%), about D left" while it runs (n ticks done in el), its state
+// once it has ended.
+func progressLine(b scheduler.Backfill, el time.Duration, n int64) string {
 	pct := 100.0
 	if b.Total > 0 {
 		pct = 100 * float64(b.Done) / float64(b.Total)
@@ -457,19 +463,20 @@ func progressLine(b scheduler.Backfill) string {
 	if !b.Running() {
 		return line + ", " + b.State
 	}
-	return line + ", about " + backfillLeft(b).String() + " left"
+	return line + ", about " + backfillLeft(b, el, n).String() + " left"
 }
 
-// backfillLeft estimates how long b has to go: its pace so far (done since
-// its start), or its rate before any tick is done, whichever is slower.
-func backfillLeft(b scheduler.Backfill) time.Duration {
+// backfillLeft estimates how long b has to go: its pace as followed (n
+// ticks done in el, on one clock), or its rate before any tick is done,
+// whichever is slower.
+func backfillLeft(b scheduler.Backfill, el time.Duration, n int64) time.Duration {
 	left := float64(b.Total - b.Done)
 	if left <= 0 {
 		return 0
 	}
 	secs := left / b.Rate
-	if el := time.Since(b.Created).Seconds(); b.Done > 0 && el > 0 {
-		secs = max(secs, left*el/float64(b.Done))
+	if n > 0 && el > 0 {
+		secs = max(secs, left*el.Seconds()/float64(n))
 	}
 	return time.Duration(secs * float64(time.Second)).Round(time.Second)
 }
