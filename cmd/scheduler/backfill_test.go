@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -224,6 +225,10 @@ func TestBackfillFleet(t *testing.T) {
 	if st != 409 || !strings.Contains(string(body), id) {
 		t.Errorf("POST of an overlapping backfill: %d %s; want 409 naming %s", st, body, id)
 	}
+	carrierLock := "*:{report!backfill:" + id + "}"
+	if keys, err := srv.Client().Keys(context.Background(), carrierLock).Result(); err != nil || len(keys) != 1 {
+		t.Fatalf("carrier lock %s of the running backfill: %v, %v", carrierLock, keys, err)
+	}
 	r = mustCLI(t, 0, dir, "backfill", "-cancel", id, "-config", cfg)
 	if got := strings.TrimSpace(r.stdout); got != id+": cancelled" {
 		t.Errorf("backfill -cancel printed %q", got)
@@ -235,7 +240,12 @@ func TestBackfillFleet(t *testing.T) {
 	if out := follower.out.String(); !strings.Contains(out, ", cancelled\n") {
 		t.Errorf("the following command printed %q, want its end as cancelled", out)
 	}
-	time.Sleep(time.Second) // five intervals at its rate: an observation window
+	// Once its carrier has ended (its carrier lock is gone), nothing of it
+	// can start: at most the run claimed before the cancel did.
+	testkit.Eventually(t, 30*time.Second, "the cancelled backfill's carrier to end", func() bool {
+		keys, err := srv.Client().Keys(context.Background(), carrierLock).Result()
+		return err == nil && len(keys) == 0
+	})
 	if n := countRuns(backfillRuns(t, dir)); n > atCancel+1 {
 		t.Errorf("%d runs started after the cancel, at most the one claimed then may", n-atCancel)
 	}
