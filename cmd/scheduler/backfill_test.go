@@ -25,8 +25,9 @@ import (
 )
 
 // backfillScript is the job of the backfill tests: a line per run, with
-// LOCKCRON_BACKFILL last.
-const backfillScript = `echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT b$LOCKCRON_BACKFILL" >> runs.log`
+// LOCKCRON_BACKFILL last, written as it starts; the run lasts 200 ms
+// more, so that a kill that follows a line lands on its run.
+const backfillScript = `echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT b$LOCKCRON_BACKFILL" >> runs.log; sleep 0.2`
 
 // pastTicks are the 50 latest past ticks of an @every 1h job.
 func pastTicks() []time.Time {
@@ -173,6 +174,9 @@ func TestBackfillFleet(t *testing.T) {
 	t.Logf("SIGKILL of %s, which carried %s; finished by the others %v later", victim.name, b.ID, time.Since(killed).Round(time.Millisecond))
 	if end.Done != 50 {
 		t.Errorf("backfill at its end: %+v, want 50 of 50 done", end)
+	}
+	if rs := backfillRuns(t, dir)[first.tick]; len(rs) != 2 {
+		t.Logf("the kill did not land on the run of tick %s (%d runs of it): the poll came late", rfc(first.tick), len(rs))
 	}
 	runs := backfillRuns(t, dir)
 	twice := 0
