@@ -238,7 +238,9 @@ func (g *Ledger) Backfills(ctx context.Context) ([]Backfill, time.Time, error) {
 	}
 	out := make([]Backfill, 0, len(byID))
 	for _, b := range byID {
-		if b.State != "" {
+		// (One that ended BackfillKeep ago is left out: the next write
+		// prunes it.)
+		if b.State != "" && (b.Ended.IsZero() || b.Ended.Add(BackfillKeep).After(time.UnixMilli(now))) {
 			out = append(out, *b)
 		}
 	}
@@ -326,6 +328,14 @@ func (b *memoryBackend) backfills(ctx context.Context, key, pause, op, id string
 	if h == nil {
 		h = &memBackfills{m: make(map[string]string)}
 	}
+	if op == "list" {
+		// Read-only, as the script: the writes prune.
+		rest := make([]string, 0, 2*len(h.m))
+		for f, v := range h.m {
+			rest = append(rest, f, v)
+		}
+		return 1, now, rest, nil
+	}
 	keep := BackfillKeep.Milliseconds()
 	dead := make(map[string]bool)
 	for f, v := range h.m {
@@ -343,16 +353,6 @@ func (b *memoryBackend) backfills(ctx context.Context, key, pause, op, id string
 	save := func() {
 		s.backfill[key] = h
 		h.ends = nowT.Add(LedgerTTL)
-	}
-	if op == "list" {
-		rest := make([]string, 0, 2*len(h.m))
-		for f, v := range h.m {
-			rest = append(rest, f, v)
-		}
-		if len(h.m) > 0 {
-			s.backfill[key] = h // pruned, its expiry unchanged
-		}
-		return 1, now, rest, nil
 	}
 	p := id + "/"
 	state, ok := h.m[p+"state"]

@@ -23,7 +23,8 @@
 -- cancel:   ARGV[5] who cancels it
 -- progress: ARGV[5] done, ARGV[6] last, ARGV[7] "1" if it is finished,
 --           ARGV[8] ms from now until its next tick may start (next)
--- First drops the backfills that ended more than ARGV[4] ms ago.
+-- Every call but list first drops the backfills that ended more than
+-- ARGV[4] ms ago (list reads alone: one HGETALL).
 -- Returns {status, now, ...}, now the server's time (ms):
 --   add      {1, now}: added, or the id was taken by an add of the same
 --            nonce (the field "nonce": a retry of it, whose reply was lost;
@@ -36,11 +37,19 @@
 --            than the one recorded, done with it), next, and the state
 --            ("finished" if ARGV[7] finished a running one); {0, now}: no
 --            such backfill
---   list     {1, now, field, value, ...}: the whole hash
+--   list     {1, now, field, value, ...}: the whole hash, as it is
 -- A key of another type fails the call (WRONGTYPE), untouched.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local all = redis.call('HGETALL', KEYS[1])
+local op, p = ARGV[1], ARGV[2] .. '/'
+if op == 'list' then
+  -- Read-only: the caller leaves out what ended ARGV[4] ago; the writes
+  -- prune it.
+  table.insert(all, 1, now)
+  table.insert(all, 1, 1)
+  return all
+end
 local keep = tonumber(ARGV[4])
 local dead = {}
 for i = 1, #all, 2 do
@@ -60,14 +69,7 @@ for i = 1, #all, 2 do
     live[#live + 1] = all[i + 1]
   end
 end
-local op, p = ARGV[1], ARGV[2] .. '/'
 local reply = {1, now}
-if op == 'list' then
-  for i = 1, #live do
-    reply[i + 2] = live[i]
-  end
-  return reply
-end
 local state = redis.call('HGET', KEYS[1], p .. 'state')
 if op == 'add' then
   if state then
