@@ -114,7 +114,7 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
 		g.askReplace(ca, running, tick)
-		bf := strings.HasSuffix(l.owner, BackfillOwnerTag)
+		bf := strings.HasSuffix(l.owner, BackfillOwnerTag) && !(ca.fair && ca.wait == 0)
 		if waits || bf && ca.fair {
 			pttl, _ = s.keepPlace(k, owner, ca.place, now, pttl)
 		}

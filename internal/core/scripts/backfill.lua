@@ -30,7 +30,7 @@
 --            nonce (the field "nonce": a retry of it, whose reply was lost;
 --            nothing changed); {2, now}: the id is taken by another add;
 --            {3, now, id}: the range [from, to] overlaps that of the
---            running backfill id (nothing changed)
+--            running backfill id (the least id, if several; nothing changed)
 --   cancel   {1, now}: cancelled (or it was already); {0, now}: no such
 --            backfill; {2, now}: it had finished
 --   progress {1, now, state}: done and last recorded (last only if later
@@ -94,14 +94,18 @@ if op == 'add' then
     for i = 1, #live, 2 do
       f[live[i]] = live[i + 1]
     end
+    local other
     for i = 1, #live, 2 do
       local id = string.match(live[i], '^(.*)/state$')
       if id and live[i + 1] == 'running' then
         local a, b = tonumber(f[id .. '/from']), tonumber(f[id .. '/to'])
-        if a and b and a <= to and from <= b then
-          return {3, now, id}
+        if a and b and a <= to and from <= b and (not other or id < other) then
+          other = id
         end
       end
+    end
+    if other then
+      return {3, now, other}
     end
   end
   for i = 5, #ARGV - 1, 2 do

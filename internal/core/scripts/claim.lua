@@ -32,14 +32,15 @@
 --         digest of what the claimant runs); "" records none
 -- ARGV[11] how often the ledger's lifetime is renewed, ms (finish.lua's
 --         ARGV[13])
--- A claim that finds the lock held by a backfill's claim (an owner id that
--- ends with "/backfill": core.BackfillOwnerTag) waits for it whatever
--- ARGV[9] says (a fair one takes or keeps its place), and its answer
--- {0, pttl, running, 1} says so: scheduled ticks come before a backfill's.
 -- ARGV[12] 1: the claim replaces (overlap replace): when it finds the lock
 --         held by another owner for an earlier unfinished tick of the
 --         ledger, it records ARGV[4] in the ledger's field replace (if
 --         later than the one there): that run is asked to end (replaced)
+-- A claim that finds the lock held by a backfill's claim (an owner id that
+-- ends with "/backfill": core.BackfillOwnerTag) waits for it whatever
+-- ARGV[9] says, but for a fair claim that does not wait (0), and its
+-- answer {0, pttl, running, 1} says so (a fair one takes or keeps its
+-- place): scheduled ticks come before a backfill's.
 -- A fair claim that would wait takes a free lock only when the queue is
 -- empty or the caller is its head, and otherwise takes or keeps its place:
 -- the sleep in {0, sleep, running} is then the time to its next heartbeat.
@@ -158,7 +159,7 @@ if pttl ~= -2 then
   if pttl == -1 then
     return {-3, 0}
   end
-  if mine == 0 then
+  if mine == 0 and not (fair and ARGV[9] == '0') then
     for _, k in ipairs(redis.call('HKEYS', KEYS[1])) do
       if string.sub(k, -9) == '/backfill' then
         byBackfill = true
