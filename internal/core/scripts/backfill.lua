@@ -118,15 +118,17 @@ elseif op == 'cancel' then
   if state == 'finished' then
     return {2, now}
   end
-  if state == 'running' then
-    redis.call('HSET', KEYS[1], p .. 'state', 'cancelled', p .. 'ended', now, p .. 'cancelled_by', ARGV[5])
-  end
-  -- (A retry finds it cancelled, and pauses the ledger again: the same.)
+  -- The ledger first: a KEYS[2] of another type fails the call before
+  -- anything is written. (A retry finds it cancelled, and pauses the
+  -- ledger again: the same.)
   local fresh = redis.call('EXISTS', KEYS[2]) == 0
   redis.call('HSET', KEYS[2], 'paused', 1, 'pausedby', ARGV[5], 'pausenote', 'backfill cancelled', 'pausedat', now)
   redis.call('HDEL', KEYS[2], 'pauseduntil', 'pausefinish')
   if fresh then
     redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  end
+  if state == 'running' then
+    redis.call('HSET', KEYS[1], p .. 'state', 'cancelled', p .. 'ended', now, p .. 'cancelled_by', ARGV[5])
   end
 elseif op == 'progress' then
   local last = tonumber(redis.call('HGET', KEYS[1], p .. 'last')) or 0
