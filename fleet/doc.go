@@ -68,6 +68,23 @@
 // replica give each replica such a ledger, so that each runs every tick
 // once, with the same scripts, and all write to the job's history.
 //
+// A ledger keeps its backfills (Ledger.AddBackfill, backfill.lua) in a
+// hash at prefix:{n}:backfills:id, in the lock's hash slot: per backfill
+// its range, rate, total, state, progress (done, last) and next (the
+// earliest start of its next tick, on the store's clock). An add whose
+// range overlaps a running backfill's is refused in the same step
+// (BackfillOverlapError); a cancel pauses, in the same step, the
+// backfill's own ledger (a second key of the script, in the same slot).
+// WithBackfillClaims tags a ledger's claim owner ids "/backfill": a claim
+// of another ledger that finds the lock held by one waits for it (claim.lua
+// answers {0, pttl, running, 1}), whatever its queue, so that a job's
+// scheduled ticks come before its backfill's. The fleet's index of
+// running backfills (Store.IndexBackfill, backfillindex.lua) is a hash at
+// prefix:backfills:{backfills}, id -> "<job>/<ms of the add>": a hint its
+// readers keep true (they drop the entries of backfills that ended, or
+// that are not there past a grace), read once a poll by each replica
+// instead of every job's backfills.
+//
 // A ledger keeps a history: a Redis Stream at prefix:{n}:ledger:id:history,
 // in the lock's hash slot, whose entries are the field-value maps its
 // callers give. Claim.Finish appends Record.Entry in the same script that

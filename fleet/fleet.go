@@ -108,6 +108,12 @@ func WithOwnLock(own string) LedgerOption { return core.WithOwnLock(own) }
 // versions of the task notice each other. It costs no round trip.
 func WithDefinition(def string) LedgerOption { return core.WithDefinition(def) }
 
+// WithBackfillClaims marks the ledger's claims as a backfill's: a claim of
+// another ledger of the lock (a scheduled tick's) that finds one of them
+// holding the lock waits for it, as under overlap queue, instead of
+// answering busy, so that scheduled ticks come before a backfill's.
+func WithBackfillClaims() LedgerOption { return core.WithBackfillClaims() }
+
 // WithReplace makes the ledger's claims replace (overlap "replace"): a
 // claim that finds the lock held by another owner for an earlier
 // unfinished tick records its own tick in the ledger (LedgerState.Replace)

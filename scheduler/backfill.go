@@ -23,21 +23,36 @@ const (
 	DefaultBackfillRate = 1.0
 	// MaxBackfillRate is the highest rate a backfill may ask for.
 	MaxBackfillRate = 1000.0
+	// MinBackfillRate is the lowest: one tick a day (slower rates would
+	// not fit a time.Duration's interval).
+	MinBackfillRate = 1.0 / 86400
 	// MaxBackfillTicks is how many ticks a backfill may hold without
 	// BackfillOptions.Force.
 	MaxBackfillTicks = 100_000
+	// MaxForcedBackfillTicks is how many it may hold with Force: a
+	// ceiling on the work of counting them, and on the backfill.
+	MaxForcedBackfillTicks = 10 * MaxBackfillTicks
+	// MaxBackfillListed is how many ticks a dry run lists (BackfillTicks):
+	// the first ones; it counts them all.
+	MaxBackfillListed = 10_000
 )
 
 // backfillSuffix joins a job's name and a backfill's id in the id of the
 // backfill's own ledger (beside the job's lock) and in its carrier lock.
 const backfillSuffix = "!backfill:"
 
-// backfillPoll is how often each running Scheduler reads its jobs'
-// backfills to take on one that no replica carries (its carrier died or
-// stopped): one EVALSHA per job per replica. A new backfill, and a
-// carrier's stop, are also told on the control topic, which makes the
-// replicas that hear it read them at once.
+// backfillPoll is how often each running Scheduler reads the fleet's index
+// of running backfills (one EVALSHA per replica), and the backfills of each
+// job of its own that the index names (one per such job), to take on one
+// that no replica carries (its carrier died or stopped). A new backfill,
+// and a carrier's stop, are also told on the control topic, which makes
+// the replicas that hear it read them at once.
 const backfillPoll = 5 * time.Second
+
+// backfillIndexGrace is how long an index entry whose backfill is not in
+// its job's backfills is kept: its add may be under way (the index is
+// written first).
+const backfillIndexGrace = time.Minute
 
 // ErrUnknownBackfill: CancelBackfill of an id that names no backfill of
 // the Scheduler's jobs (or one dropped fleet.BackfillKeep after it ended).
@@ -45,6 +60,11 @@ var ErrUnknownBackfill = errors.New("scheduler: no such backfill")
 
 // ErrBackfillEnded: CancelBackfill of a backfill that has finished.
 var ErrBackfillEnded = errors.New("scheduler: backfill has finished")
+
+// ErrBackfillOverlap: Backfill of a range that overlaps the range of a
+// running backfill of the job (the error names it): each would run the
+// ticks they share.
+var ErrBackfillOverlap = errors.New("scheduler: the range overlaps a running backfill of the job")
 
 // BackfillOptions say what a backfill runs (Backfill, BackfillTicks).
 type BackfillOptions struct {
@@ -84,6 +104,9 @@ type Backfill struct {
 	Created     time.Time `json:"created"`
 	Ended       time.Time `json:"ended,omitzero"`
 	CancelledBy string    `json:"cancelled_by,omitempty"`
+	// startIn is how long, when it was read, until its next tick may
+	// start (the store's next, against the store's clock).
+	startIn time.Duration
 }
 
 // Running reports whether b is still running.
@@ -92,27 +115,30 @@ func (b Backfill) Running() bool { return b.State == fleet.BackfillRunning }
 // BackfillTicks returns the ticks a Backfill of job with o would run, in
 // order, without changing anything (a dry run): the job's ticks in
 // [o.From, o.To], its calendars and the freezes applied, and with
-// o.OnlyMissing those known done left out. It returns the errors of
-// Backfill.
-func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOptions) ([]time.Time, error) {
-	e, ticks, _, err := s.checkBackfill(ctx, job, &o, true)
+// o.OnlyMissing those known done left out; the first MaxBackfillListed of
+// them, and how many there are. It returns the errors of Backfill.
+func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOptions) ([]time.Time, int, error) {
+	e, _, fs, err := s.checkBackfill(ctx, job, &o)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if !o.OnlyMissing {
-		return ticks, nil
-	}
-	done, err := s.doneTicks(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	out := ticks[:0:0]
-	for _, t := range ticks {
-		if !done[t.UnixMilli()] {
-			out = append(out, t)
+	var done map[int64]bool
+	if o.OnlyMissing {
+		if done, err = s.doneTicks(ctx, e); err != nil {
+			return nil, 0, err
 		}
 	}
-	return out, nil
+	var ticks []time.Time
+	n := 0
+	for t := range backfillRange(e, o.From, o.To, fs) {
+		if done[t.UnixMilli()] {
+			continue
+		}
+		if n++; n <= MaxBackfillListed {
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks, n, nil
 }
 
 // Backfill records a backfill of job's past ticks in the lock store and
@@ -121,14 +147,21 @@ func (s *Scheduler) BackfillTicks(ctx context.Context, job string, o BackfillOpt
 // under the job's lock (see the package doc, "Backfill"). It needs no Run.
 // It returns the backfill with its id; ErrUnknownJob; ErrInvalid, with
 // nothing recorded, for From after To, To in the future, a range with no
-// tick, more than MaxBackfillTicks ticks without Force, or a bad Rate; and
-// the store's error.
+// tick, more than MaxBackfillTicks ticks without Force, or a bad Rate;
+// ErrBackfillOverlap, nothing recorded, for a range that overlaps a
+// running backfill of the job (checked in the store, in the add's step);
+// and the store's error.
 func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions) (Backfill, error) {
-	e, _, total, err := s.checkBackfill(ctx, job, &o, false)
+	e, total, _, err := s.checkBackfill(ctx, job, &o)
 	if err != nil {
 		return Backfill{}, err
 	}
 	id := "bf-" + randomHex(4)
+	// The fleet's index first: a backfill is never running unindexed (an
+	// entry whose add failed is dropped, here or by its readers).
+	if err := s.store.IndexBackfill(ctx, id, job); err != nil {
+		return Backfill{}, fmt.Errorf("scheduler: backfill %q: %w", job, err)
+	}
 	f := map[string]string{
 		"job": job, "from": strconv.FormatInt(o.From.UnixMilli(), 10), "to": strconv.FormatInt(o.To.UnixMilli(), 10),
 		"rate": strconv.FormatFloat(o.Rate, 'g', -1, 64), "total": strconv.Itoa(total), "by": o.By,
@@ -137,6 +170,11 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 		f["only_missing"] = "1"
 	}
 	if err := e.ledger.AddBackfill(ctx, id, f); err != nil {
+		s.unindexBackfill(id)
+		if oe := (*fleet.BackfillOverlapError)(nil); errors.As(err, &oe) {
+			return Backfill{}, fmt.Errorf("scheduler: backfill %q: the range from %s to %s overlaps that of backfill %s, running: "+
+				"cancel it (scheduler backfill -cancel %s) or wait for it to end: %w", job, fmtTick(o.From), fmtTick(o.To), oe.Running, oe.Running, ErrBackfillOverlap)
+		}
 		return Backfill{}, fmt.Errorf("scheduler: backfill %q: %w", job, err)
 	}
 	s.tellBackfills(ctx)
@@ -155,29 +193,29 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, o BackfillOptions)
 }
 
 // checkBackfill checks a backfill of job, fills in o's defaults, and
-// returns the job's entry, the ticks of the range if list (else nil:
-// forced, they may be millions) and their count.
-func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOptions, list bool) (*entry, []time.Time, int, error) {
+// returns the job's entry, the count of the range's ticks, and the
+// freezes applied.
+func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOptions) (*entry, int, []Freeze, error) {
 	e, err := s.entry(job)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, nil, err
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("scheduler: backfill %q: "+format+": %w", append([]any{job}, append(a, ErrInvalid)...)...)
 	}
 	switch {
 	case e.job.everyReplica():
-		return nil, nil, 0, bad("job has replicas %q: a backfill runs each tick once across the fleet, and such a job runs on every replica", ReplicasAll)
+		return nil, 0, nil, bad("job has replicas %q: a backfill runs each tick once across the fleet, and such a job runs on every replica", ReplicasAll)
 	case o.From.IsZero() || o.To.IsZero():
-		return nil, nil, 0, bad("from and to: both are needed")
+		return nil, 0, nil, bad("from and to: both are needed")
 	case o.From.After(o.To):
-		return nil, nil, 0, bad("from %s is after to %s", fmtTick(o.From), fmtTick(o.To))
+		return nil, 0, nil, bad("from %s is after to %s", fmtTick(o.From), fmtTick(o.To))
 	case o.To.After(s.opt.clock.Now()):
-		return nil, nil, 0, bad("to %s is in the future: a backfill runs past ticks only", fmtTick(o.To))
-	case o.Rate < 0 || o.Rate > MaxBackfillRate || o.Rate != o.Rate:
-		return nil, nil, 0, bad("rate %v: must be above 0 and at most %v ticks a second", o.Rate, MaxBackfillRate)
+		return nil, 0, nil, bad("to %s is in the future: a backfill runs past ticks only", fmtTick(o.To))
+	case o.Rate < 0 || o.Rate > MaxBackfillRate || o.Rate != o.Rate || o.Rate != 0 && o.Rate < MinBackfillRate:
+		return nil, 0, nil, bad("rate %v: must be at least one tick a day (%v a second) and at most %v ticks a second", o.Rate, MinBackfillRate, MaxBackfillRate)
 	case strings.ContainsFunc(o.By, func(r rune) bool { return r < ' ' }):
-		return nil, nil, 0, bad("by %q has control characters", o.By)
+		return nil, 0, nil, bad("by %q has control characters", o.By)
 	}
 	if o.Rate == 0 {
 		o.Rate = DefaultBackfillRate
@@ -186,21 +224,22 @@ func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOp
 	if err != nil {
 		fs = s.knownFreezes()
 	}
-	var ticks []time.Time
 	n := 0
-	for t := range backfillRange(e, o.From, o.To, fs) {
-		if n == MaxBackfillTicks && !o.Force {
-			return nil, nil, 0, bad("the range from %s to %s holds more than %d ticks: narrow it, or force it",
+	for range backfillRange(e, o.From, o.To, fs) {
+		switch {
+		case n == MaxBackfillTicks && !o.Force:
+			return nil, 0, nil, bad("the range from %s to %s holds more than %d ticks: narrow it, or force it",
 				fmtTick(o.From), fmtTick(o.To), MaxBackfillTicks)
+		case n == MaxForcedBackfillTicks:
+			return nil, 0, nil, bad("the range from %s to %s holds more than %d ticks, the most a forced backfill may hold: narrow it",
+				fmtTick(o.From), fmtTick(o.To), MaxForcedBackfillTicks)
 		}
-		if n++; list {
-			ticks = append(ticks, t)
-		}
+		n++
 	}
 	if n == 0 {
-		return nil, nil, 0, bad("the range from %s to %s holds no tick of the job (calendars and freezes applied)", fmtTick(o.From), fmtTick(o.To))
+		return nil, 0, nil, bad("the range from %s to %s holds no tick of the job (calendars and freezes applied)", fmtTick(o.From), fmtTick(o.To))
 	}
-	return e, ticks, n, nil
+	return e, n, fs, nil
 }
 
 // backfillRange yields e's ticks in [from, to], oldest first, but those its
@@ -277,7 +316,7 @@ func (s *Scheduler) Backfills(ctx context.Context, job string) ([]Backfill, erro
 
 // backfillsOf returns e's backfills, oldest first.
 func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, error) {
-	bs, _, err := e.ledger.Backfills(ctx)
+	bs, now, err := e.ledger.Backfills(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: backfills of %q: %w", e.job.Name, err)
 	}
@@ -290,6 +329,9 @@ func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, erro
 			OnlyMissing: b.Fields["only_missing"] == "1", By: b.Fields["by"], Total: num("total"), Done: b.Done,
 			State: b.State, Created: b.Created, Ended: b.Ended, CancelledBy: b.CancelledBy,
 		}
+		if b.Next > 0 {
+			v.startIn = time.UnixMilli(b.Next).Sub(now)
+		}
 		if b.Last > 0 {
 			v.Last = time.UnixMilli(b.Last)
 		}
@@ -298,13 +340,32 @@ func (s *Scheduler) backfillsOf(ctx context.Context, e *entry) ([]Backfill, erro
 	return out, nil
 }
 
+// unindexBackfill drops id from the fleet's index of running backfills
+// (it ended, or its add failed); a failure leaves it to the readers.
+func (s *Scheduler) unindexBackfill(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	if err := s.store.UnindexBackfill(ctx, id); err != nil {
+		s.log.Debug("backfill left in the index", "backfill", id, "error", err)
+	}
+}
+
 // CancelBackfill cancels the backfill id, by by: no tick of it starts once
-// its carrier has read the cancel (before each tick's start), and the run
-// under way ends as it would. It needs no Run. It returns the backfill,
+// the cancel has returned (it pauses the backfill's own ledger in the same
+// step, so that a claim of its that waits for the job's lock is refused),
+// and the run under way ends as it would. It needs no Run. It returns the backfill,
 // ErrUnknownBackfill, ErrBackfillEnded for one that finished (a cancelled
 // one is cancelled again without error), and the store's error.
 func (s *Scheduler) CancelBackfill(ctx context.Context, id, by string) (Backfill, error) {
-	for _, e := range s.ordered() {
+	entries := s.ordered()
+	// A running one is in the fleet's index: its job's backfills alone are
+	// read. (An ended one is looked for in every job's.)
+	if idx, _, err := s.store.BackfillIndex(ctx); err == nil {
+		if e, err := s.entry(idx[id].Job); err == nil {
+			entries = append([]*entry{e}, entries...)
+		}
+	}
+	for _, e := range entries {
 		bs, err := s.backfillsOf(ctx, e)
 		if err != nil {
 			return Backfill{}, err
@@ -313,12 +374,13 @@ func (s *Scheduler) CancelBackfill(ctx context.Context, id, by string) (Backfill
 			if b.ID != id {
 				continue
 			}
-			if err := e.ledger.CancelBackfill(ctx, id, by); err != nil {
+			if err := e.ledger.CancelBackfill(ctx, id, by, e.job.Name+backfillSuffix+id); err != nil {
 				if errors.Is(err, fleet.ErrBackfillEnded) {
 					return b, fmt.Errorf("%w: %q", ErrBackfillEnded, id)
 				}
 				return b, fmt.Errorf("scheduler: cancel backfill %q: %w", id, err)
 			}
+			s.unindexBackfill(id)
 			s.tellBackfills(ctx)
 			s.log.Info("backfill cancelled", "job", e.job.Name, "backfill", id, "by", by)
 			if b.Running() {
@@ -347,36 +409,82 @@ func (s *Scheduler) rereadBackfills() {
 	}
 }
 
-// readBackfills reads the backfills of the jobs every backfillPoll, and
-// at once when told to (rereadBackfills), and takes on each running one
-// that no replica carries, until the Scheduler stops.
+// readBackfills reads the fleet's index of running backfills every
+// backfillPoll, and at once when told to (rereadBackfills), then the
+// backfills of each job of its own that the index names, and takes on each
+// running one that no replica carries, until the Scheduler stops. Its
+// first read is of every job's backfills, which puts back in the index a
+// running one missing from it.
 func (s *Scheduler) readBackfills() {
 	t := time.NewTicker(backfillPoll)
 	defer t.Stop()
 	warned := false
+	warn := func(msg string, args ...any) {
+		if !warned && s.stopCtx.Err() == nil {
+			s.log.Warn(msg, args...)
+			warned = true
+		}
+	}
+	all := true
 	for {
-		for _, e := range s.ordered() {
-			ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
-			bs, err := s.backfillsOf(ctx, e)
-			cancel()
-			if err != nil {
-				if !warned && s.stopCtx.Err() == nil {
-					s.log.Warn("backfills unreadable", "job", e.job.Name, "error", err)
-					warned = true
-				}
-				continue
-			}
-			for _, b := range bs {
-				if b.Running() {
-					s.takeOn(e, b)
-				}
-			}
+		ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+		idx, now, err := s.store.BackfillIndex(ctx)
+		cancel()
+		if err != nil {
+			warn("the fleet's index of backfills is unreadable", "error", err)
+		} else {
+			s.readIndexed(idx, now, all, warn)
+			all = false
 		}
 		select {
 		case <-s.stopping:
 			return
 		case <-s.backfillNow:
 		case <-t.C:
+		}
+	}
+}
+
+// readIndexed reads the backfills of the jobs idx names (of every job if
+// all), takes on the running ones, and drops from the index the entries
+// of backfills that ended, or that are missing past backfillIndexGrace.
+func (s *Scheduler) readIndexed(idx map[string]fleet.BackfillIndexEntry, now time.Time, all bool, warn func(string, ...any)) {
+	byJob := make(map[string][]string)
+	for id, x := range idx {
+		byJob[x.Job] = append(byJob[x.Job], id)
+	}
+	for _, e := range s.ordered() {
+		ids := byJob[e.job.Name]
+		if len(ids) == 0 && !all {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+		bs, err := s.backfillsOf(ctx, e)
+		cancel()
+		if err != nil {
+			warn("backfills unreadable", "job", e.job.Name, "error", err)
+			continue
+		}
+		seen := make(map[string]bool, len(bs))
+		for _, b := range bs {
+			seen[b.ID] = true
+			_, indexed := idx[b.ID]
+			switch {
+			case b.Running() && !indexed:
+				ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
+				_ = s.store.IndexBackfill(ctx, b.ID, e.job.Name)
+				cancel()
+				s.takeOn(e, b)
+			case b.Running():
+				s.takeOn(e, b)
+			case indexed:
+				s.unindexBackfill(b.ID) // ended
+			}
+		}
+		for _, id := range ids {
+			if !seen[id] && now.Sub(idx[id].At) > backfillIndexGrace {
+				s.unindexBackfill(id) // its add failed, or it was dropped
+			}
 		}
 	}
 }
@@ -444,7 +552,7 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 	}
 	keep, age := s.historyOf(e.job)
 	g, err := s.ledgerOf(e.job)(e.job.LockName, e.job.Name+backfillSuffix+b.ID, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name),
-		fleet.WithDefinition(e.digest))
+		fleet.WithDefinition(e.digest), fleet.WithBackfillClaims())
 	if err != nil {
 		log.Error("backfill not carried on", "error", err)
 		return
@@ -456,13 +564,33 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 			return
 		}
 	}
+	// No tick is decided on before the fleet's freezes are read; each is
+	// checked against the freezes known when it comes.
+	if !s.awaitFreezes(e, b.From) {
+		return
+	}
 	log.Info("backfill carried on", "done", b.Done, "total", b.Total, "from", fmtTick(b.From), "to", fmtTick(b.To))
-	interval := time.Duration(float64(time.Second) / b.Rate)
-	count, last, next := b.Done, b.Last, time.Now()
+	interval := time.Duration(float64(time.Second) / max(b.Rate, MinBackfillRate))
+	// The rate holds across carriers: the store keeps the earliest start
+	// of the next tick (next), on its clock.
+	count, last, next := b.Done, b.Last, time.Now().Add(min(b.startIn, interval))
 	progress := func(finished bool) (string, error) {
 		pctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
 		defer cancel()
-		return e.ledger.BackfillProgress(pctx, b.ID, count, last.UnixMilli(), finished)
+		return e.ledger.BackfillProgress(pctx, b.ID, count, last.UnixMilli(), finished, time.Until(next))
+	}
+	// handled records t handled (run, or not to be run), and reports
+	// whether the backfill is still running (a cancel ends it here).
+	handled := func(t time.Time) bool {
+		count, last = count+1, t
+		state, err := progress(false)
+		if err != nil {
+			log.Warn("backfill progress not recorded", "error", err)
+		} else if state != fleet.BackfillRunning {
+			log.Info("backfill ends here", "state", state, "done", count)
+			return false
+		}
+		return true
 	}
 	from := b.From
 	if !last.IsZero() {
@@ -471,9 +599,8 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 	for t := range backfillRange(e, from, b.To, s.knownFreezes()) {
 		ms := t.UnixMilli()
 		if done[ms] {
-			count, last = count+1, t
-			if _, err := progress(false); err != nil {
-				log.Warn("backfill progress not recorded", "error", err)
+			if !handled(t) {
+				return
 			}
 			continue
 		}
@@ -487,16 +614,17 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 		if !s.backfillLive(ctx, e, b.ID, log) {
 			return
 		}
-		next = time.Now().Add(interval)
-		if !s.runBackfillTick(ctx, e, g, b.ID, t, interval) {
-			return
+		if _, reason, _, ok := excludedBy(e, t, s.knownFreezes()); ok {
+			// A freeze the range was built without (read since) holds the
+			// tick: it is handled, not run.
+			log.Info("backfill tick not run", "tick", fmtTick(t), "why", reason)
+			if !handled(t) {
+				return
+			}
+			continue
 		}
-		count, last = count+1, t
-		state, err := progress(false)
-		if err != nil {
-			log.Warn("backfill progress not recorded", "error", err)
-		} else if state != fleet.BackfillRunning {
-			log.Info("backfill ends here", "state", state, "done", count)
+		next = time.Now().Add(interval)
+		if !s.runBackfillTick(ctx, e, g, b.ID, t, interval) || !handled(t) {
 			return
 		}
 	}
@@ -507,6 +635,7 @@ func (s *Scheduler) carry(e *entry, b Backfill, lease *lock.Lease) {
 		log.Warn("backfill end not recorded", "error", err)
 		return
 	}
+	s.unindexBackfill(b.ID)
 	log.Info("backfill finished", "done", count, "total", b.Total)
 }
 
@@ -553,6 +682,11 @@ func (s *Scheduler) runBackfillTick(ctx context.Context, e *entry, g *fleet.Ledg
 		cancel()
 		if err == nil && st.Done >= ms {
 			return true
+		}
+		if err == nil && st.Paused {
+			// Cancelled: the cancel paused the backfill's ledger, and its
+			// claim was refused.
+			return false
 		}
 		// Given back (the stop, a lost lock) or not reached: again, unless
 		// the carrier stops.

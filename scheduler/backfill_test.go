@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,8 +71,8 @@ func TestBackfillOnlyMissingRunsEachMissingTickOnce(t *testing.T) {
 	if b := awaitBackfill(t, s, first.ID, time.Minute); b.State != "finished" || b.Done != 10 || b.Total != 10 {
 		t.Fatalf("first backfill = %+v, want finished with 10 of 10 done", b)
 	}
-	dry, err := s.BackfillTicks(ctx, "report", scheduler.BackfillOptions{From: ticks[0], To: ticks[49], OnlyMissing: true})
-	if err != nil || len(dry) != 40 || !dry[0].Equal(ticks[0]) || !dry[39].Equal(ticks[49]) {
+	dry, n, err := s.BackfillTicks(ctx, "report", scheduler.BackfillOptions{From: ticks[0], To: ticks[49], OnlyMissing: true})
+	if err != nil || len(dry) != 40 || n != 40 || !dry[0].Equal(ticks[0]) || !dry[39].Equal(ticks[49]) {
 		t.Fatalf("dry run = %d ticks (%v), %v; want the 40 missing", len(dry), dry, err)
 	}
 	started := time.Now()
@@ -172,7 +173,8 @@ func TestBackfillTakenOverAndCancelled(t *testing.T) {
 	}
 
 	// Cancel.
-	live := fleet[(indexOf(fleet, carrier)+1)%3].s
+	liveR := fleet[(indexOf(fleet, carrier)+1)%3]
+	live := liveR.s
 	c, err := live.Backfill(ctx, "report", scheduler.BackfillOptions{From: ticks[0], To: ticks[49], Rate: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +190,9 @@ func TestBackfillTakenOverAndCancelled(t *testing.T) {
 	if got.State != "cancelled" || got.CancelledBy != "test" {
 		t.Fatalf("backfill = %+v, want cancelled by test", got)
 	}
-	time.Sleep(time.Second) // ten intervals at its rate: none may start
+	// Once its carrier has ended (its carrier lock is free), nothing of it
+	// can start: at most the run whose claim came before the cancel did.
+	awaitCarrierEnd(t, liveR.locks, "report", c.ID)
 	if n := len(j.all()); n > atCancel+1 {
 		t.Errorf("%d runs started after the cancel (at most the one claimed then may)", n-atCancel)
 	}
@@ -197,6 +201,25 @@ func TestBackfillTakenOverAndCancelled(t *testing.T) {
 	}
 	if _, err := live.CancelBackfill(ctx, b.ID, "test"); !errors.Is(err, scheduler.ErrBackfillEnded) {
 		t.Errorf("cancel of a finished backfill = %v, want ErrBackfillEnded", err)
+	}
+}
+
+// awaitCarrierEnd waits until no replica carries job's backfill id: its
+// carrier lock is free (a carrier holds it, and gives it back as it ends).
+func awaitCarrierEnd(t *testing.T, c *lock.Client, job, id string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err := c.Mutex(job + "!backfill:" + id).TryLock(ctx)
+		if err == nil {
+			_ = l.Unlock(ctx)
+			return
+		}
+		if !errors.Is(err, lock.ErrLocked) || time.Now().After(deadline) {
+			t.Fatalf("the carrier of backfill %s did not end: %v", id, err)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll, with a deadline
 	}
 }
 
@@ -229,6 +252,7 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 		{"no tick", "report", scheduler.BackfillOptions{From: now.Add(-time.Second), To: now.Add(-time.Second)}, scheduler.ErrInvalid},
 		{"over 100,000 ticks", "fast", scheduler.BackfillOptions{From: now.Add(-48 * time.Hour), To: now.Add(-time.Hour)}, scheduler.ErrInvalid},
 		{"rate", "report", scheduler.BackfillOptions{From: now.Add(-3 * time.Hour), To: now.Add(-time.Hour), Rate: -1}, scheduler.ErrInvalid},
+		{"rate below one a day", "report", scheduler.BackfillOptions{From: now.Add(-3 * time.Hour), To: now.Add(-time.Hour), Rate: 1e-10}, scheduler.ErrInvalid},
 		{"unknown job", "nope", scheduler.BackfillOptions{From: now.Add(-3 * time.Hour), To: now.Add(-time.Hour)}, scheduler.ErrUnknownJob},
 	} {
 		if _, err := r.s.Backfill(ctx, c.job, c.o); !errors.Is(err, c.want) {
@@ -236,17 +260,29 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", c.name, err)
 		}
-		if _, err := r.s.BackfillTicks(ctx, c.job, c.o); !errors.Is(err, c.want) {
+		if _, _, err := r.s.BackfillTicks(ctx, c.job, c.o); !errors.Is(err, c.want) {
 			t.Errorf("%s: BackfillTicks = %v, want %v", c.name, err, c.want)
 		}
 	}
 	if bs, err := r.s.Backfills(ctx, ""); err != nil || len(bs) != 0 {
 		t.Errorf("Backfills = %v, %v; want none recorded", bs, err)
 	}
-	// Force allows more than 100,000 ticks.
-	ticks, err := r.s.BackfillTicks(ctx, "fast", scheduler.BackfillOptions{From: now.Add(-48 * time.Hour), To: now.Add(-time.Hour), Force: true})
-	if err != nil || len(ticks) < 100_000 {
-		t.Errorf("forced dry run = %d ticks, %v", len(ticks), err)
+	// Force allows more than 100,000 ticks, up to a ceiling; a dry run
+	// lists the first MaxBackfillListed and counts them all.
+	ticks, n, err := r.s.BackfillTicks(ctx, "fast", scheduler.BackfillOptions{From: now.Add(-48 * time.Hour), To: now.Add(-time.Hour), Force: true})
+	if err != nil || n < 100_000 || len(ticks) != scheduler.MaxBackfillListed || !ticks[0].After(now.Add(-48*time.Hour-time.Second)) {
+		t.Errorf("forced dry run = %d ticks listed of %d, %v", len(ticks), n, err)
+	}
+	for _, o := range []scheduler.BackfillOptions{
+		{From: now.Add(-30 * 24 * time.Hour), To: now.Add(-time.Hour), Force: true},
+		{From: now.Add(-30 * 24 * time.Hour), To: now.Add(-time.Hour), Force: true, OnlyMissing: true},
+	} {
+		if _, _, err := r.s.BackfillTicks(ctx, "fast", o); !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), "most a forced backfill may hold") {
+			t.Errorf("forced dry run of 30 days of @every 1s = %v, want refused (ErrInvalid)", err)
+		}
+		if _, err := r.s.Backfill(ctx, "fast", o); !errors.Is(err, scheduler.ErrInvalid) {
+			t.Errorf("forced backfill of 30 days of @every 1s = %v, want refused (ErrInvalid)", err)
+		}
 	}
 }
 

@@ -406,14 +406,22 @@
 // fleet, oldest first, with its own tick as jobs.Info.Tick and
 // jobs.Info.Backfill set (LOCKCRON_BACKFILL=1, Lockcron-Backfill: 1), at
 // most o.Rate a second (DefaultBackfillRate, 1/s, when none is given:
-// gentle on what the job talks to; MaxBackfillRate 1000). The range's
+// gentle on what the job talks to; MaxBackfillRate 1000; MinBackfillRate
+// one a day, below which the interval would not fit). The range's
 // ticks are the schedule's with the job's calendars and the freezes known
 // then applied, as for scheduled ticks. Refused with ErrInvalid, nothing
 // recorded: a missing end, From after To, To in the future (a backfill
 // fills the past; the schedule runs the rest), a range with no tick, a bad
 // rate, and more than MaxBackfillTicks (100,000) ticks without o.Force;
-// ErrUnknownJob for a job the Scheduler does not have. BackfillTicks is
-// the dry run: the ticks it would run, nothing changed.
+// ErrUnknownJob for a job the Scheduler does not have. A range that
+// overlaps the range of a running backfill of the job is refused with
+// ErrBackfillOverlap, naming it, nothing recorded (checked in the store
+// in the add's own step, so two replicas cannot both add one): each would
+// run the ticks they share, since each has a ledger of its own and
+// OnlyMissing reads what is done once. BackfillTicks is the dry run: the
+// first MaxBackfillListed (10,000) ticks it would run and how many there
+// are, nothing changed. Force allows up to MaxForcedBackfillTicks
+// (1,000,000), a ceiling on the work of counting them even when forced.
 //
 // o.OnlyMissing skips the ticks known done. A tick is done when the job's
 // history holds an entry of a run of it that ended OutcomeRan or
@@ -429,9 +437,15 @@
 // slot; fleet.Ledger.AddBackfill): its range, rate, OnlyMissing, the ticks
 // it holds (Total), its progress (Done and the Last tick handled) and its
 // State (running, cancelled, finished); an ended one is kept 7 days
-// (fleet.BackfillKeep). Every running Scheduler reads its jobs' backfills
-// every 5 seconds (one script call per job), and at once when a Backfill,
-// a cancel, or a carrier's stop is published on the control topic;
+// (fleet.BackfillKeep). A running backfill is also named in the fleet's
+// index of running backfills (one hash for the fleet, a hint: written
+// before the add, dropped at the end and the cancel, and by its readers
+// for a backfill that ended or is not there past a minute). Every running
+// Scheduler reads the index every 5 seconds (one script call), and the
+// backfills of each job of its own that it names (one call per such job;
+// every job's once at its start, which puts a missing running one back in
+// the index), and at once when a Backfill, a cancel, or a carrier's stop
+// is published on the control topic;
 // for each running one it takes the backfill's carrier lock (a Mutex named
 // for the job's lock and the backfill, with its watchdog) with one try.
 // The replica that gets it carries the backfill on from its Last: for
@@ -440,15 +454,27 @@
 // claims the tick in a ledger of the backfill's own beside the job's lock
 // (id "JOB!backfill:ID", sharing the job's history), waiting for a run of
 // the job under way (overlap queue): the claim takes the job's lock, so a
-// backfill run never overlaps a scheduled or manual run of the job, and a
-// scheduled tick due meanwhile meets a held lock as it would meet any run
-// (overlap skip: skipped_busy). Ticks go in increasing order, which suits
+// backfill run never overlaps a scheduled or manual run of the job.
+// Scheduled ticks come first, as Temporal's backfills yield to the live
+// schedule: a backfill's claims carry owner ids tagged "/backfill"
+// (fleet.WithBackfillClaims), and a scheduled claim that finds the job's
+// lock held by one waits for that run to end, as under overlap queue,
+// whatever the job's overlap policy (it is not skipped_busy); once the
+// run ends it is woken at the release, while the carrier first records
+// its progress and waits its turn at the rate. (A fair lock orders them
+// strictly: the scheduled claim holds its place in the queue.) Before the
+// first tick the carrier waits for the fleet's freezes to be read once,
+// and each tick is checked against the freezes known when its turn comes
+// (one held by a freeze counts as handled, not run). Ticks go in
+// increasing order, which suits
 // the ledger's done mark: a claim of a tick done or behind one done is
 // ErrDone and counts as handled; a tick claimed and never finished (its
 // carrier died, or stopped and handed it off) is run first by the next
 // claim. Once the ledger records the tick done, the carrier records the
 // progress (done and last, in one step; a late carrier never moves it
-// back). The run is a normal run (retries, timeout, telemetry, WithOnRun)
+// back) and the earliest start of the next tick (next, on the store's
+// clock): a carrier that takes the backfill on waits until then, so the
+// rate holds across a takeover. The run is a normal run (retries, timeout, telemetry, WithOnRun)
 // and its history entry has Run.Backfill; its failures do not count
 // towards PauseAfterFailures, it has no StartDeadline, and it runs while
 // the job is paused (as Temporal's backfills of a paused schedule).
@@ -459,10 +485,12 @@
 // When the carrier dies, its locks expire within the lease and another
 // replica carries it on within the poll after: no tick runs twice, but the
 // one the death cut short, which is run again (Try 2) as a scheduled tick
-// would be. CancelBackfill marks it cancelled in the store: no tick starts
-// once the carrier has read it (before each tick), so at most the tick
-// whose claim was under way then still runs; the run under way goes on to
-// its end. A cancel of a finished backfill is ErrBackfillEnded. The
+// would be. CancelBackfill marks it cancelled in the store and, in the
+// same step, pauses the backfill's own ledger: no claim of it is granted
+// after the cancel returns, not even one that was waiting for the job's
+// lock, and the carrier ends on that answer (or on reading the cancel
+// before its next tick). A run whose claim was granted before the cancel
+// goes on to its end. A cancel of a finished backfill is ErrBackfillEnded. The
 // backfill's own ledger lives fleet.LedgerTTL (35 days) after its last
 // claim, as a job's.
 //

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,14 +18,16 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/creack/pty"
 
+	"github.com/lockcron/lockcron/cmd/scheduler/daemon"
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/scheduler"
 )
 
 // backfillScript is the job of the backfill tests: a line per run, with
-// LOCKCRON_BACKFILL last.
-const backfillScript = `echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT b$LOCKCRON_BACKFILL" >> runs.log`
+// LOCKCRON_BACKFILL last, written as it starts; the run lasts 200 ms
+// more, so that a kill that follows a line lands on its run.
+const backfillScript = `echo "run $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT b$LOCKCRON_BACKFILL" >> runs.log; sleep 0.2`
 
 // pastTicks are the 50 latest past ticks of an @every 1h job.
 func pastTicks() []time.Time {
@@ -172,6 +175,9 @@ func TestBackfillFleet(t *testing.T) {
 	if end.Done != 50 {
 		t.Errorf("backfill at its end: %+v, want 50 of 50 done", end)
 	}
+	if rs := backfillRuns(t, dir)[first.tick]; len(rs) != 2 {
+		t.Logf("the kill did not land on the run of tick %s (%d runs of it): the poll came late", rfc(first.tick), len(rs))
+	}
 	runs := backfillRuns(t, dir)
 	twice := 0
 	for i, tk := range ticks {
@@ -214,6 +220,19 @@ func TestBackfillFleet(t *testing.T) {
 		return countRuns(backfillRuns(t, dir)) >= before+3
 	})
 	id := strings.SplitN(follower.out.String(), "\n", 2)[0]
+	// Another backfill over its ticks is refused, naming it.
+	r = cli(t, dir, "backfill", "report", "-from", rfc(ticks[40]), "-to", rfc(ticks[49]), "-config", cfg)
+	if r.code != 1 || !strings.Contains(r.stderr, "overlaps that of backfill "+id+", running") {
+		t.Errorf("an overlapping backfill: exit %d: %s", r.code, r.stderr)
+	}
+	st, body, _ = httpBody(t, "POST", base+"/api/jobs/report/backfill", "", fmt.Sprintf(`{"from": %q, "to": %q}`, rfc(ticks[0]), rfc(ticks[1])))
+	if st != 409 || !strings.Contains(string(body), id) {
+		t.Errorf("POST of an overlapping backfill: %d %s; want 409 naming %s", st, body, id)
+	}
+	carrierLock := "*:{report!backfill:" + id + "}"
+	if keys, err := srv.Client().Keys(context.Background(), carrierLock).Result(); err != nil || len(keys) != 1 {
+		t.Fatalf("carrier lock %s of the running backfill: %v, %v", carrierLock, keys, err)
+	}
 	r = mustCLI(t, 0, dir, "backfill", "-cancel", id, "-config", cfg)
 	if got := strings.TrimSpace(r.stdout); got != id+": cancelled" {
 		t.Errorf("backfill -cancel printed %q", got)
@@ -225,7 +244,12 @@ func TestBackfillFleet(t *testing.T) {
 	if out := follower.out.String(); !strings.Contains(out, ", cancelled\n") {
 		t.Errorf("the following command printed %q, want its end as cancelled", out)
 	}
-	time.Sleep(time.Second) // five intervals at its rate: an observation window
+	// Once its carrier has ended (its carrier lock is gone), nothing of it
+	// can start: at most the run claimed before the cancel did.
+	testkit.Eventually(t, 30*time.Second, "the cancelled backfill's carrier to end", func() bool {
+		keys, err := srv.Client().Keys(context.Background(), carrierLock).Result()
+		return err == nil && len(keys) == 0
+	})
 	if n := countRuns(backfillRuns(t, dir)); n > atCancel+1 {
 		t.Errorf("%d runs started after the cancel, at most the one claimed then may", n-atCancel)
 	}
@@ -269,6 +293,12 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 			fmt.Sprintf(`{"from": %q, "to": %q}`, rfc(now.Add(-48*time.Hour)), to), 400},
 		{"bad rate", []string{"report", "-from", from, "-to", to, "-rate", "fast"}, 2, `rate: "fast" is not a rate`,
 			fmt.Sprintf(`{"from": %q, "to": %q, "rate": "fast"}`, from, to), 400},
+		{"rate below one a day", []string{"report", "-from", from, "-to", to, "-rate", "0.01/h"}, 2, `rate: "0.01/h" is not a rate`,
+			fmt.Sprintf(`{"from": %q, "to": %q, "rate": "0.01/h"}`, from, to), 400},
+		{"to in the future", []string{"report", "-from", from, "-to", rfc(now.Add(time.Hour))}, 1, "is in the future",
+			fmt.Sprintf(`{"from": %q, "to": %q}`, from, rfc(now.Add(time.Hour))), 400},
+		{"over the forced ceiling", []string{"fast", "-from", rfc(now.Add(-30 * 24 * time.Hour)), "-to", to, "-force"}, 1, "the most a forced backfill may hold",
+			fmt.Sprintf(`{"from": %q, "to": %q, "force": true}`, rfc(now.Add(-30*24*time.Hour)), to), 400},
 		{"unknown job", []string{"reprot", "-from", from, "-to", to}, 1, `unknown job "reprot"`,
 			fmt.Sprintf(`{"from": %q, "to": %q}`, from, to), 404},
 	} {
@@ -282,13 +312,32 @@ func TestBackfillRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: POST: %d %s; want %d saying %q", c.name, st, body, c.status, c.says)
 		}
 	}
-	if bs := apiBackfills(t, base); len(bs) != 0 {
-		t.Errorf("backfills recorded: %+v", bs)
+	// A forced dry run lists the first ticks and counts them all.
+	r := mustCLI(t, 0, dir, "backfill", "fast", "-from", rfc(now.Add(-48*time.Hour)), "-to", to, "-force", "-dry-run", "-config", cfg)
+	if n := strings.Count(r.stdout, "\n"); n != scheduler.MaxBackfillListed || !regexp.MustCompile(`: [0-9]{6} ticks, the first 10000 listed;`).MatchString(r.stderr) {
+		t.Errorf("forced dry run: %d lines, stderr %q", n, r.stderr)
+	}
+	st, body, _ := httpBody(t, "POST", base+"/api/jobs/fast/backfill", "", fmt.Sprintf(`{"from": %q, "to": %q, "force": true, "dry_run": true}`, rfc(now.Add(-48*time.Hour)), to))
+	var dry daemon.BackfillDryRunJSON
+	if st != 200 || json.Unmarshal(body, &dry) != nil || len(dry.Ticks) != scheduler.MaxBackfillListed || dry.Total < 100_000 {
+		t.Errorf("forced dry run through the API: %d, %d ticks of %d", st, len(dry.Ticks), dry.Total)
+	}
+	// A forced backfill is made.
+	st, body, _ = httpBody(t, "POST", base+"/api/jobs/fast/backfill", "", fmt.Sprintf(`{"from": %q, "to": %q, "force": true, "rate": "1/h"}`, rfc(now.Add(-48*time.Hour)), to))
+	var forced scheduler.Backfill
+	if st != 200 || json.Unmarshal(body, &forced) != nil || forced.Total < 100_000 {
+		t.Fatalf("forced backfill: %d %s", st, body)
+	}
+	if st, body, _ := httpDo(t, "DELETE", base+"/api/backfills/"+forced.ID, ""); st != 200 {
+		t.Errorf("DELETE of the forced backfill: %d %s", st, body)
+	}
+	if bs := apiBackfills(t, base); len(bs) != 1 || bs[0].ID != forced.ID {
+		t.Errorf("backfills recorded: %+v, want the forced one alone", bs)
 	}
 	if st, body, _ := httpDo(t, "DELETE", base+"/api/backfills/bf-00000000", ""); st != 404 {
 		t.Errorf("DELETE of an unknown backfill: %d %s", st, body)
 	}
-	r := cli(t, dir, "backfill", "-cancel", "bf-00000000", "-config", cfg)
+	r = cli(t, dir, "backfill", "-cancel", "bf-00000000", "-config", cfg)
 	if r.code != 1 || !strings.Contains(r.stderr, "no such backfill") {
 		t.Errorf("cancel of an unknown backfill: exit %d: %s", r.code, r.stderr)
 	}

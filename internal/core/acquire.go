@@ -69,6 +69,9 @@ type acquisition struct {
 	// leaseKey, if set, is leaseKey{c, k.id} made once (Mutex): as a
 	// context key it would be boxed, an allocation, on each call.
 	leaseKey any
+	// ownerTag ends the owner id of every attempt (a backfill's claims:
+	// BackfillOwnerTag), for the store to tell its holds from others.
+	ownerTag string
 }
 
 // attemptArgs are what one attempt of an acquisition asks for.
@@ -98,7 +101,7 @@ func (c *Client) acquire(ctx context.Context, a acquisition, try bool, opts []Ac
 
 	start := time.Now()
 	w := c.tel.startWait(ctx, k.name)
-	args := attemptArgs{owner: c.newOwner(), lease: c.opt.leaseTime, fixed: o.hasLease, once: try}
+	args := attemptArgs{owner: c.newOwner() + a.ownerTag, lease: c.opt.leaseTime, fixed: o.hasLease, once: try}
 	if o.hasWait {
 		args.until = start.Add(o.wait)
 	}

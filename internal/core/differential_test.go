@@ -79,6 +79,7 @@ var diffScripts = map[string]string{
 	"replicareport.lua":  "reportReplica",
 	"replicas.lua":       "replicas",
 	"backfill.lua":       "backfills",
+	"backfillindex.lua":  "backfillIndex",
 	"lib.lua":            "",
 	"rwlib.lua":          "",
 }
@@ -144,6 +145,7 @@ var diffMethods = []diffMethod{
 	{"reportReplica", 2, (*diffRun).reportReplicaOp},
 	{"replicas", 1, (*diffRun).replicasOp},
 	{"backfills", 2, (*diffRun).backfillsOp},
+	{"backfillIndex", 1, (*diffRun).backfillIndexOp},
 	{"publish", 1, (*diffRun).publishOp},
 	{"ping", 1, (*diffRun).pingOp},
 }
@@ -648,6 +650,9 @@ func (d *diffRun) claimOp() diffOp {
 	// A claim that replaces (overlap replace) records its tick when it
 	// finds the lock held for an earlier one.
 	fc.replace = d.rng.IntN(3) == 0
+	if d.rng.IntN(4) == 0 {
+		owner += BackfillOwnerTag // a backfill's claim: others wait for its hold
+	}
 	return diffOp{
 		desc:  fmt.Sprintf("claim(%s, ledger %s, %s, lease %v, tick %d, args %+v)", k.name, g.id, owner, lease, tick, fc),
 		short: lease == diffShort || fc.place == diffShort,
@@ -665,6 +670,7 @@ func (d *diffRun) claimOp() diffOp {
 			p, _ := requestParams(r.req)
 			a.exact("request params", p)
 			a.exact("request recorded", r.req != "")
+			a.exact("held by a backfill", r.byBackfill)
 			return a
 		},
 	}
@@ -1652,7 +1658,40 @@ var diffReplies = []string{
 	"semRelease status=1", "semRelease status=2", "semRelease status=0", "semRelease status=-5",
 	"semForceUnlock status=1", "semForceUnlock status=0",
 	"members member=true", "members member=false",
-	"backfills status=1", "backfills status=0", "backfills status=2",
+	"backfills status=1", "backfills status=0", "backfills status=2", "backfills status=3",
+}
+
+// backfillIndexOp adds, drops or lists the entries of the fleet's index of
+// running backfills: ids from a small set.
+func (d *diffRun) backfillIndexOp() diffOp {
+	key := d.prefix + ":backfills:{backfills}"
+	id, job := "b"+strconv.Itoa(d.rng.IntN(4)), d.name()
+	op := [...]string{"add", "drop", "list"}[d.rng.IntN(3)]
+	return diffOp{
+		desc: fmt.Sprintf("backfillIndex(%s, %s, %s, %s)", key, op, id, job),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			now, rest, err := be.backfillIndex(ctx, key, op, id, job)
+			a.err(err)
+			a.near("now", now-time.Now().UnixMilli())
+			fields := make([][2]string, 0, len(rest)/2)
+			for i := 0; i+1 < len(rest); i += 2 {
+				fields = append(fields, [2]string{rest[i], rest[i+1]})
+			}
+			slices.SortFunc(fields, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) }) // a hash's order is the backend's
+			var list []string
+			for _, f := range fields {
+				v := f[1]
+				if j := strings.LastIndexByte(v, '/'); j >= 0 {
+					n, _ := strconv.ParseInt(v[j+1:], 10, 64)
+					a.near(f[0], n-time.Now().UnixMilli())
+					v = v[:j]
+				}
+				list = append(list, f[0]+"="+v)
+			}
+			a.exact("reply", strings.Join(list, "|"))
+			return a
+		},
+	}
 }
 
 // backfillsOp adds, cancels, moves on or lists the backfills of a job:
@@ -1660,22 +1699,25 @@ var diffReplies = []string{
 // find them finished, and progress finds them cancelled.
 func (d *diffRun) backfillsOp() diffOp {
 	key := d.prefix + ":{" + d.name() + "}:backfills:job"
-	id := "b" + strconv.Itoa(d.rng.IntN(4))
-	op, args := "list", []string(nil)
+	id := "b" + strconv.Itoa(d.rng.IntN(8))
+	op, args, pause := "list", []string(nil), ""
 	switch d.rng.IntN(5) {
 	case 0:
-		// Two nonces: an add of a taken id is now a retry, now another's.
-		op, args = "add", []string{"nonce", "n" + strconv.Itoa(d.rng.IntN(2)), "from", "1000", "job", "job", "to", strconv.Itoa(d.rng.IntN(9000))}
+		// Two nonces: an add of a taken id is now a retry, now another's;
+		// ranges that overlap a running one's are refused.
+		from := 1000 * d.rng.IntN(4)
+		op, args = "add", []string{"nonce", "n" + strconv.Itoa(d.rng.IntN(2)), "from", strconv.Itoa(from), "job", "job", "to", strconv.Itoa(from + d.rng.IntN(1500))}
 	case 1:
 		op, args = "cancel", []string{d.name()}
+		pause = d.prefix + ":{" + d.name() + "}:ledger:job!backfill:" + id
 	case 2, 3:
 		fin := [...]string{"0", "1"}[d.rng.IntN(2)]
-		op, args = "progress", []string{strconv.Itoa(d.rng.IntN(50)), strconv.Itoa(1000 + d.rng.IntN(50)), fin}
+		op, args = "progress", []string{strconv.Itoa(d.rng.IntN(50)), strconv.Itoa(1000 + d.rng.IntN(50)), fin, strconv.Itoa(d.rng.IntN(3) * 1000)}
 	}
 	return diffOp{
 		desc: fmt.Sprintf("backfills(%s, %s, %s, %q)", key, op, id, args),
 		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
-			st, now, rest, err := be.backfills(ctx, key, op, id, args...)
+			st, now, rest, err := be.backfills(ctx, key, pause, op, id, args...)
 			a.err(err)
 			a.exact("status", st)
 			a.near("now", now-time.Now().UnixMilli())
@@ -1690,7 +1732,7 @@ func (d *diffRun) backfillsOp() diffOp {
 			slices.SortFunc(fields, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) }) // a hash's order is the backend's
 			var list []string
 			for _, f := range fields {
-				if strings.HasSuffix(f[0], "/created") || strings.HasSuffix(f[0], "/ended") && f[1] != "0" {
+				if strings.HasSuffix(f[0], "/created") || (strings.HasSuffix(f[0], "/ended") || strings.HasSuffix(f[0], "/next")) && f[1] != "0" {
 					n, _ := strconv.ParseInt(f[1], 10, 64)
 					a.near(f[0], n-time.Now().UnixMilli())
 					f[1] = "t"

@@ -21,6 +21,19 @@
 // memory*.go; the other files are the front-end: kinds, acquisition,
 // leases, ledgers, inspection.
 //
+// # Backfills
+//
+// A job's backfills are one hash beside its ledger (backfill.lua, at
+// prefix:{n}:backfills:id): per backfill, "<id>/<field>" fields (range,
+// rate, total, state, done, last, next). The add refuses a range that
+// overlaps a running backfill's in its step; the cancel pauses the
+// backfill's own ledger (prefix:{n}:ledger:<job>!backfill:<id>, its second
+// key) in its step. The fleet's index of running backfills is a hash of
+// its own (backfillindex.lua, prefix:backfills:{backfills}). A backfill's
+// claims carry owner ids ending "/backfill" (BackfillOwnerTag), which
+// claim.lua reads in the lock's hash to make a claim that finds one
+// holding the lock wait for it.
+//
 // # One source of truth for each script
 //
 // The memory backend is the embedded default (the command with no Redis,

@@ -92,6 +92,9 @@ type Ledger struct {
 	hist   string        // the history's key
 
 	replace bool // claims ask the run of an earlier tick to end (WithReplace)
+	// byBackfill: the ledger's claims are a backfill's (WithBackfillClaims):
+	// their owner ids end with BackfillOwnerTag.
+	byBackfill bool
 }
 
 // claimArgs are a claim's arguments besides the tick: how it takes part in
@@ -253,7 +256,7 @@ func (cl *Claim) Paused() bool { return cl.paused }
 func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...AcquireOption) (*Claim, error) {
 	var cl *Claim
 	a := acquisition{
-		k: g.m.k, kind: g.kind(), fair: g.fair, claim: true,
+		k: g.m.k, kind: g.kind(), fair: g.fair, claim: true, ownerTag: g.ownerTag(),
 		check: func() error { return g.heardDoneErr(tick) },
 		attempt: func(ctx context.Context, at attemptArgs) (*Lease, time.Duration, error) {
 			l, pttl, got, err := g.attempt(ctx, at.owner, tick, queue, at.once, at.until)
@@ -339,7 +342,9 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		if g.replace && r.extra != 0 && r.extra < tick {
 			g.replaceAsked(tick)
 		}
-		if r.extra == tick || queue {
+		if r.extra == tick || queue || r.byBackfill {
+			// (A backfill's run holds the lock: the claim waits for it,
+			// as under overlap queue. Scheduled ticks come first.)
 			return nil, time.Duration(r.value) * time.Millisecond, nil, nil
 		}
 		c.announce(m.k.channel, g.id, TickEvent{Tick: tick, Busy: true}, false)
@@ -608,6 +613,9 @@ type claimReply struct {
 	defOwner string // the owner of the claim that recorded def
 	at       int64  // the store's time of an acquired claim, ms
 	req      string // the record of the request claimed (trigger.lua's req:<n>), when acquired
+	// byBackfill: held, by a backfill's claim (an owner id that ends with
+	// BackfillOwnerTag); the claim waits for it whatever its queue.
+	byBackfill bool
 }
 
 // finishRetry is the first pause before Finish tries again.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -112,11 +113,12 @@ func (b *memoryBackend) claim(ctx context.Context, k *keys, ledger, owner string
 			return claimReply{status: claimAcquired, value: l.token, try: g.tries, extra: g.running, from: g.from, def: g.definition, defOwner: g.defOwner, at: now.UnixMilli(), req: g.trig.reqs[g.running]}, nil
 		}
 		pttl := max(l.expires.Sub(now).Milliseconds(), 1)
-		if waits {
+		bf := strings.HasSuffix(l.owner, BackfillOwnerTag) && !(ca.fair && ca.wait == 0)
+		if waits || bf && ca.fair {
 			pttl, _ = s.keepPlace(k, owner, ca.place, now, pttl)
 		}
 		g.askReplace(ca, running, tick) // as the script: once its place is kept
-		return claimReply{status: claimHeld, value: pttl, extra: running}, nil
+		return claimReply{status: claimHeld, value: pttl, extra: running, byBackfill: bf}, nil
 	}
 	if head := q.head(); waits && head != "" && head != owner {
 		// Free, but others came first.

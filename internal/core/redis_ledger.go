@@ -51,8 +51,9 @@ func (b *redisBackend) claim(ctx context.Context, k *keys, ledger, owner string,
 		r.from, _ = v[4].(string)
 		r.def, _ = v[5].(string)
 		r.defOwner, _ = v[6].(string)
-	case r.status == claimHeld && len(v) == 3:
+	case r.status == claimHeld && (len(v) == 3 || len(v) == 4):
 		r.extra = n[2]
+		r.byBackfill = len(v) == 4 && n[3] == 1
 	case r.status == claimAcquired, r.status == claimHeld:
 		return claimReply{}, fmt.Errorf("claim: %d values in reply with status %d", len(v), r.status)
 	}

@@ -37,10 +37,12 @@ type BackfillRequestJSON struct {
 	Force       bool   `json:"force,omitempty"`
 }
 
-// BackfillDryRunJSON is the answer to a dry run: the ticks it would run.
+// BackfillDryRunJSON is the answer to a dry run: the ticks it would run,
+// the first scheduler.MaxBackfillListed of them, and how many there are.
 type BackfillDryRunJSON struct {
 	Job   string      `json:"job"`
 	Ticks []time.Time `json:"ticks"`
+	Total int         `json:"total"`
 }
 
 // backfillTimeLayouts are the layouts -from and -to are read in, in UTC
@@ -71,8 +73,8 @@ func parseRate(s string) (float64, error) {
 	num, unit, _ := strings.Cut(s, "/")
 	per := map[string]float64{"": 1, "s": 1, "m": 60, "h": 3600}[unit]
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || per == 0 || n <= 0 || n != n || n > scheduler.MaxBackfillRate*per {
-		return 0, fmt.Errorf("rate: %q is not a rate: give ticks per second, minute or hour such as 20/s, 90/m or 2/h (above 0, at most %v/s)",
+	if err != nil || per == 0 || n <= 0 || n != n || n > scheduler.MaxBackfillRate*per || n/per < scheduler.MinBackfillRate {
+		return 0, fmt.Errorf("rate: %q is not a rate: give ticks per second, minute or hour such as 20/s, 90/m or 2/h (at least 1 a day, at most %v/s)",
 			s, scheduler.MaxBackfillRate)
 	}
 	return n / per, nil
@@ -94,14 +96,15 @@ func (req BackfillRequestJSON) options(by string) (scheduler.BackfillOptions, er
 
 // backfillStatus is the status of a backfill call's error: 400 for bad
 // input, 404 for an unknown job or backfill, 409 for a cancel of a
-// finished one, 502 for the store.
+// finished one or a range that overlaps a running backfill's, 502 for the
+// store.
 func backfillStatus(err error) int {
 	switch {
 	case errors.Is(err, scheduler.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, scheduler.ErrUnknownJob), errors.Is(err, scheduler.ErrUnknownBackfill):
 		return http.StatusNotFound
-	case errors.Is(err, scheduler.ErrBackfillEnded):
+	case errors.Is(err, scheduler.ErrBackfillEnded), errors.Is(err, scheduler.ErrBackfillOverlap):
 		return http.StatusConflict
 	}
 	return http.StatusBadGateway
@@ -109,7 +112,8 @@ func backfillStatus(err error) int {
 
 // backfillAdd is POST /api/jobs/{name}/backfill (BackfillRequestJSON): 200
 // with the Backfill made (or, for a dry run, BackfillDryRunJSON), 400 for
-// bad input and 404 for an unknown job, nothing recorded.
+// bad input, 404 for an unknown job and 409 for a range that overlaps a
+// running backfill of the job, nothing recorded.
 func (a *admin) backfillAdd(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	r, ok := a.allow(w, r, actionScope["backfill"], "backfill", "action", "backfill", "job", name)
@@ -129,12 +133,15 @@ func (a *admin) backfillAdd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.DryRun {
-		ticks, err := a.s.BackfillTicks(r.Context(), name, o)
+		ticks, total, err := a.s.BackfillTicks(r.Context(), name, o)
 		if err != nil {
 			a.backfillError(w, name, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, BackfillDryRunJSON{Job: name, Ticks: ticks})
+		if ticks == nil {
+			ticks = []time.Time{}
+		}
+		writeJSON(w, http.StatusOK, BackfillDryRunJSON{Job: name, Ticks: ticks, Total: total})
 		return
 	}
 	b, err := a.s.Backfill(r.Context(), name, o)
@@ -276,18 +283,19 @@ without a config file, to the running daemon's admin API (POST
 	return c
 }
 
-// dryRunBackfill prints the ticks a backfill would run, one a line, and
-// their count on stderr.
+// dryRunBackfill prints the ticks a backfill would run, one a line (the
+// first scheduler.MaxBackfillListed), and their count on stderr.
 func dryRunBackfill(cmd *cobra.Command, cfgPath string, o Options, job string, req BackfillRequestJSON, opts scheduler.BackfillOptions) error {
 	var ticks []time.Time
+	var total int
 	err := storeOrDaemon(cmd, cfgPath, o, job, func(ctx context.Context, cfg *config.Config) error {
 		var res BackfillDryRunJSON
 		err := postBackfill(ctx, cfg, o.Environ, job, req, &res)
-		ticks = res.Ticks
+		ticks, total = res.Ticks, res.Total
 		return err
 	}, func(ctx context.Context, s *scheduler.Scheduler, cfg *config.Config) error {
 		var err error
-		ticks, err = s.BackfillTicks(ctx, job, opts)
+		ticks, total, err = s.BackfillTicks(ctx, job, opts)
 		return backfillCLIError(cfg, err)
 	})
 	if err != nil {
@@ -300,13 +308,18 @@ func dryRunBackfill(cmd *cobra.Command, cfgPath string, o Options, job string, r
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "backfill of %s (dry run): %d ticks; nothing was run or recorded\n", job, len(ticks))
+	if total > len(ticks) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "backfill of %s (dry run): %d ticks, the first %d listed; nothing was run or recorded\n", job, total, len(ticks))
+		return nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "backfill of %s (dry run): %d ticks; nothing was run or recorded\n", job, total)
 	return nil
 }
 
 // backfillCLIError is err of a call through Redis as the command says it.
 func backfillCLIError(cfg *config.Config, err error) error {
-	if err == nil || errors.Is(err, scheduler.ErrInvalid) || errors.Is(err, scheduler.ErrUnknownBackfill) || errors.Is(err, scheduler.ErrBackfillEnded) {
+	if err == nil || errors.Is(err, scheduler.ErrInvalid) || errors.Is(err, scheduler.ErrUnknownBackfill) || errors.Is(err, scheduler.ErrBackfillEnded) ||
+		errors.Is(err, scheduler.ErrBackfillOverlap) {
 		return err
 	}
 	return storeError(cfg, err)
@@ -365,21 +378,26 @@ func findBackfill(bs []scheduler.Backfill, id string, err error) (scheduler.Back
 // backfillFollow is how often the command reads a backfill's progress.
 const backfillFollow = 500 * time.Millisecond
 
-// followBackfill prints b's progress until it ends: in place on a
-// terminal, a line per change otherwise. The first Ctrl-C (SIGINT) asks,
-// on a terminal, whether to cancel the backfill (cancel), and detaches
-// otherwise, or if the answer is no: the backfill goes on in the fleet.
+// followBackfill prints b's progress until it ends: in place when stdout
+// is a terminal, a line per change otherwise. The first Ctrl-C (SIGINT)
+// asks, when stdin and stdout are terminals, whether to cancel the
+// backfill (cancel), and detaches otherwise, or if the answer is no: the
+// backfill goes on in the fleet.
 func followBackfill(cmd *cobra.Command, o Options, b scheduler.Backfill, read func(context.Context) (scheduler.Backfill, error), cancel func(context.Context) error) error {
 	out := cmd.OutOrStdout()
-	tty := isTerminal(out) && isTerminal(os.Stdin)
+	tty := isTerminal(out)
+	ask := tty && isTerminal(os.Stdin)
 	ints := make(chan os.Signal, 1)
 	signal.Notify(ints, os.Interrupt)
 	defer signal.Stop(ints)
 	t := time.NewTicker(backfillFollow)
 	defer t.Stop()
 	last := ""
+	// The pace is measured on this clock alone: from the first progress
+	// read here.
+	start, startDone := time.Now(), b.Done
 	show := func(b scheduler.Backfill) {
-		line := progressLine(b)
+		line := progressLine(b, time.Since(start), b.Done-startDone)
 		switch {
 		case tty:
 			fmt.Fprint(out, "\r"+line+"\x1b[K")
@@ -392,7 +410,7 @@ func followBackfill(cmd *cobra.Command, o Options, b scheduler.Backfill, read fu
 	for {
 		select {
 		case <-ints:
-			if tty {
+			if ask {
 				fmt.Fprintf(out, "\ncancel backfill %s? [y/N] ", b.ID)
 				answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 				if a := strings.ToLower(strings.TrimSpace(answer)); a == "y" || a == "yes" {
@@ -434,8 +452,9 @@ func followBackfill(cmd *cobra.Command, o Options, b scheduler.Backfill, read fu
 }
 
 // progressLine is a backfill's progress: "backfill ID of JOB: DONE/TOTAL
-// ticks (P%), about D left" while it runs, its state once it has ended.
-func progressLine(b scheduler.Backfill) string {
+// ticks (P%), about D left" while it runs (n ticks done in el), its state
+// once it has ended.
+func progressLine(b scheduler.Backfill, el time.Duration, n int64) string {
 	pct := 100.0
 	if b.Total > 0 {
 		pct = 100 * float64(b.Done) / float64(b.Total)
@@ -444,19 +463,20 @@ func progressLine(b scheduler.Backfill) string {
 	if !b.Running() {
 		return line + ", " + b.State
 	}
-	return line + ", about " + backfillLeft(b).String() + " left"
+	return line + ", about " + backfillLeft(b, el, n).String() + " left"
 }
 
-// backfillLeft estimates how long b has to go: its pace so far (done since
-// its start), or its rate before any tick is done, whichever is slower.
-func backfillLeft(b scheduler.Backfill) time.Duration {
+// backfillLeft estimates how long b has to go: its pace as followed (n
+// ticks done in el, on one clock), or its rate before any tick is done,
+// whichever is slower.
+func backfillLeft(b scheduler.Backfill, el time.Duration, n int64) time.Duration {
 	left := float64(b.Total - b.Done)
 	if left <= 0 {
 		return 0
 	}
 	secs := left / b.Rate
-	if el := time.Since(b.Created).Seconds(); b.Done > 0 && el > 0 {
-		secs = max(secs, left*el/float64(b.Done))
+	if n > 0 && el > 0 {
+		secs = max(secs, left*el.Seconds()/float64(n))
 	}
 	return time.Duration(secs * float64(time.Second)).Round(time.Second)
 }

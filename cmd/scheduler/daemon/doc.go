@@ -170,7 +170,7 @@
 //	GET  /replicas                  status page: the fleet's replicas, another config and gone ones marked
 //	POST /api/jobs/{name}/backfill  run the job's past ticks (BackfillRequestJSON); 200 with the backfill
 //	                                (its "id"), or with its ticks for "dry_run"; 400 for bad input, 404 for
-//	                                an unknown job
+//	                                an unknown job, 409 for a range that overlaps a running backfill
 //	GET  /api/backfills             JSON: the backfills, running and ended within 7 days (?job=NAME)
 //	DELETE /api/backfills/{id}      cancel a backfill; 404 for an unknown id, 409 for one that has finished
 //
@@ -333,14 +333,18 @@
 // backfill's By. -from and -to are RFC 3339 or a date, read in UTC
 // (time.ParseInLocation with a zone-less layout); -rate is N/s, N/m, N/h
 // or N a second. A time or rate that does not parse is a usage error
-// (exit 2; 400); the scheduler's refusals (ErrInvalid) exit 1 (400).
+// (exit 2; 400); the scheduler's refusals (ErrInvalid) exit 1 (400), and
+// so does a range that overlaps a running backfill of the job
+// (ErrBackfillOverlap; 409), naming it. A dry run prints the first
+// scheduler.MaxBackfillListed ticks and says how many there are ("total"
+// in its JSON).
 // The command prints the id on stdout, then follows the backfill, reading
-// it every 500ms (through Redis, or GET /api/backfills without it): on a
-// terminal (golang.org/x/term, stdin and stdout both) one line rewritten
-// after \r and cleared to its end; else a line per change, so a log or a
-// pipe gets a readable history. The estimate is the ticks left at the
-// slower of the rate and the pace since its start. The first SIGINT on a
-// terminal asks "cancel backfill ID? [y/N]"; yes cancels it, anything else
+// it every 500ms (through Redis, or GET /api/backfills without it): when
+// stdout is a terminal (golang.org/x/term) one line rewritten after \r and
+// cleared to its end; else a line per change, so a log or a pipe gets a
+// readable history. The estimate is the ticks left at the slower of the
+// rate and the pace the command has seen since it began following (on
+// its own clock). The first SIGINT on a terminal (stdin and stdout) asks "cancel backfill ID? [y/N]"; yes cancels it, anything else
 // (and SIGINT without a terminal) only detaches: the backfill goes on in
 // the fleet, and the command says how to cancel it. The job's page lists
 // its running backfills with a progress bar and a Cancel button (DELETE

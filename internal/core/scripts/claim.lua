@@ -39,6 +39,11 @@
 --         and when it takes the lock and so takes such a tick over (its
 --         holder gone), it records ARGV[4] likewise: the caller records
 --         that tick replaced, not run, and claims its own again
+-- A claim that finds the lock held by a backfill's claim (an owner id that
+-- ends with "/backfill": core.BackfillOwnerTag) waits for it whatever
+-- ARGV[9] says, but for a fair claim that does not wait (0), and its
+-- answer {0, pttl, running, 1} says so (a fair one takes or keeps its
+-- place): scheduled ticks come before a backfill's.
 -- A fair claim that would wait takes a free lock only when the queue is
 -- empty or the caller is its head, and otherwise takes or keeps its place:
 -- the sleep in {0, sleep, running} is then the time to its next heartbeat.
@@ -145,15 +150,24 @@ local function askReplace()
     redis.call('HSET', KEYS[3], 'replace', tick)
   end
 end
+local byBackfill = false
 local function wait(pttl)
-  local sleep = math.max(pttl, 1)
-  if waits then
-    sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
-    if not sleep then
-      return {-7, 0}
-    end
+  if not waits and not byBackfill then
+    askReplace()
+    return answer({0, math.max(pttl, 1), running})
+  end
+  if not fair then
+    askReplace()
+    return answer({0, math.max(pttl, 1), running, 1})
+  end
+  local sleep = keepPlace(KEYS[4], KEYS[5], owner, now, tonumber(ARGV[7]), tonumber(ARGV[8]), head, headDeadline, pttl)
+  if not sleep then
+    return {-7, 0}
   end
   askReplace()
+  if byBackfill then
+    return answer({0, sleep, running, 1})
+  end
   return answer({0, sleep, running})
 end
 local pttl = redis.call('PTTL', KEYS[1])
@@ -165,6 +179,13 @@ if pttl ~= -2 then
   end
   if pttl == -1 then
     return {-3, 0}
+  end
+  if mine == 0 and not (fair and ARGV[9] == '0') then
+    for _, k in ipairs(redis.call('HKEYS', KEYS[1])) do
+      if string.sub(k, -9) == '/backfill' then
+        byBackfill = true
+      end
+    end
   end
   if mine == 1 then
     -- A repeat of the call that claimed: the lease starts again now.
