@@ -358,7 +358,7 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 				if perr != nil {
 					tick = r.At
 				}
-				due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: p.manual})
+				due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: p.manual, params: pe.manual})
 			}
 		}
 	}
@@ -385,6 +385,7 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 type claimDue struct {
 	d      chainDue
 	ledger *fleet.Ledger
+	params *fleet.Ledger // a manual run's: the parent's ledger of manual runs
 }
 
 // chainClaim claims c and runs it; it reports whether the loop goes on.
@@ -400,7 +401,7 @@ func (s *Scheduler) chainClaim(e *entry, c claimDue) bool {
 	e.mu.Lock()
 	e.inflight++
 	e.mu.Unlock()
-	s.handleClaim(e, c.d.runTick, claimSpec{ledger: c.ledger, tick: c.d.tick, queue: true, manual: manual, parent: c.d.parent})
+	s.handleClaim(e, c.d.runTick, claimSpec{ledger: c.ledger, tick: c.d.tick, queue: true, manual: manual, parent: c.d.parent, params: c.params})
 	e.mu.Lock()
 	e.inflight--
 	e.mu.Unlock()
@@ -458,6 +459,24 @@ func (s *Scheduler) chainManualDone(ctx context.Context, p *chainParent) int64 {
 		return 0
 	}
 	return st.Done
+}
+
+// chainParams are the params of a child's run that follows a parent's
+// manual run: those of the parent's run (p) that the child declares in its
+// Params (names), none if it declares none. The parent's undeclared ones
+// are not the child's to see: a child takes what it accepts, as a manual
+// run of its own would.
+func chainParams(p map[string]string, names []string) map[string]string {
+	var out map[string]string
+	for k, v := range p {
+		if slices.Contains(names, k) {
+			if out == nil {
+				out = make(map[string]string)
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // parentRun is the run that started r, "job@tick", or "" if none did.

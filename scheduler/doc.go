@@ -835,7 +835,9 @@
 // the other parents share): each child claims it in a ledger of its own
 // per parent, numbered as the parent's manual runs, and carries the
 // parent's trigger number (jobs.Info.Trigger) and the tick the parent run
-// reported.
+// reported. It gets the parameters of the parent's run that it declares in
+// its own Params (jobs.Info.Params; none if it declares none): not those
+// of a manual run of its own that has the same number.
 //
 // Choices where the issue is silent: a parent run that finished more than
 // the child's MisfireGrace (default an hour) ago while no replica ran the

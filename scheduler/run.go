@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -141,6 +142,10 @@ type claimSpec struct {
 	// its tick is a past tick's time in ms.
 	backfill string
 	parent   string // the job whose run starts this one (Job.After), else ""
+	// params, for a manual run that follows a parent's manual run, is the
+	// parent's ledger of manual runs, whose params it reads (chainParams);
+	// nil: the job's own.
+	params *fleet.Ledger
 }
 
 // scheduled reports whether c is a scheduled tick: neither a manual run
@@ -255,9 +260,12 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	}
 	// (The params are in the fleet's ledger of manual runs, also for a job
 	// that runs on every replica and claims in a ledger of its own.)
-	if c.manual && !s.claimParams(ctx, r, e.manual, log) {
+	if c.manual && !s.claimParams(ctx, r, cmp.Or(c.params, e.manual), log) {
 		endSpan(span, s.finish(r, OutcomeError, nil, log), nil)
 		return earlier
+	}
+	if c.params != nil {
+		r.params = chainParams(r.params, e.job.Params)
 	}
 	if e.job.Overlap == OverlapReplace && c.scheduled() {
 		r.poke = make(chan struct{}, 1) // before track: heardReplace reads it
