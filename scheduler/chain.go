@@ -260,9 +260,9 @@ type chainParent struct {
 // and claims each run due, oldest first, until the job is replaced or
 // removed or the Scheduler stops.
 func (s *Scheduler) chainLoop(e *entry) {
-	parents := make(map[string]*chainParent)
+	cs := &chainState{parents: make(map[string]*chainParent)}
 	defer func() {
-		for _, p := range parents {
+		for _, p := range cs.parents {
 			for _, stop := range p.stop {
 				stop()
 			}
@@ -271,7 +271,7 @@ func (s *Scheduler) chainLoop(e *entry) {
 	t := time.NewTicker(chainEvery)
 	defer t.Stop()
 	for {
-		s.chainScan(e, parents)
+		s.chainScan(e, cs)
 		select {
 		case <-s.stopping:
 			return
@@ -281,6 +281,30 @@ func (s *Scheduler) chainLoop(e *entry) {
 		case <-t.C:
 		}
 	}
+}
+
+// chainState is what a chain loop keeps from one reading to the next.
+type chainState struct {
+	parents map[string]*chainParent
+	// floor is the child's chain floor (fleet.Ledger.ChainFloor), once
+	// read: its parents' runs that finished before it are not followed.
+	floor time.Time
+	// alive is when the last reading that read the parents' runs with the
+	// child not paused began: the parents' runs that finished since then
+	// finished while this replica ran the child's loop (and perhaps the
+	// child, or waited for its run elsewhere), and the MisfireGrace does
+	// not drop them. Zero: none yet, or the child was paused since.
+	alive time.Time
+	// dropped are the runs due that the grace dropped at the last reading
+	// (warned of once each).
+	dropped map[chainKey]bool
+}
+
+// chainKey names a parent's run due: its tick, or its manual run's number.
+type chainKey struct {
+	parent string
+	manual bool
+	tick   int64
 }
 
 // chainDue is a run of a job that follows others, due.
@@ -294,14 +318,17 @@ type chainDue struct {
 // chainScan reads the chain records of e's parents and claims e's runs
 // due: the ticks that every parent finished with an outcome in e's When,
 // after the latest one e's ledger has done; and each parent's manual runs
-// that did, after the latest one followed. A run whose parents finished
-// more than e's MisfireGrace ago is not run (the job was not running
-// anywhere then). A paused job claims nothing: its runs wait for its
-// resume, within the same grace.
-func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
+// that did, after the latest one followed. A parent's run that finished
+// before the child's chain floor (its first reading anywhere) is not
+// followed. A run whose parents finished more than e's MisfireGrace ago
+// while the child did not run is not run (the job was not running
+// anywhere then, or was paused): a warning says so, once. A paused job
+// claims nothing: its runs wait for its resume, within the same grace.
+func (s *Scheduler) chainScan(e *entry, cs *chainState) {
 	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
 	defer cancel()
 	log := s.log.With("job", e.job.Name)
+	begun := time.Now()
 	pes := make([]*entry, 0, len(e.job.After))
 	s.mu.Lock()
 	for _, name := range e.job.After {
@@ -314,21 +341,55 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 		log.Debug("a parent of the job is not added: its runs wait for it", "after", e.job.After)
 		return
 	}
+	if cs.floor.IsZero() {
+		floor, err := e.ledger.ChainFloor(ctx)
+		if err != nil {
+			log.Warn("chain: the job's chain floor not read; its runs are claimed at the next reading", "error", err)
+			return
+		}
+		cs.floor = floor
+	}
 	st, err := e.ledger.State(ctx)
 	if err != nil {
 		log.Warn("chain: the job's ledger not read; its runs are claimed at the next reading", "error", err)
 		return
 	}
 	if st.Paused {
+		cs.alive = time.Time{}
 		return
 	}
-	oldest := time.Now().Add(-e.job.MisfireGrace)
+	// The grace's cut-off: on this replica's clock, against the store's
+	// time of the parents' finishes (the clocks of a fleet agree closely
+	// enough for a grace of seconds or more).
+	oldest := begun.Add(-e.job.MisfireGrace)
+	if !cs.alive.IsZero() && cs.alive.Before(oldest) {
+		oldest = cs.alive
+	}
+	dropped := make(map[chainKey]bool)
+	keep := func(k chainKey, at time.Time) bool {
+		if at.Before(cs.floor) {
+			return false
+		}
+		if !at.Before(oldest) {
+			return true
+		}
+		dropped[k] = true
+		if !cs.dropped[k] {
+			what := fmtTick(time.UnixMilli(k.tick))
+			if k.manual {
+				what = fmt.Sprintf("manual run %d", k.tick)
+			}
+			log.Warn("chain: a parent's run not followed: it finished more than the job's misfire_grace ago, while the job did not run", "parent", k.parent, "run", what, "finished", at, "misfire_grace", e.job.MisfireGrace)
+		}
+		return false
+	}
+	defer func() { cs.dropped = dropped }()
 	var due []claimDue
 	// The parents' ticks: each one's matching runs, met by all of them.
 	met := make(map[int64]*chainDue)
 	count := make(map[int64]int)
 	for i, pe := range pes {
-		p, err := s.chainWatch(e, pe, parents)
+		p, err := s.chainWatch(e, pe, cs.parents)
 		if err != nil {
 			log.Error("chain: the ledger of the runs that follow a parent's manual runs not made", "parent", pe.job.Name, "error", err)
 			return
@@ -347,13 +408,18 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 				met[r.Tick] = &chainDue{tick: r.Tick, runTick: time.UnixMilli(r.Tick), parent: pe.job.Name, at: r.At}
 			}
 		}
-		mruns, err := pe.manual.ChainRuns(ctx, s.chainManualDone(ctx, p))
+		mst, err := p.manual.State(ctx)
+		if err != nil {
+			log.Warn("chain: the ledger of the runs that follow a parent's manual runs not read", "parent", pe.job.Name, "error", err)
+			return
+		}
+		mruns, err := pe.manual.ChainRuns(ctx, mst.Done)
 		if err != nil {
 			log.Warn("chain: a parent's manual runs not read", "parent", pe.job.Name, "error", err)
 			return
 		}
 		for _, r := range mruns {
-			if e.job.When.matches(r.Outcome) && !r.At.Before(oldest) {
+			if e.job.When.matches(r.Outcome) && keep(chainKey{pe.job.Name, true, r.Tick}, r.At) {
 				tick, perr := time.Parse(time.RFC3339Nano, r.RunTick)
 				if perr != nil {
 					tick = r.At
@@ -362,9 +428,10 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 			}
 		}
 	}
+	cs.alive = begun
 	var ticks []*chainDue
 	for tick, d := range met {
-		if count[tick] == len(pes) && !d.at.Before(oldest) {
+		if count[tick] == len(pes) && keep(chainKey{d.parent, false, tick}, d.at) {
 			ticks = append(ticks, d)
 		}
 	}
@@ -449,16 +516,6 @@ func (s *Scheduler) chainWatch(e, pe *entry, parents map[string]*chainParent) (*
 		}
 	}
 	return p, nil
-}
-
-// chainManualDone is the latest manual run of p's parent that the job has
-// followed.
-func (s *Scheduler) chainManualDone(ctx context.Context, p *chainParent) int64 {
-	st, err := p.manual.State(ctx)
-	if err != nil {
-		return 0
-	}
-	return st.Done
 }
 
 // chainParams are the params of a child's run that follows a parent's

@@ -1,9 +1,13 @@
 package scheduler_test
 
 import (
+	"context"
 	"maps"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockcron/lockcron/jobs"
 
 	"github.com/lockcron/lockcron/internal/redistest"
 	"github.com/lockcron/lockcron/internal/testkit"
@@ -47,4 +51,160 @@ func TestChainChildTakesTheParentsParams(t *testing.T) {
 	if a := by["audit"][0].info; a.Parent == "" || len(a.Params) != 0 {
 		t.Errorf("audit (declares no params) after extract's manual run: parent %q params %v, want none", a.Parent, a.Params)
 	}
+}
+
+// A child whose run takes longer than its MisfireGrace follows every
+// parent run that finished meanwhile: the grace drops only the runs
+// missed while the child did not run.
+func TestChainBusyChildKeepsItsParentsRuns(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	started := make(chan jobs.Info, 100)
+	release := make(chan struct{})
+	var first atomic.Bool
+	hold := func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		started <- info
+		if first.CompareAndSwap(false, true) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	r := newRedisReplica(t, srv, "r1", nil)
+	r.add(t,
+		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
+		scheduler.Job{Name: "load", After: []string{"extract"}, MisfireGrace: time.Second, Run: j.fn(hold)})
+	r.start()
+	var held jobs.Info
+	select {
+	case held = <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("load did not start")
+	}
+	// Four parent runs finish while load's first run goes on: the first
+	// of them more than the grace before load is free again.
+	var last time.Time
+	awaitCond(t, 60*time.Second, "4 runs of extract after the one load follows", func() bool {
+		n := 0
+		for _, x := range j.byJob()["extract"] {
+			if x.info.Tick.After(held.Tick) {
+				n, last = n+1, x.info.Tick
+			}
+		}
+		return n >= 4
+	})
+	close(release)
+	awaitCond(t, 60*time.Second, "load after each of them", func() bool {
+		n := 0
+		for _, x := range j.byJob()["load"] {
+			if !x.info.Tick.After(last) {
+				n++
+			}
+		}
+		return n >= 5
+	})
+	r.stop(t)
+	by := j.byJob()
+	want := make(map[time.Time]bool)
+	for _, x := range by["extract"] {
+		want[x.info.Tick] = true
+	}
+	checkFollowers(t, by["load"], "extract", want)
+}
+
+// A child added to a fleet whose parent ran before (its chain record kept
+// for another child) does not follow the parent's runs that finished
+// before it was added.
+func TestChainNewChildFollowsNoPastRuns(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	r1 := newRedisReplica(t, srv, "r1", nil)
+	r1.add(t,
+		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
+		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)})
+	r1.start()
+	awaitCond(t, 60*time.Second, "3 extract runs", func() bool { return len(j.byJob()["extract"]) >= 3 })
+	r1.stop(t)
+	var before time.Time
+	for _, x := range j.byJob()["extract"] {
+		before = maxTime(before, x.info.Tick)
+	}
+	r2 := newRedisReplica(t, srv, "r2", nil)
+	r2.add(t,
+		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
+		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)},
+		scheduler.Job{Name: "audit", After: []string{"extract"}, Run: j.fn(nil)})
+	r2.start()
+	awaitCond(t, 60*time.Second, "2 audit runs", func() bool { return len(j.byJob()["audit"]) >= 2 })
+	r2.stop(t)
+	for _, x := range j.byJob()["audit"] {
+		if !x.info.Tick.After(before) {
+			t.Errorf("audit, added after extract's run of %s, followed it", x.info.Tick.Format(time.RFC3339))
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// A child's run handed off by a replica's stop is run by another replica
+// with its parent, the same tick and the next attempt.
+func TestChainHandedOffChildKeepsItsParent(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	started := make(chan jobs.Info, 100)
+	var first atomic.Bool
+	slow := func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		started <- info
+		if first.CompareAndSwap(false, true) {
+			<-ctx.Done() // until the stop hands it off
+			return ctx.Err()
+		}
+		return nil
+	}
+	js := []scheduler.Job{
+		{Name: "extract", Schedule: "@every 2s", Run: j.fn(nil)},
+		{Name: "load", After: []string{"extract"}, Run: j.fn(slow)},
+	}
+	fleet := chainFleet(t, srv, 2, js...)
+	var held jobs.Info
+	select {
+	case held = <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no load run")
+	}
+	victim, other := fleet[0], fleet[1]
+	if held.Replica == "r2" {
+		victim, other = fleet[1], fleet[0]
+	}
+	victim.stop(t)
+	deadline := time.After(60 * time.Second)
+	for {
+		var x jobs.Info
+		select {
+		case x = <-started:
+		case <-deadline:
+			t.Fatal("the handed-off load run not run again")
+		}
+		if !x.Tick.Equal(held.Tick) {
+			continue
+		}
+		if x.Parent != held.Parent || x.Attempt != held.Attempt+1 {
+			t.Errorf("handed-off load run of %s run again on %s: parent %q attempt %d, want %q and %d", x.Tick.Format(time.RFC3339), x.Replica, x.Parent, x.Attempt, held.Parent, held.Attempt+1)
+		}
+		break
+	}
+	other.stop(t)
 }

@@ -839,11 +839,18 @@
 // its own Params (jobs.Info.Params; none if it declares none): not those
 // of a manual run of its own that has the same number.
 //
-// Choices where the issue is silent: a parent run that finished more than
-// the child's MisfireGrace (default an hour) ago while no replica ran the
-// child is not followed (as a misfire); a paused child claims nothing, and
-// its runs due wait for its resume, within the same grace (a Hangfire
-// continuation waits likewise); the record keeps a parent's latest 1000
+// Choices where the issue is silent: a child follows the parent runs that
+// finished after its first reading anywhere in the fleet (its chain floor,
+// kept in its ledger: fleet.Ledger.ChainFloor), not those before, so that
+// a new child (or one whose ledger expired) does not run its parents'
+// past; a parent run that finished more than the child's MisfireGrace
+// (default an hour) ago while no replica ran the child's loop is not
+// followed (as a misfire; a warning says so), but one that finished while
+// the child ran, however long, is (its runs queue); a paused child claims
+// nothing, and its runs due wait for its resume, within the same grace (a
+// Hangfire continuation waits likewise); a child's run handed off at a
+// replica's stop is claimed again by the chain loops of the others, with
+// its parent; the record keeps a parent's latest 1000
 // runs, as long as its ledger lives; calendars and freezes apply to the
 // parents' ticks, which their children follow (Validate refuses Exclude
 // and Jitter on a child); a parent that is not added (yet) holds
