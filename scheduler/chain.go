@@ -18,8 +18,9 @@ type When string
 const (
 	// WhenSuccess: a run that succeeded (OutcomeRan).
 	WhenSuccess When = "success"
-	// WhenFailure: a run that failed (OutcomeFailed), or was interrupted
-	// and abandoned (OutcomeInterrupted).
+	// WhenFailure: a run that failed (OutcomeFailed), was interrupted
+	// and abandoned (OutcomeInterrupted), or was ended by a later tick
+	// (OutcomeReplaced: it did not complete).
 	WhenFailure When = "failure"
 	// WhenAlways: either.
 	WhenAlways When = "always"
@@ -30,7 +31,7 @@ const (
 // deadline_missed, skipped, paused) start none.
 func (w When) matches(outcome string) bool {
 	success := outcome == string(OutcomeRan)
-	failure := outcome == string(OutcomeFailed) || outcome == string(OutcomeInterrupted)
+	failure := outcome == string(OutcomeFailed) || outcome == string(OutcomeInterrupted) || outcome == string(OutcomeReplaced)
 	switch w {
 	case WhenFailure:
 		return failure
@@ -68,6 +69,9 @@ func (j *Job) validateChain(bad func(field, format string, args ...any)) {
 	}
 	if j.Jitter != 0 {
 		bad("jitter", "a job with after runs on its parents' ticks: give them the jitter")
+	}
+	if j.Overlap != OverlapQueue && j.Overlap != "" {
+		bad("overlap", "%q: a job with after queues its runs, one for each parent run, oldest first; remove overlap, or set it to %q", j.Overlap, OverlapQueue)
 	}
 	if len(j.Exclude) > 0 {
 		bad("exclude", "a job with after runs on its parents' ticks: put the calendars on them")
@@ -252,6 +256,70 @@ type chainParent struct {
 	lock   string        // the parent's lock, whose ledgers are watched
 	stop   []func()      // the Watch of its ledgers
 	manual *fleet.Ledger // the ledger of the runs that follow its manual runs
+	// deep, by path (chainPaths), are the ledgers of the runs that follow
+	// its runs that followed a manual run up its chain.
+	deep map[string]chainPath
+}
+
+// chainPath is a parent's ledger of its runs that follow a manual run up
+// its chain, and the child's ledger of its runs that follow those.
+type chainPath struct {
+	src, claim *fleet.Ledger
+}
+
+// chainPaths are the ledger ids, less the job's name and afterSuffix, of
+// the runs of the job name that follow a manual run up its chain: for
+// each parent P, "P" (those that follow P's manual runs), and "P!after!x"
+// for each x of P's own (those that follow P's runs that followed one).
+// Validate refuses a cycle; depth bounds one all the same.
+func (s *Scheduler) chainPaths(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var paths func(name string, depth int) []string
+	paths = func(name string, depth int) []string {
+		e := s.entries[name]
+		if e == nil || depth > len(s.entries) {
+			return nil
+		}
+		var out []string
+		for _, p := range e.job.After {
+			out = append(out, p)
+			for _, x := range paths(p, depth+1) {
+				out = append(out, p+afterSuffix+x)
+			}
+		}
+		return out
+	}
+	return paths(name, 0)
+}
+
+// chainDeep returns the ledgers of path r of e's parent pe (chainPaths),
+// made at the first call.
+func (s *Scheduler) chainDeep(e, pe *entry, p *chainParent, r string) (chainPath, error) {
+	if d, ok := p.deep[r]; ok {
+		return d, nil
+	}
+	src, err := s.store.Ledger(pe.job.LockName, pe.job.Name+afterSuffix+r)
+	if err != nil {
+		return chainPath{}, err
+	}
+	claim, err := s.chainLedger(e, e.job.Name+afterSuffix+pe.job.Name+afterSuffix+r)
+	if err != nil {
+		return chainPath{}, err
+	}
+	if p.deep == nil {
+		p.deep = make(map[string]chainPath)
+	}
+	d := chainPath{src: src, claim: claim}
+	p.deep[r] = d
+	if stop, err := src.Watch(func(ev fleet.TickEvent) {
+		if ev.Done {
+			e.poke()
+		}
+	}); err == nil {
+		p.stop = append(p.stop, stop)
+	}
+	return d, nil
 }
 
 // chainLoop is the trigger loop of a job that follows others (Job.After):
@@ -408,23 +476,50 @@ func (s *Scheduler) chainScan(e *entry, cs *chainState) {
 				met[r.Tick] = &chainDue{tick: r.Tick, runTick: time.UnixMilli(r.Tick), parent: pe.job.Name, at: r.At}
 			}
 		}
-		mst, err := p.manual.State(ctx)
-		if err != nil {
-			log.Warn("chain: the ledger of the runs that follow a parent's manual runs not read", "parent", pe.job.Name, "error", err)
-			return
-		}
-		mruns, err := pe.manual.ChainRuns(ctx, mst.Done)
-		if err != nil {
-			log.Warn("chain: a parent's manual runs not read", "parent", pe.job.Name, "error", err)
-			return
-		}
-		for _, r := range mruns {
-			if e.job.When.matches(r.Outcome) && keep(chainKey{pe.job.Name, true, r.Tick}, r.At) {
-				tick, perr := time.Parse(time.RFC3339Nano, r.RunTick)
-				if perr != nil {
-					tick = r.At
+		// The parent's manual runs, and its runs that follow its own
+		// parents' manual runs, up its chain: each kept in a ledger of
+		// its own, which the job follows in a ledger of its own.
+		follow := func(src, claim *fleet.Ledger, origin string) bool {
+			oe, err := s.entry(origin)
+			if err != nil {
+				return true // not added: its runs wait for it
+			}
+			cst, err := claim.State(ctx)
+			if err != nil {
+				log.Warn("chain: the ledger of the runs that follow a parent's manual runs not read", "parent", pe.job.Name, "error", err)
+				return false
+			}
+			mruns, err := src.ChainRuns(ctx, cst.Done)
+			if err != nil {
+				log.Warn("chain: a parent's manual runs not read", "parent", pe.job.Name, "error", err)
+				return false
+			}
+			for _, r := range mruns {
+				if e.job.When.matches(r.Outcome) && keep(chainKey{pe.job.Name + afterSuffix + origin, true, r.Tick}, r.At) {
+					tick, perr := time.Parse(time.RFC3339Nano, r.RunTick)
+					if perr != nil {
+						tick = r.At
+					}
+					due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: claim, params: oe.manual})
 				}
-				due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: p.manual, params: pe.manual})
+			}
+			return true
+		}
+		if !follow(pe.manual, p.manual, pe.job.Name) {
+			return
+		}
+		for _, r := range s.chainPaths(pe.job.Name) {
+			d, err := s.chainDeep(e, pe, p, r)
+			if err != nil {
+				log.Error("chain: the ledger of the runs that follow a parent's manual runs not made", "parent", pe.job.Name, "error", err)
+				return
+			}
+			origin := r
+			if i := strings.LastIndex(r, afterSuffix); i >= 0 {
+				origin = r[i+len(afterSuffix):]
+			}
+			if !follow(d.src, d.claim, origin) {
+				return
 			}
 		}
 	}
@@ -488,18 +583,7 @@ func (s *Scheduler) chainWatch(e, pe *entry, parents map[string]*chainParent) (*
 		}
 	}
 	delete(parents, pe.job.Name)
-	ledger := s.store.Ledger
-	if e.job.LockKind == LockFair {
-		ledger = s.store.FairLedger
-	}
-	keep, age := e.job.HistoryKeep, e.job.HistoryMaxAge
-	if keep == 0 {
-		keep = s.opt.historyKeep
-	}
-	if age == 0 {
-		age = s.opt.historyMaxAge
-	}
-	g, err := ledger(e.job.LockName, e.job.Name+afterSuffix+pe.job.Name, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name), fleet.WithDefinition(e.digest))
+	g, err := s.chainLedger(e, e.job.Name+afterSuffix+pe.job.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -516,6 +600,22 @@ func (s *Scheduler) chainWatch(e, pe *entry, parents map[string]*chainParent) (*
 		}
 	}
 	return p, nil
+}
+
+// chainLedger makes e's ledger id, of its runs that follow a manual run.
+func (s *Scheduler) chainLedger(e *entry, id string) (*fleet.Ledger, error) {
+	ledger := s.store.Ledger
+	if e.job.LockKind == LockFair {
+		ledger = s.store.FairLedger
+	}
+	keep, age := e.job.HistoryKeep, e.job.HistoryMaxAge
+	if keep == 0 {
+		keep = s.opt.historyKeep
+	}
+	if age == 0 {
+		age = s.opt.historyMaxAge
+	}
+	return ledger(e.job.LockName, id, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name), fleet.WithDefinition(e.digest))
 }
 
 // chainParams are the params of a child's run that follows a parent's

@@ -208,3 +208,42 @@ func TestChainHandedOffChildKeepsItsParent(t *testing.T) {
 	}
 	other.stop(t)
 }
+
+// A parent's manual run starts its grandchildren too: the child's run that
+// follows it starts theirs, with the child as their parent, the trigger
+// number and the params they declare.
+func TestChainManualRunReachesGrandchildren(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	r := newRedisReplica(t, srv, "r1", nil)
+	r.add(t,
+		scheduler.Job{Name: "extract", Schedule: "0 0 1 1 *", Params: []string{"customer"}, Run: j.fn(nil)},
+		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)},
+		scheduler.Job{Name: "report", After: []string{"load"}, Params: []string{"customer"}, Run: j.fn(nil)})
+	r.start()
+	ctx := testkit.Context(t)
+	if _, err := r.s.TriggerParams(ctx, "extract", map[string]string{"customer": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitCond(t, 30*time.Second, "report after load after extract's manual run", func() bool { return len(j.byJob()["report"]) == 1 })
+	// load's own manual run #1 starts report's run of load's #1: not taken
+	// for the one that followed extract's #1.
+	if _, err := r.s.Trigger(ctx, "load"); err != nil {
+		t.Fatal(err)
+	}
+	awaitCond(t, 30*time.Second, "report after load's own manual run", func() bool { return len(j.byJob()["report"]) == 2 })
+	r.stop(t)
+	by := j.byJob()
+	load, report := by["load"][0].info, by["report"][0].info
+	if report.Trigger != 1 || report.Parent != "load@"+load.Tick.UTC().Format(time.RFC3339Nano) || !report.Tick.Equal(load.Tick) ||
+		!maps.Equal(report.Params, map[string]string{"customer": "7"}) {
+		t.Errorf("report after load after extract's manual run: trigger %d parent %q tick %s params %v; load's tick %s", report.Trigger, report.Parent, report.Tick, report.Params, load.Tick)
+	}
+	if x := by["report"][1].info; x.Trigger != 1 || len(x.Params) != 0 || x.Parent == "" {
+		t.Errorf("report after load's own manual run: trigger %d parent %q params %v", x.Trigger, x.Parent, x.Params)
+	}
+	if n := len(by["load"]); n != 2 {
+		t.Errorf("load ran %d times, want 2", n)
+	}
+}

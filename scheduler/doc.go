@@ -801,8 +801,10 @@
 // A Job with After (and no Schedule) runs once across the fleet for each
 // run of the jobs it names that ended with an outcome its When matches:
 // WhenSuccess (the default) matches OutcomeRan; WhenFailure matches
-// OutcomeFailed and OutcomeInterrupted (a run abandoned at a stop or a
-// death, on_shutdown abandon); WhenAlways either. A tick that was not run
+// OutcomeFailed, OutcomeInterrupted (a run abandoned at a stop or a
+// death, on_shutdown abandon) and OutcomeReplaced (a run that a later
+// tick ended, overlap replace: it did not complete, as Kubernetes counts
+// a job it replaced as not succeeded); WhenAlways any of them. A tick that was not run
 // (missed, excluded, paused, skipped, deadline_missed) starts no child, as
 // dkron's dependent jobs and Airflow's all_success / all_failed /
 // all_done trigger rules skip a task whose upstream did not run. The child
@@ -857,9 +859,14 @@
 // its children's runs back (Add refuses a cycle and a schedule mismatch
 // among the jobs it knows, CheckChains and the command's validate also a
 // name that is no job). Chains of chains work: a child's finish starts its
-// own children, with the same tick (a child's run that follows a manual
-// run starts none: it is kept in the ledger of that parent's manual runs,
-// which its own children do not read). A child's StartDeadline counts
+// own children, with the same tick; a child's run that follows a manual
+// run starts its own children's runs too (each job keeps them in a ledger
+// per path up its chain, "load!after!extract" for load's runs that follow
+// extract's manual runs, "report!after!load!after!extract" for report's
+// that follow those; a job name cannot hold "!after!"), with the same
+// trigger number and the params each declares of the manual run's. A
+// child's runs queue, one for each parent run, oldest first: its Overlap
+// is OverlapQueue, and Validate refuses another. A child's StartDeadline counts
 // from its tick, the parent's scheduled time, as for any tick. A replica
 // records a parent's runs for its children only if it has a job that
 // follows it: during a rolling deploy that adds a child, the parent runs
