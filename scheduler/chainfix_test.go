@@ -2,7 +2,9 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -245,5 +247,37 @@ func TestChainManualRunReachesGrandchildren(t *testing.T) {
 	}
 	if n := len(by["load"]); n != 2 {
 		t.Errorf("load ran %d times, want 2", n)
+	}
+}
+
+// A backfill of a child is refused with the advice to backfill its
+// parent, whose backfill runs start no children.
+func TestChainBackfillOfAChildRefused(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	r := newRedisReplica(t, srv, "r1", nil)
+	r.add(t,
+		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
+		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)})
+	r.start()
+	defer r.stop(t)
+	ctx := testkit.Context(t)
+	now := time.Now()
+	_, err := r.s.Backfill(ctx, "load", scheduler.BackfillOptions{From: now.Add(-time.Minute), To: now.Add(-time.Second)})
+	if !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), "follows extract (after) and has no ticks of its own: backfill extract") {
+		t.Errorf("Backfill(load) = %v, want ErrInvalid saying to backfill extract", err)
+	}
+	b, err := r.s.Backfill(ctx, "extract", scheduler.BackfillOptions{From: now.Add(-5 * time.Second), To: now.Add(-time.Second), Rate: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b = awaitBackfill(t, r.s, b.ID, time.Minute); b.State != "finished" {
+		t.Fatalf("backfill of extract: %+v", b)
+	}
+	for _, x := range j.byJob()["load"] {
+		if x.info.Tick.Before(now) {
+			t.Errorf("load ran for extract's backfilled tick %s", x.info.Tick.Format(time.RFC3339))
+		}
 	}
 }

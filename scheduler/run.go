@@ -545,7 +545,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 			rec.PauseAfter, rec.Pause = n, fleet.PauseInfo{By: autoPauseBy + s.opt.replica, Note: autoPauseNote(n)}
 		}
 	}
-	rec.Chain = s.followed(r.e.job.Name)
+	rec.Chain = r.backfill == "" && s.followed(r.e.job.Name) // a backfill's runs start no children
 	err := r.cl.Finish(ctx, rec)
 	if err == nil && rec.Chain {
 		s.pokeChildren(r.e.job.Name)
