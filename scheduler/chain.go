@@ -361,7 +361,9 @@ type chainState struct {
 	// child not paused began: the parents' runs that finished since then
 	// finished while this replica ran the child's loop (and perhaps the
 	// child, or waited for its run elsewhere), and the MisfireGrace does
-	// not drop them. Zero: none yet, or the child was paused since.
+	// not drop them (nor any while the child's ledger has a claim within
+	// the grace: another replica runs it). Zero: none yet, or the child
+	// was paused since.
 	alive time.Time
 	// dropped are the runs due that the grace dropped at the last reading
 	// (warned of once each).
@@ -430,7 +432,13 @@ func (s *Scheduler) chainScan(e *entry, cs *chainState) {
 	// time of the parents' finishes (the clocks of a fleet agree closely
 	// enough for a grace of seconds or more).
 	oldest := begun.Add(-e.job.MisfireGrace)
-	if !cs.alive.IsZero() && cs.alive.Before(oldest) {
+	switch {
+	case st.Running != 0 || !st.Since.IsZero() && !st.Since.Before(oldest):
+		// A run of the job is under way (or to be taken over), or a
+		// replica claimed one within the grace: the fleet runs it (its
+		// runs queue), and none is dropped.
+		oldest = time.Time{}
+	case !cs.alive.IsZero() && cs.alive.Before(oldest):
 		oldest = cs.alive
 	}
 	dropped := make(map[chainKey]bool)

@@ -281,3 +281,69 @@ func TestChainBackfillOfAChildRefused(t *testing.T) {
 		}
 	}
 }
+
+// The grace drops no parent run that finished while another replica ran
+// the child: a replica that starts meanwhile, and takes the run over at
+// the other's stop, runs the ones queued behind it too.
+func TestChainBusyChildElsewhereKeepsItsParentsRuns(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	started := make(chan jobs.Info, 100)
+	var first atomic.Bool
+	hold := func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		started <- info
+		if first.CompareAndSwap(false, true) {
+			<-ctx.Done() // until r1's stop hands it off
+			return ctx.Err()
+		}
+		return nil
+	}
+	js := []scheduler.Job{
+		{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
+		{Name: "load", After: []string{"extract"}, MisfireGrace: time.Second, Run: j.fn(hold)},
+	}
+	r1 := newRedisReplica(t, srv, "r1", nil)
+	r1.add(t, js...)
+	r1.start()
+	var held jobs.Info
+	select {
+	case held = <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("load did not start")
+	}
+	awaitCond(t, 60*time.Second, "3 runs of extract after the one load follows", func() bool {
+		n := 0
+		for _, x := range j.byJob()["extract"] {
+			if x.info.Tick.After(held.Tick) {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	r2 := newRedisReplica(t, srv, "r2", nil)
+	r2.add(t, js...)
+	r2.start()
+	r1.stop(t)
+	var last time.Time
+	for _, x := range j.byJob()["extract"] {
+		last = maxTime(last, x.info.Tick)
+	}
+	awaitCond(t, 60*time.Second, "load after each run of extract up to r1's stop", func() bool {
+		n := 0
+		for _, x := range j.byJob()["load"] {
+			if !x.info.Tick.After(last) && x.err == nil {
+				n++
+			}
+		}
+		want := 0
+		for _, x := range j.byJob()["extract"] {
+			if !x.info.Tick.After(last) {
+				want++
+			}
+		}
+		return n == want
+	})
+	r2.stop(t)
+}

@@ -846,9 +846,11 @@
 // kept in its ledger: fleet.Ledger.ChainFloor), not those before, so that
 // a new child (or one whose ledger expired) does not run its parents'
 // past; a parent run that finished more than the child's MisfireGrace
-// (default an hour) ago while no replica ran the child's loop is not
-// followed (as a misfire; a warning says so), but one that finished while
-// the child ran, however long, is (its runs queue); a paused child claims
+// (default an hour) ago while no replica ran the child is not followed
+// (as a misfire; a warning says so), but one that finished while the
+// child ran, however long, is (its runs queue): none is dropped while the
+// child's ledger has a run under way or a claim within the grace, nor
+// any that finished while a replica's chain loop read its parents; a paused child claims
 // nothing, and its runs due wait for its resume, within the same grace (a
 // Hangfire continuation waits likewise); a child's run handed off at a
 // replica's stop is claimed again by the chain loops of the others, with
