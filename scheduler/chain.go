@@ -328,7 +328,7 @@ func (s *Scheduler) chainDeep(e, pe *entry, p *chainParent, r string) (chainPath
 // and claims each run due, oldest first, until the job is replaced or
 // removed or the Scheduler stops.
 func (s *Scheduler) chainLoop(e *entry) {
-	cs := &chainState{parents: make(map[string]*chainParent)}
+	cs := &chainState{parents: make(map[string]*chainParent), low: make(map[string]int64)}
 	defer func() {
 		for _, p := range cs.parents {
 			for _, stop := range p.stop {
@@ -368,6 +368,12 @@ type chainState struct {
 	// dropped are the runs due that the grace dropped at the last reading
 	// (warned of once each).
 	dropped map[chainKey]bool
+	// low, by parent, is a tick up to which the parent's chain record
+	// holds no run that starts one of the job's (not matching its When,
+	// or before its floor): the next reading reads after it, so that a
+	// child of failures does not read its parent's successes again at
+	// each reading.
+	low map[string]int64
 }
 
 // chainKey names a parent's run due: its tick, or its manual run's number.
@@ -470,13 +476,20 @@ func (s *Scheduler) chainScan(e *entry, cs *chainState) {
 			log.Error("chain: the ledger of the runs that follow a parent's manual runs not made", "parent", pe.job.Name, "error", err)
 			return
 		}
-		runs, err := pe.ledger.ChainRuns(ctx, st.Done)
+		low := max(st.Done, cs.low[pe.job.Name])
+		runs, err := pe.ledger.ChainRuns(ctx, low)
 		if err != nil {
 			log.Warn("chain: a parent's runs not read", "parent", pe.job.Name, "error", err)
 			return
 		}
-		for _, r := range runs {
-			if !e.job.When.matches(r.Outcome) || count[r.Tick] != i {
+		for k, r := range runs {
+			if !e.job.When.matches(r.Outcome) || r.At.Before(cs.floor) {
+				if k == 0 || runs[k-1].Tick == low {
+					low = r.Tick // none of these ever starts a run: not read again
+				}
+				continue
+			}
+			if count[r.Tick] != i {
 				continue
 			}
 			count[r.Tick]++
@@ -484,6 +497,7 @@ func (s *Scheduler) chainScan(e *entry, cs *chainState) {
 				met[r.Tick] = &chainDue{tick: r.Tick, runTick: time.UnixMilli(r.Tick), parent: pe.job.Name, at: r.At}
 			}
 		}
+		cs.low[pe.job.Name] = low
 		// The parent's manual runs, and its runs that follow its own
 		// parents' manual runs, up its chain: each kept in a ledger of
 		// its own, which the job follows in a ledger of its own.
