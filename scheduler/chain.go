@@ -326,8 +326,46 @@ func (s *Scheduler) chainDeep(e, pe *entry, p *chainParent, r string) (chainPath
 // it reads its parents' chain records when it starts, when it hears a
 // parent's finish (its own or another replica's), and every chainEvery,
 // and claims each run due, oldest first, until the job is replaced or
-// removed or the Scheduler stops.
+// removed or the Scheduler stops. The readings and claims go on in a
+// goroutine of their own (s.wg), which ends after the claim under way
+// when the job is replaced or removed: chainLoop returns at once then, so
+// that Update does not wait for a run. The next definition's loop waits
+// for it (chainIdle) before its own first reading, so that the two never
+// claim side by side.
 func (s *Scheduler) chainLoop(e *entry) {
+	idle := make(chan struct{})
+	e.mu.Lock()
+	e.chainIdle = idle
+	e.mu.Unlock()
+	s.wg.Add(1) // the loop's own count is held: Wait has not returned
+	go func() {
+		defer s.wg.Done()
+		defer close(idle)
+		s.chainReadings(e)
+	}()
+	select {
+	case <-idle:
+	case <-e.quit:
+	}
+}
+
+// chainReadings is chainLoop's goroutine.
+func (s *Scheduler) chainReadings(e *entry) {
+	for p := e.prev; p != nil; p = p.prev {
+		p.mu.Lock()
+		prev := p.chainIdle
+		p.mu.Unlock()
+		if prev == nil {
+			continue
+		}
+		select {
+		case <-prev:
+		case <-s.stopping:
+			return
+		case <-e.quit:
+			return
+		}
+	}
 	cs := &chainState{parents: make(map[string]*chainParent), low: make(map[string]int64)}
 	defer func() {
 		for _, p := range cs.parents {
@@ -589,6 +627,7 @@ func (s *Scheduler) chainClaim(e *entry, c claimDue) bool {
 	e.mu.Lock()
 	e.inflight--
 	e.mu.Unlock()
+	e.retireIfIdle() // replaced or removed meanwhile: its last claim is over
 	return !e.cancelled()
 }
 

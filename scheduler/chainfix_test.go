@@ -29,6 +29,7 @@ func TestChainChildTakesTheParentsParams(t *testing.T) {
 		scheduler.Job{Name: "load", After: []string{"extract"}, Params: []string{"customer"}, Run: j.fn(nil)},
 		scheduler.Job{Name: "audit", After: []string{"extract"}, Run: j.fn(nil)})
 	r.start()
+	awaitCond(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
 	ctx := testkit.Context(t)
 	if _, err := r.s.TriggerParams(ctx, "load", map[string]string{"customer": "42"}); err != nil {
 		t.Fatal(err)
@@ -111,12 +112,25 @@ func TestChainBusyChildKeepsItsParentsRuns(t *testing.T) {
 		return n >= 5
 	})
 	r.stop(t)
-	by := j.byJob()
+	checkFollowersUpTo(t, j.byJob(), last)
+}
+
+// checkFollowersUpTo checks load's runs against extract's, up to tick last.
+func checkFollowersUpTo(t *testing.T, by map[string][]execution, last time.Time) {
+	t.Helper()
 	want := make(map[time.Time]bool)
 	for _, x := range by["extract"] {
-		want[x.info.Tick] = true
+		if !x.info.Tick.After(last) {
+			want[x.info.Tick] = true
+		}
 	}
-	checkFollowers(t, by["load"], "extract", want)
+	var load []execution
+	for _, x := range by["load"] {
+		if !x.info.Tick.After(last) {
+			load = append(load, x)
+		}
+	}
+	checkFollowers(t, load, "extract", want)
 }
 
 // A child added to a fleet whose parent ran before (its chain record kept
@@ -224,6 +238,7 @@ func TestChainManualRunReachesGrandchildren(t *testing.T) {
 		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)},
 		scheduler.Job{Name: "report", After: []string{"load"}, Params: []string{"customer"}, Run: j.fn(nil)})
 	r.start()
+	awaitCond(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
 	ctx := testkit.Context(t)
 	if _, err := r.s.TriggerParams(ctx, "extract", map[string]string{"customer": "7"}); err != nil {
 		t.Fatal(err)
@@ -346,4 +361,79 @@ func TestChainBusyChildElsewhereKeepsItsParentsRuns(t *testing.T) {
 		return n == want
 	})
 	r2.stop(t)
+}
+
+// Update of a child returns while its run goes on; the new definition
+// follows the parent runs after it, each once, with none lost.
+func TestChainUpdateDuringChildRun(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	j := newJournal()
+	started := make(chan jobs.Info, 100)
+	release := make(chan struct{})
+	var first atomic.Bool
+	hold := func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		started <- info
+		if first.CompareAndSwap(false, true) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	r := newRedisReplica(t, srv, "r1", nil)
+	r.add(t,
+		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
+		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(hold)})
+	r.start()
+	var held jobs.Info
+	select {
+	case held = <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("load did not start")
+	}
+	updated := make(chan error, 1)
+	go func() {
+		updated <- r.s.Update(scheduler.Job{Name: "load", After: []string{"extract"}, Timeout: time.Hour, Run: j.fn(hold)})
+	}()
+	select {
+	case err := <-updated:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("Update waited for the child's run")
+	}
+	close(release)
+	var last time.Time
+	awaitCond(t, 60*time.Second, "3 runs of extract after the update", func() bool {
+		n := 0
+		for _, x := range j.byJob()["extract"] {
+			if x.info.Tick.After(held.Tick) {
+				n, last = n+1, x.info.Tick
+			}
+		}
+		return n >= 3
+	})
+	awaitCond(t, 60*time.Second, "load after each run of extract", func() bool {
+		n := 0
+		for _, x := range j.byJob()["load"] {
+			if !x.info.Tick.After(last) {
+				n++
+			}
+		}
+		want := 0
+		for _, x := range j.byJob()["extract"] {
+			if !x.info.Tick.After(last) {
+				want++
+			}
+		}
+		return n == want
+	})
+	r.stop(t)
+	checkFollowersUpTo(t, j.byJob(), last)
 }

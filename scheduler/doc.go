@@ -854,7 +854,8 @@
 // nothing, and its runs due wait for its resume, within the same grace (a
 // Hangfire continuation waits likewise); a child's run handed off at a
 // replica's stop is claimed again by the chain loops of the others, with
-// its parent; the record keeps a parent's latest 1000
+// its parent; Update of a child returns at once while its run goes on,
+// and the new definition reads its parents' runs once that run is over; the record keeps a parent's latest 1000
 // runs, as long as its ledger lives; calendars and freezes apply to the
 // parents' ticks, which their children follow (Validate refuses Exclude
 // and Jitter on a child); a parent that is not added (yet) holds

@@ -130,6 +130,7 @@ type entry struct {
 	// yet claimed here, with when each was requested (fireManual).
 	requested map[int64]time.Time
 	chain     chan struct{} // a job that follows others (Job.After): pokes its chain loop to read its parents' runs
+	chainIdle chan struct{} // closed when its chain loop's readings and claims are over (chainLoop); e.mu guards the field
 }
 
 // run is a claimed tick, from its claim to its Finish.
