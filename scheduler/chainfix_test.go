@@ -280,7 +280,7 @@ func TestChainBackfillOfAChildRefused(t *testing.T) {
 	ctx := testkit.Context(t)
 	now := time.Now()
 	_, err := r.s.Backfill(ctx, "load", scheduler.BackfillOptions{From: now.Add(-time.Minute), To: now.Add(-time.Second)})
-	if !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), "follows extract (after) and has no ticks of its own: backfill extract") {
+	if !errors.Is(err, scheduler.ErrInvalid) || !strings.Contains(err.Error(), "follows extract (after) and has no ticks of its own: backfill its parent") {
 		t.Errorf("Backfill(load) = %v, want ErrInvalid saying to backfill extract", err)
 	}
 	b, err := r.s.Backfill(ctx, "extract", scheduler.BackfillOptions{From: now.Add(-5 * time.Second), To: now.Add(-time.Second), Rate: 50})
