@@ -475,8 +475,9 @@ job "report" {
 #   after = ["hello"]
 #
 #   # The parents' outcome that starts it: "success" (default: the run
-#   # returned without error), "failure" (it failed after its retries, or
-#   # was interrupted and abandoned) or "always".
+#   # returned without error), "failure" (it failed after its retries,
+#   # was interrupted and abandoned, or was replaced by a later tick) or
+#   # "always". Its runs queue: overlap is "queue" (no other is accepted).
 #   when = "success"
 #
 #   exec {

@@ -38,6 +38,7 @@ func chainScenario() *Scenario {
 			if !f.chainRecorded(ev.Tick) {
 				continue // the replica died first, or the finish was not recorded: not this fault
 			}
+			f.recorded = append(f.recorded, ev.Tick)
 			f.sleep(f.between(0, 10*time.Millisecond))
 			r := f.c.byID(ev.Replica)
 			if r == nil {
@@ -108,12 +109,29 @@ func (f *Faults) ended(prefix string) (oracle.Event, bool) {
 // the parent that ended in the fault phase (the drain after it leaves
 // time for the child) has an effective run of the child of its tick. That
 // the child ran each tick at most once is the checker's "no tick started
-// twice", which covers every job.
-func checkChain(evs []oracle.Event, w *window) []string {
+// twice", which covers every job. A tick of recorded (the parent's finish
+// seen in its chain record before the kill) ran the parent once: its
+// finish was recorded, so no run again is excused as ended at the kill.
+// Its notes count the kills aimed at a parent's tick that landed before
+// the child of that tick started (the fault the scenario is for).
+func checkChain(evs []oracle.Event, w *window, recorded []string, kills []Kill) (broken, notes []string) {
 	parent := make(map[string]int64) // tick → the end of its effective run
+	parentRuns := make(map[string]int)
 	child := make(map[string]bool)
+	childStart := make(map[string]int64) // tick → the start of its first run
 	for _, r := range runs(evs) {
-		if !r.effective() || r.Trigger != "" {
+		if r.Trigger != "" {
+			continue
+		}
+		switch r.Job {
+		case chainParent:
+			parentRuns[r.Tick]++
+		case chainChild:
+			if s, ok := childStart[r.Tick]; !ok || r.start < s {
+				childStart[r.Tick] = r.start
+			}
+		}
+		if !r.effective() {
 			continue
 		}
 		switch r.Job {
@@ -123,19 +141,30 @@ func checkChain(evs []oracle.Event, w *window) []string {
 			child[r.Tick] = true
 		}
 	}
-	var out []string
 	for tick := range child {
 		if _, ok := parent[tick]; !ok {
-			out = append(out, fmt.Sprintf("%s@%s ran without an effective run of %s of that tick", chainChild, tick, chainParent))
+			broken = append(broken, fmt.Sprintf("%s@%s ran without an effective run of %s of that tick", chainChild, tick, chainParent))
 		}
 	}
 	for tick, end := range parent {
 		if end <= w.to && !child[tick] {
-			out = append(out, fmt.Sprintf("%s@%s did not run after the effective run of %s", chainChild, tick, chainParent))
+			broken = append(broken, fmt.Sprintf("%s@%s did not run after the effective run of %s", chainChild, tick, chainParent))
 		}
 	}
-	slices.Sort(out)
-	return out
+	for _, tick := range recorded {
+		if n := parentRuns[tick]; n != 1 {
+			broken = append(broken, fmt.Sprintf("%s@%s ran %d times, though its finish was in the chain record", chainParent, tick, n))
+		}
+	}
+	before := 0
+	for _, k := range kills {
+		if s, ok := childStart[k.Tick]; k.Job == chainParent && (!ok || s > k.At) {
+			before++
+		}
+	}
+	slices.Sort(broken)
+	notes = append(notes, fmt.Sprintf("kills after a run of %s that landed before its child's start: %d of %d", chainParent, before, len(kills)))
+	return broken, notes
 }
 
 // chainRecorded waits up to a second for the finish of the parent's run

@@ -241,7 +241,9 @@ func judge(t *testing.T, env *Env, c *Cluster, f *Faults, w *window, base map[st
 	got.Err = res.Err
 	got.Broken = append(got.Broken, f.broken...)
 	if sc.Chain {
-		got.Broken = append(got.Broken, checkChain(evs, w)...)
+		broken, notes := checkChain(evs, w, f.recorded, c.kills)
+		got.Broken = append(got.Broken, broken...)
+		got.Notes = append(got.Notes, notes...)
 	}
 	got.Notes = append(append(got.Notes, res.Notes...), f.notes...)
 	if len(got.violations()) > 0 {

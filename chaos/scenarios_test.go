@@ -61,6 +61,9 @@ type Faults struct {
 	open   map[string]oracle.Event
 	notes  []string
 	broken []string
+	// recorded are the ticks of chainParent whose finish the chain
+	// scenario saw in its ledger's chain record (chainRecorded).
+	recorded []string
 }
 
 func (f *Faults) more() bool { return time.Now().Before(f.end) }

@@ -206,6 +206,9 @@ func (s *Scheduler) checkBackfill(ctx context.Context, job string, o *BackfillOp
 	switch {
 	case e.job.everyReplica():
 		return nil, 0, nil, bad("job has replicas %q: a backfill runs each tick once across the fleet, and such a job runs on every replica", ReplicasAll)
+	case len(e.job.After) > 0:
+		return nil, 0, nil, bad("the job follows %s (after) and has no ticks of its own: backfill its parent%s (a backfill's runs start no runs of the jobs that follow it)",
+			strings.Join(e.job.After, ", "), strings.Repeat("s", min(len(e.job.After)-1, 1)))
 	case o.From.IsZero() || o.To.IsZero():
 		return nil, 0, nil, bad("from and to: both are needed")
 	case o.From.After(o.To):

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/lockcron/lockcron/fleet"
 )
 
@@ -18,8 +19,9 @@ type When string
 const (
 	// WhenSuccess: a run that succeeded (OutcomeRan).
 	WhenSuccess When = "success"
-	// WhenFailure: a run that failed (OutcomeFailed), or was interrupted
-	// and abandoned (OutcomeInterrupted).
+	// WhenFailure: a run that failed (OutcomeFailed), was interrupted
+	// and abandoned (OutcomeInterrupted), or was ended by a later tick
+	// (OutcomeReplaced: it did not complete).
 	WhenFailure When = "failure"
 	// WhenAlways: either.
 	WhenAlways When = "always"
@@ -30,7 +32,7 @@ const (
 // deadline_missed, skipped, paused) start none.
 func (w When) matches(outcome string) bool {
 	success := outcome == string(OutcomeRan)
-	failure := outcome == string(OutcomeFailed) || outcome == string(OutcomeInterrupted)
+	failure := outcome == string(OutcomeFailed) || outcome == string(OutcomeInterrupted) || outcome == string(OutcomeReplaced)
 	switch w {
 	case WhenFailure:
 		return failure
@@ -68,6 +70,9 @@ func (j *Job) validateChain(bad func(field, format string, args ...any)) {
 	}
 	if j.Jitter != 0 {
 		bad("jitter", "a job with after runs on its parents' ticks: give them the jitter")
+	}
+	if j.Overlap != OverlapQueue && j.Overlap != "" {
+		bad("overlap", "%q: a job with after queues its runs, one for each parent run, oldest first; remove overlap, or set it to %q", j.Overlap, OverlapQueue)
 	}
 	if len(j.Exclude) > 0 {
 		bad("exclude", "a job with after runs on its parents' ticks: put the calendars on them")
@@ -252,17 +257,119 @@ type chainParent struct {
 	lock   string        // the parent's lock, whose ledgers are watched
 	stop   []func()      // the Watch of its ledgers
 	manual *fleet.Ledger // the ledger of the runs that follow its manual runs
+	// deep, by path (chainPaths), are the ledgers of the runs that follow
+	// its runs that followed a manual run up its chain.
+	deep map[string]chainPath
+}
+
+// chainPath is a parent's ledger of its runs that follow a manual run up
+// its chain, and the child's ledger of its runs that follow those.
+type chainPath struct {
+	src, claim *fleet.Ledger
+}
+
+// chainPaths are the ledger ids, less the job's name and afterSuffix, of
+// the runs of the job name that follow a manual run up its chain: for
+// each parent P, "P" (those that follow P's manual runs), and "P!after!x"
+// for each x of P's own (those that follow P's runs that followed one).
+// Validate refuses a cycle; depth bounds one all the same.
+func (s *Scheduler) chainPaths(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var paths func(name string, depth int) []string
+	paths = func(name string, depth int) []string {
+		e := s.entries[name]
+		if e == nil || depth > len(s.entries) {
+			return nil
+		}
+		var out []string
+		for _, p := range e.job.After {
+			out = append(out, p)
+			for _, x := range paths(p, depth+1) {
+				out = append(out, p+afterSuffix+x)
+			}
+		}
+		return out
+	}
+	return paths(name, 0)
+}
+
+// chainDeep returns the ledgers of path r of e's parent pe (chainPaths),
+// made at the first call.
+func (s *Scheduler) chainDeep(e, pe *entry, p *chainParent, r string) (chainPath, error) {
+	if d, ok := p.deep[r]; ok {
+		return d, nil
+	}
+	src, err := s.store.Ledger(pe.job.LockName, pe.job.Name+afterSuffix+r)
+	if err != nil {
+		return chainPath{}, err
+	}
+	claim, err := s.chainLedger(e, e.job.Name+afterSuffix+pe.job.Name+afterSuffix+r)
+	if err != nil {
+		return chainPath{}, err
+	}
+	if p.deep == nil {
+		p.deep = make(map[string]chainPath)
+	}
+	d := chainPath{src: src, claim: claim}
+	p.deep[r] = d
+	if stop, err := src.Watch(func(ev fleet.TickEvent) {
+		if ev.Done {
+			e.poke()
+		}
+	}); err == nil {
+		p.stop = append(p.stop, stop)
+	}
+	return d, nil
 }
 
 // chainLoop is the trigger loop of a job that follows others (Job.After):
 // it reads its parents' chain records when it starts, when it hears a
 // parent's finish (its own or another replica's), and every chainEvery,
 // and claims each run due, oldest first, until the job is replaced or
-// removed or the Scheduler stops.
+// removed or the Scheduler stops. The readings and claims go on in a
+// goroutine of their own (s.wg), which ends after the claim under way
+// when the job is replaced or removed: chainLoop returns at once then, so
+// that Update does not wait for a run. The next definition's loop waits
+// for it (chainIdle) before its own first reading, so that the two never
+// claim side by side.
 func (s *Scheduler) chainLoop(e *entry) {
-	parents := make(map[string]*chainParent)
+	idle := make(chan struct{})
+	e.mu.Lock()
+	e.chainIdle = idle
+	e.mu.Unlock()
+	s.wg.Add(1) // the loop's own count is held: Wait has not returned
+	go func() {
+		defer s.wg.Done()
+		defer close(idle)
+		s.chainReadings(e)
+	}()
+	select {
+	case <-idle:
+	case <-e.quit:
+	}
+}
+
+// chainReadings is chainLoop's goroutine.
+func (s *Scheduler) chainReadings(e *entry) {
+	for p := e.prev; p != nil; p = p.prev {
+		p.mu.Lock()
+		prev := p.chainIdle
+		p.mu.Unlock()
+		if prev == nil {
+			continue
+		}
+		select {
+		case <-prev:
+		case <-s.stopping:
+			return
+		case <-e.quit:
+			return
+		}
+	}
+	cs := &chainState{parents: make(map[string]*chainParent), low: make(map[string]int64)}
 	defer func() {
-		for _, p := range parents {
+		for _, p := range cs.parents {
 			for _, stop := range p.stop {
 				stop()
 			}
@@ -271,7 +378,7 @@ func (s *Scheduler) chainLoop(e *entry) {
 	t := time.NewTicker(chainEvery)
 	defer t.Stop()
 	for {
-		s.chainScan(e, parents)
+		s.chainScan(e, cs)
 		select {
 		case <-s.stopping:
 			return
@@ -281,6 +388,38 @@ func (s *Scheduler) chainLoop(e *entry) {
 		case <-t.C:
 		}
 	}
+}
+
+// chainState is what a chain loop keeps from one reading to the next.
+type chainState struct {
+	parents map[string]*chainParent
+	// floor is the child's chain floor (fleet.Ledger.ChainFloor), once
+	// read: its parents' runs that finished before it are not followed.
+	floor time.Time
+	// alive is when the last reading that read the parents' runs with the
+	// child not paused began: the parents' runs that finished since then
+	// finished while this replica ran the child's loop (and perhaps the
+	// child, or waited for its run elsewhere), and the MisfireGrace does
+	// not drop them (nor any while the child's ledger has a claim within
+	// the grace: another replica runs it). Zero: none yet, or the child
+	// was paused since.
+	alive time.Time
+	// dropped are the runs due that the grace dropped at the last reading
+	// (warned of once each).
+	dropped map[chainKey]bool
+	// low, by parent, is a tick up to which the parent's chain record
+	// holds no run that starts one of the job's (not matching its When,
+	// or before its floor): the next reading reads after it, so that a
+	// child of failures does not read its parent's successes again at
+	// each reading.
+	low map[string]int64
+}
+
+// chainKey names a parent's run due: its tick, or its manual run's number.
+type chainKey struct {
+	parent string
+	manual bool
+	tick   int64
 }
 
 // chainDue is a run of a job that follows others, due.
@@ -294,14 +433,17 @@ type chainDue struct {
 // chainScan reads the chain records of e's parents and claims e's runs
 // due: the ticks that every parent finished with an outcome in e's When,
 // after the latest one e's ledger has done; and each parent's manual runs
-// that did, after the latest one followed. A run whose parents finished
-// more than e's MisfireGrace ago is not run (the job was not running
-// anywhere then). A paused job claims nothing: its runs wait for its
-// resume, within the same grace.
-func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
+// that did, after the latest one followed. A parent's run that finished
+// before the child's chain floor (its first reading anywhere) is not
+// followed. A run whose parents finished more than e's MisfireGrace ago
+// while the child did not run is not run (the job was not running
+// anywhere then, or was paused): a warning says so, once. A paused job
+// claims nothing: its runs wait for its resume, within the same grace.
+func (s *Scheduler) chainScan(e *entry, cs *chainState) {
 	ctx, cancel := context.WithTimeout(e.ctx, finishTimeout)
 	defer cancel()
 	log := s.log.With("job", e.job.Name)
+	begun := time.Now()
 	pes := make([]*entry, 0, len(e.job.After))
 	s.mu.Lock()
 	for _, name := range e.job.After {
@@ -314,32 +456,79 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 		log.Debug("a parent of the job is not added: its runs wait for it", "after", e.job.After)
 		return
 	}
+	if cs.floor.IsZero() {
+		floor, err := e.ledger.ChainFloor(ctx)
+		if err != nil {
+			log.Warn("chain: the job's chain floor not read; its runs are claimed at the next reading", "error", err)
+			return
+		}
+		cs.floor = floor
+	}
 	st, err := e.ledger.State(ctx)
 	if err != nil {
 		log.Warn("chain: the job's ledger not read; its runs are claimed at the next reading", "error", err)
 		return
 	}
 	if st.Paused {
+		cs.alive = time.Time{}
 		return
 	}
-	oldest := time.Now().Add(-e.job.MisfireGrace)
+	// The grace's cut-off: on this replica's clock, against the store's
+	// time of the parents' finishes (the clocks of a fleet agree closely
+	// enough for a grace of seconds or more).
+	oldest := begun.Add(-e.job.MisfireGrace)
+	switch {
+	case st.Running != 0 || !st.Since.IsZero() && !st.Since.Before(oldest):
+		// A run of the job is under way (or to be taken over), or a
+		// replica claimed one within the grace: the fleet runs it (its
+		// runs queue), and none is dropped.
+		oldest = time.Time{}
+	case !cs.alive.IsZero() && cs.alive.Before(oldest):
+		oldest = cs.alive
+	}
+	dropped := make(map[chainKey]bool)
+	keep := func(k chainKey, at time.Time) bool {
+		if at.Before(cs.floor) {
+			return false
+		}
+		if !at.Before(oldest) {
+			return true
+		}
+		dropped[k] = true
+		if !cs.dropped[k] {
+			what := fmtTick(time.UnixMilli(k.tick))
+			if k.manual {
+				what = fmt.Sprintf("manual run %d", k.tick)
+			}
+			log.Warn("chain: a parent's run not followed: it finished more than the job's misfire_grace ago, while the job did not run", "parent", k.parent, "run", what, "finished", at, "misfire_grace", e.job.MisfireGrace)
+		}
+		return false
+	}
+	defer func() { cs.dropped = dropped }()
 	var due []claimDue
 	// The parents' ticks: each one's matching runs, met by all of them.
 	met := make(map[int64]*chainDue)
 	count := make(map[int64]int)
 	for i, pe := range pes {
-		p, err := s.chainWatch(e, pe, parents)
+		p, err := s.chainWatch(e, pe, cs.parents)
 		if err != nil {
 			log.Error("chain: the ledger of the runs that follow a parent's manual runs not made", "parent", pe.job.Name, "error", err)
 			return
 		}
-		runs, err := pe.ledger.ChainRuns(ctx, st.Done)
+		low := max(st.Done, cs.low[pe.job.Name])
+		runs, err := pe.ledger.ChainRuns(ctx, low)
 		if err != nil {
 			log.Warn("chain: a parent's runs not read", "parent", pe.job.Name, "error", err)
 			return
 		}
-		for _, r := range runs {
-			if !e.job.When.matches(r.Outcome) || count[r.Tick] != i {
+		for k, r := range runs {
+			if !e.job.When.matches(r.Outcome) || r.At.Before(cs.floor) {
+				if k == 0 || runs[k-1].Tick == low {
+					low = r.Tick // none of these ever starts a run: not read again
+				}
+				continue
+			}
+			if count[r.Tick] != i {
 				continue
 			}
 			count[r.Tick]++
@@ -347,24 +536,58 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 				met[r.Tick] = &chainDue{tick: r.Tick, runTick: time.UnixMilli(r.Tick), parent: pe.job.Name, at: r.At}
 			}
 		}
-		mruns, err := pe.manual.ChainRuns(ctx, s.chainManualDone(ctx, p))
-		if err != nil {
-			log.Warn("chain: a parent's manual runs not read", "parent", pe.job.Name, "error", err)
+		cs.low[pe.job.Name] = low
+		// The parent's manual runs, and its runs that follow its own
+		// parents' manual runs, up its chain: each kept in a ledger of
+		// its own, which the job follows in a ledger of its own.
+		follow := func(src, claim *fleet.Ledger, origin string) bool {
+			oe, err := s.entry(origin)
+			if err != nil {
+				return true // not added: its runs wait for it
+			}
+			cst, err := claim.State(ctx)
+			if err != nil {
+				log.Warn("chain: the ledger of the runs that follow a parent's manual runs not read", "parent", pe.job.Name, "error", err)
+				return false
+			}
+			mruns, err := src.ChainRuns(ctx, cst.Done)
+			if err != nil {
+				log.Warn("chain: a parent's manual runs not read", "parent", pe.job.Name, "error", err)
+				return false
+			}
+			for _, r := range mruns {
+				if e.job.When.matches(r.Outcome) && keep(chainKey{pe.job.Name + afterSuffix + origin, true, r.Tick}, r.At) {
+					tick, perr := time.Parse(time.RFC3339Nano, r.RunTick)
+					if perr != nil {
+						tick = r.At
+					}
+					due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: claim, params: oe.manual})
+				}
+			}
+			return true
+		}
+		if !follow(pe.manual, p.manual, pe.job.Name) {
 			return
 		}
-		for _, r := range mruns {
-			if e.job.When.matches(r.Outcome) && !r.At.Before(oldest) {
-				tick, perr := time.Parse(time.RFC3339Nano, r.RunTick)
-				if perr != nil {
-					tick = r.At
-				}
-				due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: p.manual})
+		for _, r := range s.chainPaths(pe.job.Name) {
+			d, err := s.chainDeep(e, pe, p, r)
+			if err != nil {
+				log.Error("chain: the ledger of the runs that follow a parent's manual runs not made", "parent", pe.job.Name, "error", err)
+				return
+			}
+			origin := r
+			if i := strings.LastIndex(r, afterSuffix); i >= 0 {
+				origin = r[i+len(afterSuffix):]
+			}
+			if !follow(d.src, d.claim, origin) {
+				return
 			}
 		}
 	}
+	cs.alive = begun
 	var ticks []*chainDue
 	for tick, d := range met {
-		if count[tick] == len(pes) && !d.at.Before(oldest) {
+		if count[tick] == len(pes) && keep(chainKey{d.parent, false, tick}, d.at) {
 			ticks = append(ticks, d)
 		}
 	}
@@ -385,6 +608,7 @@ func (s *Scheduler) chainScan(e *entry, parents map[string]*chainParent) {
 type claimDue struct {
 	d      chainDue
 	ledger *fleet.Ledger
+	params *fleet.Ledger // a manual run's: the parent's ledger of manual runs
 }
 
 // chainClaim claims c and runs it; it reports whether the loop goes on.
@@ -400,10 +624,11 @@ func (s *Scheduler) chainClaim(e *entry, c claimDue) bool {
 	e.mu.Lock()
 	e.inflight++
 	e.mu.Unlock()
-	s.handleClaim(e, c.d.runTick, claimSpec{ledger: c.ledger, tick: c.d.tick, queue: true, manual: manual, parent: c.d.parent})
+	s.handleClaim(e, c.d.runTick, claimSpec{ledger: c.ledger, tick: c.d.tick, queue: true, manual: manual, parent: c.d.parent, params: c.params})
 	e.mu.Lock()
 	e.inflight--
 	e.mu.Unlock()
+	e.retireIfIdle() // replaced or removed meanwhile: its last claim is over
 	return !e.cancelled()
 }
 
@@ -420,18 +645,7 @@ func (s *Scheduler) chainWatch(e, pe *entry, parents map[string]*chainParent) (*
 		}
 	}
 	delete(parents, pe.job.Name)
-	ledger := s.store.Ledger
-	if e.job.LockKind == LockFair {
-		ledger = s.store.FairLedger
-	}
-	keep, age := e.job.HistoryKeep, e.job.HistoryMaxAge
-	if keep == 0 {
-		keep = s.opt.historyKeep
-	}
-	if age == 0 {
-		age = s.opt.historyMaxAge
-	}
-	g, err := ledger(e.job.LockName, e.job.Name+afterSuffix+pe.job.Name, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name), fleet.WithDefinition(e.digest))
+	g, err := s.chainLedger(e, e.job.Name+afterSuffix+pe.job.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -450,14 +664,56 @@ func (s *Scheduler) chainWatch(e, pe *entry, parents map[string]*chainParent) (*
 	return p, nil
 }
 
-// chainManualDone is the latest manual run of p's parent that the job has
-// followed.
-func (s *Scheduler) chainManualDone(ctx context.Context, p *chainParent) int64 {
-	st, err := p.manual.State(ctx)
-	if err != nil {
-		return 0
+// chainLedger makes e's ledger id, of its runs that follow a manual run.
+func (s *Scheduler) chainLedger(e *entry, id string) (*fleet.Ledger, error) {
+	ledger := s.store.Ledger
+	if e.job.LockKind == LockFair {
+		ledger = s.store.FairLedger
 	}
-	return st.Done
+	keep, age := e.job.HistoryKeep, e.job.HistoryMaxAge
+	if keep == 0 {
+		keep = s.opt.historyKeep
+	}
+	if age == 0 {
+		age = s.opt.historyMaxAge
+	}
+	return ledger(e.job.LockName, id, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name), fleet.WithDefinition(e.digest))
+}
+
+// followParams reads, for a run r that follows a parent's manual run, the
+// params of that request in the parent's ledger of manual runs (parent),
+// and keeps those r's job declares (chainParams). An error: not run.
+func (s *Scheduler) followParams(ctx context.Context, r *run, parent *fleet.Ledger, log hclog.Logger) error {
+	p, err := parent.Params(ctx, r.cl.Tick)
+	if err != nil {
+		log.Error("manual run not started: its parent's parameters could not be read", "error", err)
+		return fmt.Errorf("not run: the parameters of its parent's manual run could not be read: %w", err)
+	}
+	r.params = chainParams(p, r.e.job.Params)
+	if len(r.params) == 0 {
+		log.Info("manual run claimed")
+		return nil
+	}
+	log.Info("manual run claimed", "params", paramNames(r.params))
+	return nil
+}
+
+// chainParams are the params of a child's run that follows a parent's
+// manual run: those of the parent's run (p) that the child declares in its
+// Params (names), none if it declares none. The parent's undeclared ones
+// are not the child's to see: a child takes what it accepts, as a manual
+// run of its own would.
+func chainParams(p map[string]string, names []string) map[string]string {
+	var out map[string]string
+	for k, v := range p {
+		if slices.Contains(names, k) {
+			if out == nil {
+				out = make(map[string]string)
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // parentRun is the run that started r, "job@tick", or "" if none did.

@@ -298,6 +298,9 @@ func TestChainValidation(t *testing.T) {
 		{"twice", scheduler.Job{Name: "x", After: []string{"a", "a"}, Run: run}, `after: "a" is named twice`},
 		{"bad when", scheduler.Job{Name: "x", After: []string{"a"}, When: "sometimes", Run: run}, `when: "sometimes" is not one of`},
 		{"when alone", scheduler.Job{Name: "x", Schedule: "@every 1s", When: "failure", Run: run}, `when: "failure" without after`},
+		{"overlap skip", scheduler.Job{Name: "x", After: []string{"a"}, Overlap: scheduler.OverlapSkip, Run: run}, `overlap: "skip": a job with after queues its runs`},
+		{"overlap replace", scheduler.Job{Name: "x", After: []string{"a"}, Overlap: scheduler.OverlapReplace, Run: run}, `overlap: "replace": a job with after queues its runs`},
+		{"after in a name", scheduler.Job{Name: "x!after!y", Schedule: "@every 1s", Run: run}, `name: must not hold "!after!"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.job.Validate()

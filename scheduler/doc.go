@@ -867,10 +867,12 @@
 // A Job with After (and no Schedule) runs once across the fleet for each
 // run of the jobs it names that ended with an outcome its When matches:
 // WhenSuccess (the default) matches OutcomeRan; WhenFailure matches
-// OutcomeFailed and OutcomeInterrupted (a run abandoned at a stop or a
-// death, on_shutdown abandon); WhenAlways either. A tick that was not run
-// (missed, excluded, paused, skipped, deadline_missed) starts no child, as
-// dkron's dependent jobs and Airflow's all_success / all_failed /
+// OutcomeFailed, OutcomeInterrupted (a run abandoned at a stop or a death,
+// on_shutdown abandon) and OutcomeReplaced (a run that a later tick ended,
+// overlap replace: it did not complete, as Kubernetes counts a job it
+// replaced as not succeeded); WhenAlways any of them. A tick that was not
+// run (missed, excluded, paused, skipped, deadline_missed) starts no child,
+// as dkron's dependent jobs and Airflow's all_success / all_failed /
 // all_done trigger rules skip a task whose upstream did not run. The child
 // runs with its parent's tick as its tick (jobs.Info.Tick, LOCKCRON_TICK)
 // and the parent run in jobs.Info.Parent ("job@tick": LOCKCRON_PARENT,
@@ -901,26 +903,48 @@
 // the other parents share): each child claims it in a ledger of its own
 // per parent, numbered as the parent's manual runs, and carries the
 // parent's trigger number (jobs.Info.Trigger) and the tick the parent run
-// reported.
+// reported. It gets the parameters of the parent's run that it declares in
+// its own Params (jobs.Info.Params; none if it declares none): not those
+// of a manual run of its own that has the same number.
 //
-// Choices where the issue is silent: a parent run that finished more than
-// the child's MisfireGrace (default an hour) ago while no replica ran the
-// child is not followed (as a misfire); a paused child claims nothing, and
+// Choices where the issue is silent: a child follows the parent runs that
+// finished after its first reading anywhere in the fleet (its chain floor,
+// kept in its ledger: fleet.Ledger.ChainFloor), not those before, so that a
+// new child (or one whose ledger expired) does not run its parents' past; a
+// parent run that finished more than the child's MisfireGrace (default an
+// hour) ago while no replica ran the child is not followed (as a misfire; a
+// warning says so), but one that finished while the child ran, however
+// long, is (its runs queue): none is dropped while the child's ledger has a
+// run under way or a claim within the grace, nor any that finished while a
+// replica's chain loop read its parents; a paused child claims nothing, and
 // its runs due wait for its resume, within the same grace (a Hangfire
-// continuation waits likewise); the record keeps a parent's latest 1000
-// runs, as long as its ledger lives; calendars and freezes apply to the
-// parents' ticks, which their children follow (Validate refuses Exclude
-// and Jitter on a child); a parent that is not added (yet) holds
-// its children's runs back (Add refuses a cycle and a schedule mismatch
-// among the jobs it knows, CheckChains and the command's validate also a
-// name that is no job). Chains of chains work: a child's finish starts its
-// own children, with the same tick (a child's run that follows a manual
-// run starts none: it is kept in the ledger of that parent's manual runs,
-// which its own children do not read). A child's StartDeadline counts
-// from its tick, the parent's scheduled time, as for any tick. A replica
-// records a parent's runs for its children only if it has a job that
-// follows it: during a rolling deploy that adds a child, the parent runs
-// finished by replicas without it start none.
+// continuation waits likewise); a child's run handed off at a replica's
+// stop is claimed again by the chain loops of the others, with its parent;
+// Update of a child returns at once while its run goes on, and the new
+// definition reads its parents' runs once that run is over; the record
+// keeps a parent's latest 1000 runs, as long as its ledger lives; calendars
+// and freezes apply to the parents' ticks, which their children follow
+// (Validate refuses Exclude and Jitter on a child); a parent that is not
+// added (yet) holds its children's runs back (Add refuses a cycle and a
+// schedule mismatch among the jobs it knows, CheckChains and the command's
+// validate also a name that is no job). Chains of chains work: a child's
+// finish starts its own children, with the same tick; a child's run that
+// follows a manual run starts its own children's runs too (each job keeps
+// them in a ledger per path up its chain, "load!after!extract" for load's
+// runs that follow extract's manual runs, "report!after!load!after!extract"
+// for report's that follow those; a job name cannot hold "!after!"), with
+// the same trigger number and the params each declares of the manual run's.
+// A child's runs queue, one for each parent run, oldest first: its Overlap
+// is OverlapQueue, and Validate refuses another. A backfill of a parent
+// starts no runs of its children (its runs are not recorded for them), and
+// a child, which has no ticks of its own, cannot be backfilled: its
+// Backfill says to backfill the parent. A child's StartDeadline counts from
+// its tick, the parent's scheduled time, as for any tick. A replica records
+// a parent's runs for its children only if it has a job that follows it:
+// during a rolling deploy that adds a child, the parent runs finished by
+// replicas without it start none (recording every job's runs would close
+// that gap at up to 150 kB of Redis memory a job, for 1000 runs kept: not
+// done).
 //
 // # Backends
 //

@@ -368,6 +368,7 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	}{
 		{strings.ContainsAny(j.Name, "{}"), "name", "must not hold { or }"},
 		{strings.HasSuffix(j.Name, manualSuffix), "name", fmt.Sprintf("must not end with %q, which names the ledger of a job's manual runs", manualSuffix)},
+		{strings.Contains(j.Name, afterSuffix), "name", fmt.Sprintf("must not hold %q, which names the ledgers of the runs that follow manual runs", afterSuffix)},
 		{j.Run == nil, "run", "no Runner"},
 		{strings.ContainsAny(j.LockName, "{}"), "lock_name", fmt.Sprintf("%q must not hold { or }", j.LockName)},
 		{j.Jitter < 0, "jitter", fmt.Sprintf("%v is negative", j.Jitter)},
@@ -408,6 +409,9 @@ func (j *Job) validate(defaultLoc *time.Location) (schedule, error) {
 	switch j.Overlap {
 	case "":
 		j.Overlap = OverlapSkip
+		if len(j.After) > 0 {
+			j.Overlap = OverlapQueue // a job that follows others: its runs queue (validateChain)
+		}
 	case OverlapSkip, OverlapQueue, OverlapReplace:
 	default:
 		bad("overlap", "%q is not one of %q, %q, %q", j.Overlap, OverlapSkip, OverlapQueue, OverlapReplace)

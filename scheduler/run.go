@@ -141,6 +141,10 @@ type claimSpec struct {
 	// its tick is a past tick's time in ms.
 	backfill string
 	parent   string // the job whose run starts this one (Job.After), else ""
+	// params, for a manual run that follows a parent's manual run, is the
+	// parent's ledger of manual runs, whose params it reads (chainParams);
+	// nil: the job's own.
+	params *fleet.Ledger
 }
 
 // scheduled reports whether c is a scheduled tick: neither a manual run
@@ -271,7 +275,13 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	// (The params are in the fleet's ledger of manual runs, also for a job
 	// that runs on every replica and claims in a ledger of its own.)
 	if c.manual {
-		if err := s.claimParams(ctx, r, c.ledger, log); err != nil {
+		var err error
+		if c.params != nil {
+			err = s.followParams(ctx, r, c.params, log)
+		} else {
+			err = s.claimParams(ctx, r, c.ledger, log)
+		}
+		if err != nil {
 			endSpan(span, s.finish(r, OutcomeError, err, log), err)
 			return earlier
 		}
@@ -561,7 +571,7 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 			rec.PauseAfter, rec.Pause = n, fleet.PauseInfo{By: autoPauseBy + s.opt.replica, Note: autoPauseNote(n)}
 		}
 	}
-	rec.Chain = s.followed(r.e.job.Name)
+	rec.Chain = r.backfill == "" && s.followed(r.e.job.Name) // a backfill's runs start no children
 	err := r.cl.Finish(ctx, rec)
 	if err == nil && rec.Chain {
 		s.pokeChildren(r.e.job.Name)

@@ -136,6 +136,7 @@ type entry struct {
 	// says it was read (missedTriggers).
 	triggers      int64
 	triggersKnown bool
+	chainIdle     chan struct{} // closed when its chain loop's readings and claims are over (chainLoop); e.mu guards the field
 }
 
 // run is a claimed tick, from its claim to its Finish.
@@ -876,6 +877,13 @@ func (s *Scheduler) awaitFreezes(e *entry, tick time.Time) bool {
 // that this replica let go when it heard it claimed, unless it handles as
 // many ticks of the job as its overlap policy allows.
 func (s *Scheduler) fireGivenBack(e *entry, tick time.Time) {
+	if len(e.job.After) > 0 {
+		// A job that follows others claims in its chain loop alone, which
+		// knows the run's parent: its claim of the tick (waiting, or at
+		// its next reading) takes it.
+		e.poke()
+		return
+	}
 	limit := e.overlapLimit()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -25,7 +25,7 @@ import (
 // replicas' go-redis hooks.
 var inScripts = map[string]bool{
 	"del": true, "exists": true, "get": true, "hdel": true, "hexists": true, "hget": true, "hgetall": true, "hincrby": true, "hkeys": true,
-	"hmget": true, "incr": true, "hset": true, "lindex": true, "lpop": true, "lrange": true, "lrem": true, "pexpire": true,
+	"hmget": true, "incr": true, "hset": true, "hsetnx": true, "lindex": true, "lpop": true, "lrange": true, "lrem": true, "pexpire": true,
 	"pttl": true, "publish": true, "rpush": true, "set": true, "time": true, "type": true, "xadd": true,
 	"xdel": true, "xrevrange": true, "xtrim": true, "zadd": true, "zcard": true, "zcount": true, "zrange": true, "zrangebyscore": true, "zrem": true,
 	"zremrangebyrank": true, "zremrangebyscore": true, "zscore": true,

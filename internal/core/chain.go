@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,6 +28,12 @@ type ChainRun struct {
 	// At is when the finish was recorded, on the store's clock.
 	At time.Time
 }
+
+var (
+	//go:embed scripts/chainfloor.lua
+	chainFloorSrc    string
+	chainFloorScript = redis.NewScript(libSrc + chainFloorSrc)
+)
 
 // maxChainRuns is how many runs a chain record keeps, the latest
 // (finish.lua's ZREMRANGEBYRANK), and the most ChainRuns returns.
@@ -122,4 +129,51 @@ func (b *memoryBackend) chainRuns(ctx context.Context, key string, after int64) 
 		}
 	}
 	return out, nil
+}
+
+// ChainFloor sets the ledger's chain floor to now, on the store's clock,
+// if it has none, and returns the floor it has: for a job that follows
+// others, the time before which its parents' finishes are not its to
+// follow (the first time one of its replicas read them). It lives as long
+// as the ledger; a ledger that does not exist is made, with its lifetime
+// (LedgerTTL). It returns ErrBadKey if the key is not a hash.
+func (g *Ledger) ChainFloor(ctx context.Context) (time.Time, error) {
+	if g.c.isClosed() {
+		return time.Time{}, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
+	}
+	ms, err := g.c.be.chainFloor(ctx, g.key)
+	if err != nil {
+		return time.Time{}, g.ledgerErr(err)
+	}
+	return time.UnixMilli(ms), nil
+}
+
+func (b *redisBackend) chainFloor(ctx context.Context, key string) (int64, error) {
+	s, err := chainFloorScript.Run(ctx, b.rdb, []string{key}, ledgerLife.Milliseconds()).Text()
+	if err != nil {
+		return 0, err
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("ledger %q: chain floor %q is not a number", key, s)
+	}
+	return ms, nil
+}
+
+func (b *memoryBackend) chainFloor(ctx context.Context, key string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	g := s.ledgerAt(key, now, false)
+	if g == nil {
+		g = s.ledgerAt(key, now, true)
+	}
+	if g.chainSince == 0 {
+		g.chainSince = now.UnixMilli()
+	}
+	return g.chainSince, nil
 }

@@ -109,6 +109,9 @@ type ledgerBackend interface {
 	// KEYS[7]): its runs after tick after, oldest first, at most
 	// maxChainRuns.
 	chainRuns(ctx context.Context, key string, after int64) ([]ChainRun, error)
+	// chainFloor sets the ledger's field chainsince to now if it has
+	// none, and reads it (chainfloor.lua).
+	chainFloor(ctx context.Context, key string) (int64, error)
 	// ledgerReplace reads the ledger's field replace (0 if none).
 	ledgerReplace(ctx context.Context, key string) (int64, error)
 }

@@ -77,6 +77,7 @@ var diffScripts = map[string]string{
 	"members.lua":        "members",
 	"freeze.lua":         "freezes",
 	"replicareport.lua":  "reportReplica",
+	"chainfloor.lua":     "chainFloor",
 	"replicas.lua":       "replicas",
 	"backfill.lua":       "backfills",
 	"backfillindex.lua":  "backfillIndex",
@@ -121,6 +122,7 @@ var diffMethods = []diffMethod{
 	{"ledgerPass", 3, (*diffRun).ledgerPassOp},
 	{"history", 3, (*diffRun).historyOp},
 	{"chainRuns", 2, (*diffRun).chainRunsOp},
+	{"chainFloor", 1, (*diffRun).chainFloorOp},
 	{"ledgerPause", 1, (*diffRun).ledgerPauseOp},
 	{"ledgerTrigger", 1, (*diffRun).ledgerTriggerOp},
 	{"ledgerParams", 1, (*diffRun).ledgerParamsOp},
@@ -799,6 +801,19 @@ func (d *diffRun) chainRunsOp() diffOp {
 				a.exact(fmt.Sprintf("run %d", i), fmt.Sprintf("%d %s %q", r.Tick, r.Outcome, r.RunTick))
 				a.near(fmt.Sprintf("run %d at", i), r.At.UnixMilli())
 			}
+			return a
+		},
+	}
+}
+
+func (d *diffRun) chainFloorOp() diffOp {
+	g := d.ledger()
+	return diffOp{
+		desc: fmt.Sprintf("chainFloor(%s)", g.key),
+		run: func(ctx context.Context, be diffBackend) (a diffAnswer) {
+			ms, err := be.chainFloor(ctx, g.key)
+			a.err(err)
+			a.near("floor", ms)
 			return a
 		},
 	}

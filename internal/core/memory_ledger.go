@@ -25,6 +25,7 @@ type memLedger struct {
 	definition, defOwner       string           // recorded by the latest claim that had one, and its owner
 	last                       map[string]int64 // at:<outcome>: ms of its last finish
 	chain                      []ChainRun       // the chain record (finish.lua's KEYS[7]), by tick
+	chainSince                 int64            // chainfloor.lua's field chainsince, ms
 	expires                    time.Time
 	replace                    int64      // the latest tick that asked an earlier run to end (claim.lua's ARGV[12])
 	trig                       memTrigger // trigger.lua's fields

@@ -94,7 +94,19 @@ job "c" {
 		src: `@@job "a" {
   func = "cleanup"
 }`,
-		want: []want{{mark: 1, job: "a", field: "schedule", msg: "missing"}},
+		want: []want{{mark: 1, job: "a", field: "schedule", msg: "missing: every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\", or after"}},
+	}, {
+		name: "overlap on a child",
+		src: `job "a" {
+  schedule = "@every 1m"
+  func = "cleanup"
+}
+job "b" {
+  after = ["a"]
+  @@overlap = "skip"
+  func = "cleanup"
+}`,
+		want: []want{{mark: 1, job: "b", field: "overlap", msg: `"skip": a job with after queues its runs`}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

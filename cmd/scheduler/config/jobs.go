@@ -77,7 +77,7 @@ func (d *decoder) decodeJob(b *jobBlock, jp func(...string) []string, cfg *Confi
 		}
 	}
 	if !d.set(jp("schedule")...) && !d.set(jp("after")...) {
-		d.missing(jp("schedule"), "missing: every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\"")
+		d.missing(jp("schedule"), "missing: every job needs a schedule, such as \"*/5 * * * *\" or \"@every 30s\", or after, the jobs whose runs it follows")
 	} else if s := strings.TrimSpace(b.Schedule); j.TimeZone != "" && (strings.HasPrefix(s, "CRON_TZ=") || strings.HasPrefix(s, "TZ=")) {
 		d.warnf(jp("time_zone"), "the schedule names its own zone (CRON_TZ=), which wins over time_zone")
 	}
