@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockcron/lockcron/internal/redistest"
+	"github.com/lockcron/lockcron/internal/testkit"
 	"github.com/lockcron/lockcron/jobs"
 	"github.com/lockcron/lockcron/scheduler"
 )
@@ -69,6 +70,8 @@ func TestBackfillCancelRefusesWaitingClaim(t *testing.T) {
 		return nil
 	})})
 	r.start()
+	// (A Trigger reaches a replica once its subscriptions are confirmed.)
+	testkit.Eventually(t, 30*time.Second, "the replica running", r.s.Running)
 	ctx := context.Background()
 	if _, err := r.s.Trigger(ctx, "report"); err != nil {
 		t.Fatal(err)

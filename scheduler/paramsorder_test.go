@@ -153,8 +153,8 @@ func TestTriggerParamsRecordLost(t *testing.T) {
 }
 
 // A job with params that follows another (Job.After) runs after its
-// parent's manual run without params (the request was the parent's, with
-// the parent's params), and with its own on a request of its own.
+// parent's manual run with the parent's params it declares, and with its
+// own on a request of its own.
 func TestTriggerParamsChainChild(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -186,8 +186,8 @@ func TestTriggerParamsChainChild(t *testing.T) {
 				t.Errorf("%s ran with customer %q", k, v)
 			}
 		case strings.HasPrefix(k, "load extract@"):
-			if v != "" {
-				t.Errorf("load after extract's manual run got customer %q; want none", v)
+			if v != "parent" {
+				t.Errorf("load after extract's manual run got customer %q; want the parent's, %q", v, "parent")
 			}
 		default:
 			t.Errorf("unexpected run %q (customer %q)", k, v)
