@@ -414,8 +414,8 @@ job "hello" {
 # on_shutdown is "abandon" (a stopping replica's run is its own: no other
 # replica can take it over). Each run is in the history with its replica;
 # `scheduler jobs` and the status page show each replica's last outcome.
-# Commented out, as the other examples below "hello": this file runs one
-# job.
+# Commented out, as the other examples below "hello" but "report": this
+# file runs those two.
 # job "clear-local-cache" {
 #   schedule = "@every 10m"
 #   replicas = "all"
@@ -469,7 +469,7 @@ job "report" {
 # the parent's LOCKCRON_TRIGGER). With several parents it runs once all of
 # them have finished the same tick so; they must share a schedule.
 # `validate` refuses cycles, unknown names, a job after itself and
-# `after` with `schedule`. Commented out to keep the example at one job
+# `after` with `schedule`. Commented out to keep the example at two jobs
 # running; take the #s off to see it follow hello.
 # job "after-hello" {
 #   after = ["hello"]

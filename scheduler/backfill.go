@@ -54,6 +54,11 @@ const backfillPoll = 5 * time.Second
 // written first).
 const backfillIndexGrace = time.Minute
 
+// backfillIndexRenew is how old an index entry of a running backfill may
+// grow before a reader adds it again, renewing the index's lifetime
+// (fleet.LedgerTTL after its last add): a backfill may run for longer.
+const backfillIndexRenew = 24 * time.Hour
+
 // ErrUnknownBackfill: CancelBackfill of an id that names no backfill of
 // the Scheduler's jobs (or one dropped fleet.BackfillKeep after it ended).
 var ErrUnknownBackfill = errors.New("scheduler: no such backfill")
@@ -473,7 +478,9 @@ func (s *Scheduler) readIndexed(idx map[string]fleet.BackfillIndexEntry, now tim
 			seen[b.ID] = true
 			_, indexed := idx[b.ID]
 			switch {
-			case b.Running() && !indexed:
+			case b.Running() && (!indexed || now.Sub(idx[b.ID].At) > backfillIndexRenew):
+				// (Again once a day: the add renews the index's lifetime,
+				// which a backfill running for longer would outlive.)
 				ctx, cancel := context.WithTimeout(s.stopCtx, finishTimeout)
 				_ = s.store.IndexBackfill(ctx, b.ID, e.job.Name)
 				cancel()

@@ -42,6 +42,12 @@ func (j *Job) validateReplicas(bad func(field, format string, args ...any)) {
 		if j.MaxConcurrency > 0 {
 			bad("max_concurrency", "%d with replicas %q: a job that runs on every replica takes no fleet-wide permit", j.MaxConcurrency, ReplicasAll)
 		}
+		if len(j.Params) > 0 {
+			// (Its manual runs are claimed in each replica's own ledger,
+			// which keeps no order of the requests: one heard before an
+			// earlier one would have that one answered done there.)
+			bad("params", "%q with replicas %q: the manual runs of a job on every replica take no parameters", j.Params, ReplicasAll)
+		}
 		if len(j.After) > 0 {
 			bad("after", "%q with replicas %q: a job that runs on every replica runs on its own schedule, not after other jobs", j.After, ReplicasAll)
 		}

@@ -253,6 +253,7 @@ func TestEveryReplicaValidate(t *testing.T) {
 		{"max_concurrency", scheduler.Job{Replicas: scheduler.ReplicasAll, MaxConcurrency: 2}, "max_concurrency"},
 		{"pause_after_failures", scheduler.Job{Replicas: scheduler.ReplicasAll, PauseAfterFailures: 3}, "pause_after_failures"},
 		{"handoff", scheduler.Job{Replicas: scheduler.ReplicasAll, OnShutdown: scheduler.ShutdownHandoff}, "on_shutdown"},
+		{"params", scheduler.Job{Replicas: scheduler.ReplicasAll, Params: []string{"customer"}}, "params"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := tc.job
