@@ -410,7 +410,7 @@ job "hello" {
 # unique across the fleet and stable across restarts: the default, host
 # name and process id, makes a restarted replica a new one, and replicas
 # that share an id share one record: the job runs once for them all). overlap, timeout and retries apply to each replica's runs;
-# max_concurrency and pause_after_failures are refused with it, and
+# max_concurrency, pause_after_failures, after and params are refused with it, and
 # on_shutdown is "abandon" (a stopping replica's run is its own: no other
 # replica can take it over). Each run is in the history with its replica;
 # `scheduler jobs` and the status page show each replica's last outcome.

@@ -804,7 +804,11 @@
 //     its next tick, rather than interrupted.
 //   - MaxConcurrency (a fleet-wide permit) and PauseAfterFailures (a count
 //     of failures in a row across the fleet, where each replica has a
-//     row of its own) are refused with it (ErrInvalid, naming the field).
+//     row of its own) are refused with it (ErrInvalid, naming the field),
+//     and so are After (its runs are each replica's own: none of them
+//     would start a child, and a job that follows one is refused too) and
+//     Params (its manual runs are claimed in each replica's own ledger,
+//     which keeps no order of the requests).
 //
 // # Lock kinds and concurrency
 //
