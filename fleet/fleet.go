@@ -192,6 +192,10 @@ type Claim struct {
 	// Trigger; an empty map for none); nil if the tick claimed has no such
 	// record (a request without params, or the store lost it).
 	Params map[string]string
+	// Requested reports whether the tick claimed has a record of its
+	// request (Trigger's, with params or not), read in the claim's step: a
+	// request without params has one, one the store lost has none.
+	Requested bool
 
 	cl *core.Claim
 }
@@ -225,7 +229,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...lock
 	if err != nil {
 		return nil, err
 	}
-	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, At: cl.At, Params: cl.Params, cl: cl}, nil
+	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, At: cl.At, Params: cl.Params, Requested: cl.Requested, cl: cl}, nil
 }
 
 // Owner is the owner id under which the claim holds the lock: the
