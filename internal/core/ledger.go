@@ -406,8 +406,8 @@ type Record struct {
 	Pause      PauseInfo
 	// Chain, when the tick is Done, adds the run to the ledger's chain
 	// record in the same step (Ledger.ChainRuns): its tick, Outcome and
-	// Entry's field "tick", for the runs that follow it. Once, whatever
-	// the retries.
+	// Entry's fields "tick" and "params", for the runs that follow it.
+	// Once, whatever the retries.
 	Chain bool
 }
 
