@@ -87,8 +87,10 @@ func (b *redisBackend) chainRuns(ctx context.Context, key string, after int64) (
 
 // parseChainRun reads a member of a chain record (finish.lua's KEYS[7]).
 func parseChainRun(m string) (ChainRun, bool) {
-	f := strings.Split(m, "\n")
-	if len(f) != 4 && len(f) != 5 {
+	// (The params come last: a newline in them, which JSON escapes, would
+	// be theirs.)
+	f := strings.SplitN(m, "\n", 5)
+	if len(f) < 4 {
 		return ChainRun{}, false
 	}
 	tick, err1 := strconv.ParseInt(f[0], 10, 64)
