@@ -393,9 +393,9 @@ func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]st
 	return g.g.Trigger(ctx, r, params)
 }
 
-// Params returns the params Trigger recorded with ordered request n (an
-// empty map for none); nil if n has no such record (not ordered, or the
-// store lost it). They are kept while the request is not done
+// Params returns the params Trigger recorded with request n (an empty map
+// for none: also for a request made without params, not ordered); nil if
+// n has no record (the store lost it, or dropped it). They are kept while the request is not done
 // (LedgerState.Done below n); once it is, a later Trigger drops them. It
 // returns lock.ErrBadKey if the key is not a hash.
 func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error) {
