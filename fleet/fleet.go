@@ -192,6 +192,10 @@ type Claim struct {
 	// Trigger; an empty map for none); nil if the tick claimed has no such
 	// record (a request without params, or the store lost it).
 	Params map[string]string
+	// Requested reports whether the tick claimed has a record of its
+	// request (Trigger's, with params or not), read in the claim's step: a
+	// request without params has one, one the store lost has none.
+	Requested bool
 
 	cl *core.Claim
 }
@@ -225,7 +229,7 @@ func (g *Ledger) Claim(ctx context.Context, tick int64, queue bool, opts ...lock
 	if err != nil {
 		return nil, err
 	}
-	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, At: cl.At, Params: cl.Params, cl: cl}, nil
+	return &Claim{Tick: cl.Tick, Try: cl.Try, From: cl.From, Definition: cl.Definition, DefinitionBy: cl.DefinitionBy, At: cl.At, Params: cl.Params, Requested: cl.Requested, cl: cl}, nil
 }
 
 // Owner is the owner id under which the claim holds the lock: the
@@ -282,8 +286,8 @@ type Record struct {
 	Pause      PauseInfo
 	// Chain, when the tick is Done, adds the run to the ledger's chain
 	// record in the same step (Ledger.ChainRuns): its tick, Outcome and
-	// Entry's field "tick", for the runs that follow it. Once, whatever
-	// the retries.
+	// Entry's fields "tick" and "params", for the runs that follow it.
+	// Once, whatever the retries.
 	Chain bool
 }
 
@@ -389,9 +393,9 @@ func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]st
 	return g.g.Trigger(ctx, r, params)
 }
 
-// Params returns the params Trigger recorded with ordered request n (an
-// empty map for none); nil if n has no such record (not ordered, or the
-// store lost it). They are kept while the request is not done
+// Params returns the params Trigger recorded with request n (an empty map
+// for none: also for a request made without params, not ordered); nil if
+// n has no record (the store lost it, or dropped it). They are kept while the request is not done
 // (LedgerState.Done below n); once it is, a later Trigger drops them. It
 // returns lock.ErrBadKey if the key is not a hash.
 func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error) {

@@ -42,6 +42,9 @@ func TestTriggerParams(t *testing.T) {
 			if n, err := g.Trigger(ctx, m, nil); err != nil || n != 2 {
 				t.Fatalf("Trigger = %d, %v; want 2", n, err)
 			}
+			if p, err := other.Params(ctx, 2); err != nil || p == nil || len(p) != 0 {
+				t.Fatalf("Params(2), a request without params = %v, %v; want an empty map", p, err)
+			}
 			if p, err := other.Params(ctx, 1); err != nil || p != nil {
 				t.Fatalf("Params(1) after it was done and another trigger: %v, %v; want dropped", p, err)
 			}

@@ -561,7 +561,8 @@ func (s *Scheduler) chainScan(e *entry, cs *chainState) {
 					if perr != nil {
 						tick = r.At
 					}
-					due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: claim, params: oe.manual})
+					due = append(due, claimDue{d: chainDue{tick: r.Tick, runTick: tick, parent: pe.job.Name, at: r.At}, ledger: claim, params: oe.manual,
+						follow: &chainFollow{src: src, params: r.Params, origin: oe}})
 				}
 			}
 			return true
@@ -609,6 +610,17 @@ type claimDue struct {
 	d      chainDue
 	ledger *fleet.Ledger
 	params *fleet.Ledger // a manual run's: the parent's ledger of manual runs
+	follow *chainFollow  // a manual run's: the run it follows
+}
+
+// chainFollow is a parent's run that a run of a child follows, as the
+// chain record src says it: its tick is claimDue's.
+type chainFollow struct {
+	src *fleet.Ledger
+	// params are the ChainRun's Params: the params of the request
+	// followed (nil: a record written before it carried them).
+	params map[string]string
+	origin *entry // the job the request was made for
 }
 
 // chainClaim claims c and runs it; it reports whether the loop goes on.
@@ -624,7 +636,7 @@ func (s *Scheduler) chainClaim(e *entry, c claimDue) bool {
 	e.mu.Lock()
 	e.inflight++
 	e.mu.Unlock()
-	s.handleClaim(e, c.d.runTick, claimSpec{ledger: c.ledger, tick: c.d.tick, queue: true, manual: manual, parent: c.d.parent, params: c.params})
+	s.handleClaim(e, c.d.runTick, claimSpec{ledger: c.ledger, tick: c.d.tick, queue: true, manual: manual, parent: c.d.parent, params: c.params, follow: c.follow})
 	e.mu.Lock()
 	e.inflight--
 	e.mu.Unlock()
@@ -680,15 +692,41 @@ func (s *Scheduler) chainLedger(e *entry, id string) (*fleet.Ledger, error) {
 	return ledger(e.job.LockName, id, fleet.WithHistory(keep, age), fleet.WithSharedHistory(e.job.Name), fleet.WithDefinition(e.digest))
 }
 
-// followParams reads, for a run r that follows a parent's manual run, the
-// params of that request in the parent's ledger of manual runs (parent),
-// and keeps those r's job declares (chainParams). An error: not run.
-func (s *Scheduler) followParams(ctx context.Context, r *run, parent *fleet.Ledger, log hclog.Logger) error {
-	p, err := parent.Params(ctx, r.cl.Tick)
-	if err != nil {
-		log.Error("manual run not started: its parent's parameters could not be read", "error", err)
-		return fmt.Errorf("not run: the parameters of its parent's manual run could not be read: %w", err)
+// followParams takes, for a run r that follows a parent's manual run (c),
+// the params of the request followed, as the parent's chain record
+// carries them (c.follow: a later trigger of the parent drops the
+// request's record; when the claim took an earlier run over, that run's,
+// read in the record again); from a record written before they were, it
+// reads the request's record in the ledger of manual runs of the job it
+// was made for (c.params). It keeps those r's job declares (chainParams),
+// and all of them for the runs that follow r (r.followed). An error: not
+// run; so if that job declares params and none are found (never a run
+// without its params).
+func (s *Scheduler) followParams(ctx context.Context, r *run, c claimSpec, log hclog.Logger) error {
+	p := c.follow.params
+	if r.cl.Tick != c.tick {
+		runs, err := c.follow.src.ChainRuns(ctx, r.cl.Tick-1)
+		if err != nil {
+			log.Error("manual run not started: its parent's parameters could not be read", "error", err)
+			return fmt.Errorf("not run: the parameters of its parent's manual run could not be read: %w", err)
+		}
+		p = nil
+		if len(runs) > 0 && runs[0].Tick == r.cl.Tick {
+			p = runs[0].Params
+		}
 	}
+	if p == nil {
+		var err error
+		if p, err = c.params.Params(ctx, r.cl.Tick); err != nil {
+			log.Error("manual run not started: its parent's parameters could not be read", "error", err)
+			return fmt.Errorf("not run: the parameters of its parent's manual run could not be read: %w", err)
+		}
+	}
+	if origin := c.follow.origin; p == nil && len(origin.job.Params) > 0 {
+		log.Error("manual run not started: the store has no record of the parameters of the manual run it follows (lost with the store's data?)", "origin", origin.job.Name)
+		return fmt.Errorf("not run: the store has no record of the parameters of the manual run of %s it follows (lost with the store's data?)", origin.job.Name)
+	}
+	r.followed = p
 	r.params = chainParams(p, r.e.job.Params)
 	if len(r.params) == 0 {
 		log.Info("manual run claimed")

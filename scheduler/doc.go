@@ -520,8 +520,10 @@
 // claimed request of a job with Params whose record the store no longer
 // has (Redis restarted empty between the trigger and the claim) is not run
 // without its params: it ends with the outcome error, and the error says
-// so. A run that follows a parent's manual run (Job.After) has no params:
-// the request was the parent's. The records are dropped from the ledger
+// so; a request made before a reload gave the job Params has a record
+// without them, and runs with none. A run that follows a parent's manual
+// run (Job.After) takes its params from the parent's chain record, not
+// from these records (see below). The records are dropped from the ledger
 // by a later request once their runs are done (the history entry keeps
 // the params), and with the ledger itself; at most the latest 1000 are
 // kept (a request further back that has not run by then ends as a lost
@@ -909,7 +911,15 @@
 // parent's trigger number (jobs.Info.Trigger) and the tick the parent run
 // reported. It gets the parameters of the parent's run that it declares in
 // its own Params (jobs.Info.Params; none if it declares none): not those
-// of a manual run of its own that has the same number.
+// of a manual run of its own that has the same number. The parent's chain
+// record carries them with the run (its history entry's params), so a
+// later trigger of the parent, which drops the request's record, takes
+// nothing from a child that has not run yet (paused, say); the child's
+// history entry keeps all the params of the request it followed, and its
+// own chain record passes them on to its children. If they cannot be
+// found (a record written by an older version, with the request's record
+// gone) and the job the request was made for declares Params, the child's
+// run ends with the outcome error, saying so, never without them.
 //
 // Choices where the issue is silent: a child follows the parent runs that
 // finished after its first reading anywhere in the fleet (its chain floor,

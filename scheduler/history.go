@@ -84,6 +84,8 @@ type Run struct {
 	// for the others.
 	Backfill string `json:"backfill,omitempty"`
 	// Params are a manual run's parameters (TriggerParams); nil if none.
+	// A run that follows a parent's manual run keeps all the params of the
+	// request it follows (it got those its job declares, jobs.Info.Params).
 	Params map[string]string `json:"params,omitempty"`
 	// Parent is, for a run of a job that follows others (Job.After), the
 	// parent run that started it: "job@tick" (jobs.Info.Parent).

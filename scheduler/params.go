@@ -115,7 +115,9 @@ func paramNames(params map[string]string) []string {
 // parameters could not be read, or a job with Params finds no record of
 // the request (the store lost it, say Redis restarted empty between the
 // trigger and the claim). The run ends then with the outcome error and
-// that error, never without its parameters.
+// that error, never without its parameters. A request made without
+// params, before a reload gave the job Params, has a record that is not
+// ordered: it runs with none.
 func (s *Scheduler) claimParams(ctx context.Context, r *run, ledger *fleet.Ledger, log hclog.Logger) error {
 	if ledger != r.e.manualLedger() {
 		log.Info("manual run claimed")
@@ -129,7 +131,7 @@ func (s *Scheduler) claimParams(ctx context.Context, r *run, ledger *fleet.Ledge
 			return fmt.Errorf("not run: its parameters could not be read: %w", err)
 		}
 	}
-	if p == nil && len(r.e.job.Params) > 0 {
+	if p == nil && len(r.e.job.Params) > 0 && !r.cl.Requested {
 		log.Error("manual run not started: the store has no record of its request (lost with the store's data?)")
 		return errors.New("not run: the store has no record of this request and its parameters (lost with the store's data?)")
 	}

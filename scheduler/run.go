@@ -145,6 +145,8 @@ type claimSpec struct {
 	// parent's ledger of manual runs, whose params it reads (chainParams);
 	// nil: the job's own.
 	params *fleet.Ledger
+	// follow, with params, is the run followed (followParams).
+	follow *chainFollow
 }
 
 // scheduled reports whether c is a scheduled tick: neither a manual run
@@ -277,7 +279,7 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 	if c.manual {
 		var err error
 		if c.params != nil {
-			err = s.followParams(ctx, r, c.params, log)
+			err = s.followParams(ctx, r, c, log)
 		} else {
 			err = s.claimParams(ctx, r, c.ledger, log)
 		}
@@ -540,6 +542,9 @@ func (s *Scheduler) finish(r *run, outcome Outcome, runErr error, log hclog.Logg
 	}
 	if r.manual {
 		rr.Trigger, rr.Params = r.cl.Tick, r.params
+		if r.followed != nil {
+			rr.Params = r.followed
+		}
 	}
 	rr.Backfill = r.backfill
 	rr.Parent = r.parentRun()

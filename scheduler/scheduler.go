@@ -155,6 +155,11 @@ type run struct {
 	// params are a manual run's parameters (TriggerParams), read with its
 	// claim; nil for none.
 	params map[string]string
+	// followed, for a run that follows a parent's manual run, are the
+	// params of the request it follows, all of them (params: those its job
+	// declares): its history entry keeps them, and so its chain record
+	// passes them on to the runs that follow it (followParams).
+	followed map[string]string
 
 	mu      sync.Mutex
 	long    time.Time // when the run went past its job's AlertAfter, once it is announced; zero before

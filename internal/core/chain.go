@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,6 +28,12 @@ type ChainRun struct {
 	RunTick string
 	// At is when the finish was recorded, on the store's clock.
 	At time.Time
+	// Params are the field "params" of the finish's history entry, a JSON
+	// object read (an empty map if the entry had none), so that the runs
+	// that follow a manual run need not its request's record, which a
+	// later trigger drops; nil if the record predates them or the field
+	// does not parse.
+	Params map[string]string
 }
 
 var (
@@ -80,8 +87,10 @@ func (b *redisBackend) chainRuns(ctx context.Context, key string, after int64) (
 
 // parseChainRun reads a member of a chain record (finish.lua's KEYS[7]).
 func parseChainRun(m string) (ChainRun, bool) {
-	f := strings.Split(m, "\n")
-	if len(f) != 4 {
+	// (The params come last: a newline in them, which JSON escapes, would
+	// be theirs.)
+	f := strings.SplitN(m, "\n", 5)
+	if len(f) < 4 {
 		return ChainRun{}, false
 	}
 	tick, err1 := strconv.ParseInt(f[0], 10, 64)
@@ -89,7 +98,21 @@ func parseChainRun(m string) (ChainRun, bool) {
 	if err1 != nil || err2 != nil {
 		return ChainRun{}, false
 	}
-	return ChainRun{Tick: tick, Outcome: f[1], RunTick: f[2], At: time.UnixMilli(at)}, true
+	r := ChainRun{Tick: tick, Outcome: f[1], RunTick: f[2], At: time.UnixMilli(at)}
+	if len(f) == 5 { // (a member of 4 fields predates the params)
+		r.Params = chainParams(f[4])
+	}
+	return r, true
+}
+
+// chainParams reads a chain member's params, the history entry's field
+// (JSON, "" none): an empty map for none, nil if it does not parse.
+func chainParams(js string) map[string]string {
+	p := map[string]string{}
+	if js != "" && json.Unmarshal([]byte(js), &p) != nil {
+		return nil
+	}
+	return p
 }
 
 // addChain is finish.lua's addition to a chain record: it keeps the
@@ -98,7 +121,12 @@ func (g *memLedger) addChain(r ChainRun) {
 	g.chain = append(g.chain, r)
 	// As the sorted set: by tick, then (two runs of one tick) by member.
 	member := func(r ChainRun) string {
-		return fmt.Sprintf("%d\n%s\n%s\n%d", r.Tick, r.Outcome, r.RunTick, r.At.UnixMilli())
+		js := ""
+		if len(r.Params) > 0 {
+			b, _ := json.Marshal(r.Params) // (sorted keys, as the entry's)
+			js = string(b)
+		}
+		return fmt.Sprintf("%d\n%s\n%s\n%d\n%s", r.Tick, r.Outcome, r.RunTick, r.At.UnixMilli(), js)
 	}
 	slices.SortStableFunc(g.chain, func(a, b ChainRun) int {
 		if c := cmp.Compare(a.Tick, b.Tick); c != 0 {

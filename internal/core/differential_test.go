@@ -716,6 +716,14 @@ func (d *diffRun) finishOp() diffOp {
 	if d.rng.IntN(10) < 7 {
 		rec.Entry = map[string]string{"tick": strconv.FormatInt(tick, 10), "outcome": outcome}
 		d.skipCause(rec.Entry)
+		// A manual run's params (the chain record carries them), or an
+		// entry whose params do not parse.
+		switch d.rng.IntN(4) {
+		case 0:
+			rec.Entry["params"] = `{"customer":"7","day":"mon"}`
+		case 1:
+			rec.Entry["params"] = "not json"
+		}
 	}
 	return diffOp{
 		desc: fmt.Sprintf("finish(%s, ledger %s fair %t, %s, holds %d, tick %d, %+v)", k.name, g.id, g.fair, owner, holds, tick, rec),
@@ -798,7 +806,7 @@ func (d *diffRun) chainRunsOp() diffOp {
 			a.err(err)
 			a.exact("runs", len(runs))
 			for i, r := range runs {
-				a.exact(fmt.Sprintf("run %d", i), fmt.Sprintf("%d %s %q", r.Tick, r.Outcome, r.RunTick))
+				a.exact(fmt.Sprintf("run %d", i), fmt.Sprintf("%d %s %q %v", r.Tick, r.Outcome, r.RunTick, r.Params))
 				a.near(fmt.Sprintf("run %d at", i), r.At.UnixMilli())
 			}
 			return a

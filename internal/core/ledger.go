@@ -219,6 +219,11 @@ type Claim struct {
 	// the tick claimed has no such record (not an ordered request, or the
 	// store lost it).
 	Params map[string]string
+	// Requested reports whether the tick claimed has a record of its
+	// request (Trigger's, ordered or not), read in the claim's step: a
+	// request not ordered has one and no Params, one the store lost has
+	// none.
+	Requested bool
 
 	g         *Ledger
 	announced bool // the claim was announced: so is its finish
@@ -329,7 +334,7 @@ func (g *Ledger) attempt(ctx context.Context, owner string, tick int64, queue, o
 		announced := c.announce(m.k.channel, g.id, TickEvent{Tick: claimed, Claimed: true, Lease: c.opt.leaseTime}, false)
 		params, _ := requestParams(r.req) // a record that does not parse: none
 		return l, 0, &Claim{Lease: l, Tick: claimed, Try: int(r.try), From: r.from, Definition: r.def, DefinitionBy: r.defOwner,
-			At: time.UnixMilli(r.at), Params: params, g: g, announced: announced}, nil
+			At: time.UnixMilli(r.at), Params: params, Requested: r.req != "", g: g, announced: announced}, nil
 	case claimDone:
 		return nil, 0, nil, fmt.Errorf("lock %q: ledger %q: tick %d: %w (at %d)", m.k.name, g.id, tick, ErrDone, r.value)
 	case claimPaused:
@@ -401,8 +406,8 @@ type Record struct {
 	Pause      PauseInfo
 	// Chain, when the tick is Done, adds the run to the ledger's chain
 	// record in the same step (Ledger.ChainRuns): its tick, Outcome and
-	// Entry's field "tick", for the runs that follow it. Once, whatever
-	// the retries.
+	// Entry's fields "tick" and "params", for the runs that follow it.
+	// Once, whatever the retries.
 	Chain bool
 }
 

@@ -191,7 +191,7 @@ func (b *memoryBackend) finish(ctx context.Context, k *keys, lg ledgerRef, owner
 		g.last[rec.outcome] = time.Now().UnixMilli()
 		s.appendHistory(lg, rec.entry, now)
 		if rec.chain && moved {
-			g.addChain(ChainRun{Tick: tick, Outcome: rec.outcome, RunTick: rec.entry["tick"], At: time.UnixMilli(now.UnixMilli())})
+			g.addChain(ChainRun{Tick: tick, Outcome: rec.outcome, RunTick: rec.entry["tick"], At: time.UnixMilli(now.UnixMilli()), Params: chainParams(rec.entry["params"])})
 		}
 	}
 	l := s.live(k.lock, now)

@@ -60,10 +60,10 @@ func (g *Ledger) Trigger(ctx context.Context, runs *Ledger, params map[string]st
 	return n, nil
 }
 
-// Params returns the params that Trigger recorded with ordered request n
-// (an empty map for none); nil if n has no such record: it was not
-// ordered, or it is done and a later Trigger dropped it, or the store lost
-// it. It returns ErrBadKey if the key is not a hash.
+// Params returns the params that Trigger recorded with request n (an
+// empty map for none: also for a request made without params, not
+// ordered); nil if n has no record: it is done and a later Trigger dropped
+// it, or the store lost it. It returns ErrBadKey if the key is not a hash.
 func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error) {
 	if g.c.isClosed() {
 		return nil, fmt.Errorf("lock %q: %w", g.m.k.name, ErrClosed)
@@ -71,6 +71,9 @@ func (g *Ledger) Params(ctx context.Context, n int64) (map[string]string, error)
 	rec, err := g.c.be.ledgerParams(ctx, g.key, n)
 	if err != nil {
 		return nil, g.ledgerErr(err)
+	}
+	if rec != "" && !requestOrdered(rec) {
+		return map[string]string{}, nil
 	}
 	p, err := requestParams(rec)
 	if err != nil {

@@ -46,8 +46,9 @@
 --         claim is not fair) the ledger's chain record, a sorted set: a
 --         finish that marks the tick done (moves the ledger's done up to
 --         it: once per tick) adds to it, in the same step,
---         "<tick>\n<outcome>\n<the entry's tick field>\n<ms now>" scored
---         by the tick, for the runs that follow this one (Record.Chain); it
+--         "<tick>\n<outcome>\n<the entry's tick field>\n<ms now>\n<the
+--         entry's params field>" scored by the tick, for the runs that
+--         follow this one (Record.Chain; params are JSON, no newline); it
 --         keeps the latest 1000 and lives as long as the ledger
 -- ARGV[19..] the run's history entry: field-value pairs appended to
 --         KEYS[4] when the ledger records the finish (none: no entry); one
@@ -117,7 +118,7 @@ local function record(f)
   end
   redis.call('HSET', KEYS[3], unpack(fields))
   if KEYS[7] and ARGV[4] == '1' and (tonumber(f[1]) or 0) < tonumber(ARGV[3]) then
-    redis.call('ZADD', KEYS[7], ARGV[3], ARGV[3] .. '\n' .. ARGV[5] .. '\n' .. (entryField(19, 'tick') or '') .. '\n' .. now)
+    redis.call('ZADD', KEYS[7], ARGV[3], ARGV[3] .. '\n' .. ARGV[5] .. '\n' .. (entryField(19, 'tick') or '') .. '\n' .. now .. '\n' .. (entryField(19, 'params') or ''))
     redis.call('ZREMRANGEBYRANK', KEYS[7], 0, -1001)
     redis.call('PEXPIRE', KEYS[7], ARGV[7])
   end
