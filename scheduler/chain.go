@@ -724,7 +724,7 @@ func (s *Scheduler) followParams(ctx context.Context, r *run, c claimSpec, log h
 	}
 	if origin := c.follow.origin; p == nil && len(origin.job.Params) > 0 {
 		log.Error("manual run not started: the store has no record of the parameters of the manual run it follows (lost with the store's data?)", "origin", origin.job.Name)
-		return fmt.Errorf("not run: the store has no record of the parameters of the manual run of %s it follows (lost with the store's data?)", origin.job.Name)
+		return fmt.Errorf("%w: the store has no record of the parameters of the manual run of %s it follows (lost with the store's data?)", errParamsLost, origin.job.Name)
 	}
 	r.followed = p
 	r.params = chainParams(p, r.e.job.Params)

@@ -519,15 +519,17 @@
 // it runs, first, with the next request of the job that is heard. A
 // claimed request of a job with Params whose record the store no longer
 // has (Redis restarted empty between the trigger and the claim) is not run
-// without its params: it ends with the outcome error, and the error says
-// so; a request made before a reload gave the job Params has a record
-// without them, and runs with none. A run that follows a parent's manual
+// without its params: it ends, done, with the outcome failed, and the
+// error says it was not run and why (a claim that could not read the
+// record, a read that failed, ends with the outcome error, given back, as
+// a claim that fails); a request made before a reload gave the job Params
+// has a record without them, and runs with none. A run that follows a parent's manual
 // run (Job.After) takes its params from the parent's chain record, not
 // from these records (see below). The records are dropped from the ledger
 // by a later request once their runs are done (the history entry keeps
 // the params), and with the ledger itself; at most the latest 1000 are
 // kept (a request further back that has not run by then ends as a lost
-// record does, with the outcome error); a client retry of a trigger
+// record does, with the outcome failed); a client retry of a trigger
 // after a lost reply is known by the request's id while its record is
 // kept, and counts nothing again. The run gets the params in
 // jobs.Info.Params; an exec job as LOCKCRON_PARAM_<NAME> (the name in upper
@@ -919,7 +921,7 @@
 // own chain record passes them on to its children. If they cannot be
 // found (a record written by an older version, with the request's record
 // gone) and the job the request was made for declares Params, the child's
-// run ends with the outcome error, saying so, never without them.
+// run ends, done, with the outcome failed, saying so, never without them.
 //
 // Choices where the issue is silent: a child follows the parent runs that
 // finished after its first reading anywhere in the fleet (its chain floor,

@@ -114,26 +114,24 @@ func paramNames(params map[string]string) []string {
 // claim with their names. It returns why the run must not start: the
 // parameters could not be read, or a job with Params finds no record of
 // the request (the store lost it, say Redis restarted empty between the
-// trigger and the claim). The run ends then with the outcome error and
-// that error, never without its parameters. A request made without
+// trigger and the claim). The run ends then, done, with the outcome failed
+// and errParamsLost, never without its parameters. A request made without
 // params, before a reload gave the job Params, has a record that is not
 // ordered: it runs with none.
+// errParamsLost: a manual run of a job with Params whose request the store
+// has no record of. Its tick is done (outcome failed, not run): another
+// claim would find no record either, and later requests wait behind it.
+var errParamsLost = errors.New("not run")
+
 func (s *Scheduler) claimParams(ctx context.Context, r *run, ledger *fleet.Ledger, log hclog.Logger) error {
 	if ledger != r.e.manualLedger() {
 		log.Info("manual run claimed")
 		return nil // a parent's manual run's: the request is the parent's
 	}
 	p := r.cl.Params
-	if p == nil && r.e.mineManual != nil {
-		var err error
-		if p, err = r.e.manual.Params(ctx, r.cl.Tick); err != nil {
-			log.Error("manual run not started: its parameters could not be read", "error", err)
-			return fmt.Errorf("not run: its parameters could not be read: %w", err)
-		}
-	}
 	if p == nil && len(r.e.job.Params) > 0 && !r.cl.Requested {
 		log.Error("manual run not started: the store has no record of its request (lost with the store's data?)")
-		return errors.New("not run: the store has no record of this request and its parameters (lost with the store's data?)")
+		return fmt.Errorf("%w: the store has no record of this request and its parameters (lost with the store's data?)", errParamsLost)
 	}
 	if len(p) == 0 {
 		log.Info("manual run claimed")

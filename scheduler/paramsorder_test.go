@@ -121,7 +121,7 @@ func TestTriggerParamsMissedMessage(t *testing.T) {
 
 // A manual run of a job with params whose request the store no longer
 // has (Redis restarted empty between the trigger and the claim) does not
-// run without them: it ends with the outcome error and says why.
+// run without them: it ends, done, with the outcome failed and says why.
 func TestTriggerParamsRecordLost(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -144,8 +144,8 @@ func TestTriggerParamsRecordLost(t *testing.T) {
 		runs, err = r.s.History(ctx, job, 0, "")
 		return err == nil && len(runs) == 1
 	})
-	if got := runs[0]; got.Trigger != 1 || got.Outcome != scheduler.OutcomeError || !strings.Contains(got.Error, "no record of this request") {
-		t.Fatalf("history %+v; want trigger 1, outcome error, a reason that says the request's record is gone", got)
+	if got := runs[0]; got.Trigger != 1 || got.Outcome != scheduler.OutcomeFailed || !strings.Contains(got.Error, "no record of this request") {
+		t.Fatalf("history %+v; want trigger 1, outcome failed, a reason that says the request's record is gone", got)
 	}
 	if xs := j.all(); len(xs) != 0 {
 		t.Fatalf("ran %+v; want no run without its params", xs)

@@ -13,19 +13,9 @@ import (
 
 // A manual request made before a reload gave the job params (its record
 // has none) runs with none, not as a request whose record the store
-// lost: on one replica, or on every replica (which reads it in the
-// fleet's ledger of manual runs).
+// lost.
 func TestTriggerParamsRequestMadeBeforeTheJobHadParams(t *testing.T) {
 	t.Parallel()
-	for _, replicas := range []scheduler.Replicas{"", scheduler.ReplicasAll} {
-		t.Run("replicas="+string(replicas), func(t *testing.T) {
-			t.Parallel()
-			requestMadeBeforeParams(t, replicas)
-		})
-	}
-}
-
-func requestMadeBeforeParams(t *testing.T, replicas scheduler.Replicas) {
 	srv := redistest.Start(t)
 	ctx := testkit.Context(t)
 	const job = "report"
@@ -36,7 +26,7 @@ func requestMadeBeforeParams(t *testing.T, replicas scheduler.Replicas) {
 	}
 	j := newJournal()
 	r := newRedisReplica(t, srv, "replica", nil)
-	r.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Replicas: replicas, Run: j.fn(nil), Params: []string{"customer"}})
+	r.add(t, scheduler.Job{Name: job, Schedule: "@yearly", Run: j.fn(nil), Params: []string{"customer"}})
 	r.start()
 	testkit.Eventually(t, 10*time.Second, "the replica running", r.s.Running)
 	msg := strings.Join([]string{"trigger", job, "1", strconv.FormatInt(time.Now().UnixMilli(), 10)}, "\n")

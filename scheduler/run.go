@@ -284,7 +284,11 @@ func (s *Scheduler) claimOnce(e *entry, tick time.Time, c claimSpec) (earlier bo
 			err = s.claimParams(ctx, r, c.ledger, log)
 		}
 		if err != nil {
-			endSpan(span, s.finish(r, OutcomeError, err, log), err)
+			outcome := OutcomeError // a read failed: given back, tried again
+			if errors.Is(err, errParamsLost) {
+				outcome = OutcomeFailed // done: no claim would find them
+			}
+			endSpan(span, s.finish(r, outcome, err, log), err)
 			return earlier
 		}
 	}
