@@ -285,20 +285,7 @@ func (b *redisBackend) backfills(ctx context.Context, key, pause, op, id string,
 		keys = append(keys, pause)
 	}
 	v, err := backfillScript.Run(ctx, b.rdb, keys, argv...).Slice()
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	if len(v) < 2 {
-		return 0, 0, nil, fmt.Errorf("backfill.lua: a reply of %d values", len(v))
-	}
-	st, _ := v[0].(int64)
-	now, _ := v[1].(int64)
-	rest := make([]string, 0, len(v)-2)
-	for _, x := range v[2:] {
-		s, _ := x.(string)
-		rest = append(rest, s)
-	}
-	return st, now, rest, nil
+	return statusReply("backfill.lua", v, err)
 }
 
 // memBackfills is the hash of one job's backfills in a MemoryStore, as
@@ -306,6 +293,21 @@ func (b *redisBackend) backfills(ctx context.Context, key, pause, op, id string,
 type memBackfills struct {
 	m    map[string]string
 	ends time.Time
+}
+
+// memBackfillsAt is the hash at key (a job's backfills, or the index) at
+// now; nil if there is none, or it has expired (then it goes). s.mu is
+// held.
+func (s *MemoryStore) memBackfillsAt(key string, now time.Time) *memBackfills {
+	if s.backfill == nil {
+		s.backfill = make(map[string]*memBackfills)
+	}
+	h := s.backfill[key]
+	if h != nil && !now.Before(h.ends) {
+		h = nil
+		delete(s.backfill, key)
+	}
+	return h
 }
 
 func (b *memoryBackend) backfills(ctx context.Context, key, pause, op, id string, args ...string) (int64, int64, []string, error) {
@@ -317,14 +319,7 @@ func (b *memoryBackend) backfills(ctx context.Context, key, pause, op, id string
 	defer s.mu.Unlock()
 	nowT := time.Now()
 	now := nowT.UnixMilli()
-	if s.backfill == nil {
-		s.backfill = make(map[string]*memBackfills)
-	}
-	h := s.backfill[key]
-	if h != nil && !nowT.Before(h.ends) {
-		h = nil
-		delete(s.backfill, key)
-	}
+	h := s.memBackfillsAt(key, nowT)
 	if h == nil {
 		h = &memBackfills{m: make(map[string]string)}
 	}
@@ -541,14 +536,7 @@ func (b *memoryBackend) backfillIndex(ctx context.Context, key, op, id, job stri
 	defer s.mu.Unlock()
 	nowT := time.Now()
 	now := nowT.UnixMilli()
-	if s.backfill == nil {
-		s.backfill = make(map[string]*memBackfills)
-	}
-	h := s.backfill[key]
-	if h != nil && !nowT.Before(h.ends) {
-		h = nil
-		delete(s.backfill, key)
-	}
+	h := s.memBackfillsAt(key, nowT)
 	switch op {
 	case "add":
 		if h == nil {

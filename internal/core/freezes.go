@@ -149,20 +149,27 @@ func (b *redisBackend) freezes(ctx context.Context, k freezeKeys, op, nonce stri
 		argv = append(argv, a)
 	}
 	v, err := freezeScript.Run(ctx, b.rdb, []string{k.key, k.seq, k.reqs}, argv...).Slice()
+	return statusReply("freeze.lua", v, err)
+}
+
+// statusReply reads the reply v of a script that answers {status, now on
+// the server's clock in ms, strings...} (freeze.lua, backfill.lua), or
+// passes err on.
+func statusReply(script string, v []any, err error) (status, now int64, rest []string, _ error) {
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	if len(v) < 2 {
-		return 0, 0, nil, fmt.Errorf("freeze.lua: a reply of %d values", len(v))
+		return 0, 0, nil, fmt.Errorf("%s: a reply of %d values", script, len(v))
 	}
-	st, _ := v[0].(int64)
-	now, _ := v[1].(int64)
-	rest := make([]string, 0, len(v)-2)
+	status, _ = v[0].(int64)
+	now, _ = v[1].(int64)
+	rest = make([]string, 0, len(v)-2)
 	for _, x := range v[2:] {
 		s, _ := x.(string)
 		rest = append(rest, s)
 	}
-	return st, now, rest, nil
+	return status, now, rest, nil
 }
 
 // memFreezes are the freezes at one key of a MemoryStore, the counter of
