@@ -26,18 +26,6 @@ func failOn(bad func(tick time.Time) bool) func(ctx context.Context) error {
 	}
 }
 
-// awaitCond polls cond until it holds, or fails the test after within.
-func awaitCond(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // chainFleet starts n replicas on srv, each with jobs.
 func chainFleet(t *testing.T, srv *redistest.Server, n int, js ...scheduler.Job) []*replica {
 	t.Helper()
@@ -91,7 +79,7 @@ func TestChainRunsOncePerSuccessfulParentRun(t *testing.T) {
 		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(failOn(bad))},
 		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)})
 	var cutoff time.Time
-	awaitCond(t, 60*time.Second, "6 runs of extract followed by load", func() bool {
+	testkit.Eventually(t, 60*time.Second, "6 runs of extract followed by load", func() bool {
 		by := j.byJob()
 		if len(by["extract"]) < 6 {
 			return false
@@ -152,7 +140,7 @@ func TestChainFanInAndWhen(t *testing.T) {
 		scheduler.Job{Name: "both", After: []string{"a", "b"}, Run: j.fn(nil)},
 		scheduler.Job{Name: "cleanup", After: []string{"b"}, When: scheduler.WhenFailure, Run: j.fn(nil)})
 	var cutoff time.Time
-	awaitCond(t, 60*time.Second, "6 ticks of a and b followed", func() bool {
+	testkit.Eventually(t, 60*time.Second, "6 ticks of a and b followed", func() bool {
 		by := j.byJob()
 		if len(by["a"]) < 6 || len(by["b"]) < 6 {
 			return false
@@ -260,7 +248,7 @@ func TestChainFollowsManualRuns(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	awaitCond(t, 60*time.Second, "load after each manual run of extract", func() bool {
+	testkit.Eventually(t, 60*time.Second, "load after each manual run of extract", func() bool {
 		by := j.byJob()
 		return len(by["extract"]) > 0 && len(by["load"]) == len(by["extract"])
 	})

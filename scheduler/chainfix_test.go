@@ -29,16 +29,16 @@ func TestChainChildTakesTheParentsParams(t *testing.T) {
 		scheduler.Job{Name: "load", After: []string{"extract"}, Params: []string{"customer"}, Run: j.fn(nil)},
 		scheduler.Job{Name: "audit", After: []string{"extract"}, Run: j.fn(nil)})
 	r.start()
-	awaitCond(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
+	testkit.Eventually(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
 	ctx := testkit.Context(t)
 	if _, err := r.s.TriggerParams(ctx, "load", map[string]string{"customer": "42"}); err != nil {
 		t.Fatal(err)
 	}
-	awaitCond(t, 30*time.Second, "load's own manual run #1", func() bool { return len(j.byJob()["load"]) == 1 })
+	testkit.Eventually(t, 30*time.Second, "load's own manual run #1", func() bool { return len(j.byJob()["load"]) == 1 })
 	if _, err := r.s.TriggerParams(ctx, "extract", map[string]string{"customer": "7", "date": "2026-01-01"}); err != nil {
 		t.Fatal(err)
 	}
-	awaitCond(t, 30*time.Second, "load and audit after extract's manual run #1", func() bool {
+	testkit.Eventually(t, 30*time.Second, "load and audit after extract's manual run #1", func() bool {
 		by := j.byJob()
 		return len(by["load"]) == 2 && len(by["audit"]) == 1
 	})
@@ -92,7 +92,7 @@ func TestChainBusyChildKeepsItsParentsRuns(t *testing.T) {
 	// Four parent runs finish while load's first run goes on: the first
 	// of them more than the grace before load is free again.
 	var last time.Time
-	awaitCond(t, 60*time.Second, "4 runs of extract after the one load follows", func() bool {
+	testkit.Eventually(t, 60*time.Second, "4 runs of extract after the one load follows", func() bool {
 		n := 0
 		for _, x := range j.byJob()["extract"] {
 			if x.info.Tick.After(held.Tick) {
@@ -102,7 +102,7 @@ func TestChainBusyChildKeepsItsParentsRuns(t *testing.T) {
 		return n >= 4
 	})
 	close(release)
-	awaitCond(t, 60*time.Second, "load after each of them", func() bool {
+	testkit.Eventually(t, 60*time.Second, "load after each of them", func() bool {
 		n := 0
 		for _, x := range j.byJob()["load"] {
 			if !x.info.Tick.After(last) {
@@ -145,7 +145,7 @@ func TestChainNewChildFollowsNoPastRuns(t *testing.T) {
 		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
 		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)})
 	r1.start()
-	awaitCond(t, 60*time.Second, "3 extract runs", func() bool { return len(j.byJob()["extract"]) >= 3 })
+	testkit.Eventually(t, 60*time.Second, "3 extract runs", func() bool { return len(j.byJob()["extract"]) >= 3 })
 	r1.stop(t)
 	var before time.Time
 	for _, x := range j.byJob()["extract"] {
@@ -157,7 +157,7 @@ func TestChainNewChildFollowsNoPastRuns(t *testing.T) {
 		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)},
 		scheduler.Job{Name: "audit", After: []string{"extract"}, Run: j.fn(nil)})
 	r2.start()
-	awaitCond(t, 60*time.Second, "2 audit runs", func() bool { return len(j.byJob()["audit"]) >= 2 })
+	testkit.Eventually(t, 60*time.Second, "2 audit runs", func() bool { return len(j.byJob()["audit"]) >= 2 })
 	r2.stop(t)
 	for _, x := range j.byJob()["audit"] {
 		if !x.info.Tick.After(before) {
@@ -238,18 +238,18 @@ func TestChainManualRunReachesGrandchildren(t *testing.T) {
 		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(nil)},
 		scheduler.Job{Name: "report", After: []string{"load"}, Params: []string{"customer"}, Run: j.fn(nil)})
 	r.start()
-	awaitCond(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
+	testkit.Eventually(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
 	ctx := testkit.Context(t)
 	if _, err := r.s.TriggerParams(ctx, "extract", map[string]string{"customer": "7"}); err != nil {
 		t.Fatal(err)
 	}
-	awaitCond(t, 30*time.Second, "report after load after extract's manual run", func() bool { return len(j.byJob()["report"]) == 1 })
+	testkit.Eventually(t, 30*time.Second, "report after load after extract's manual run", func() bool { return len(j.byJob()["report"]) == 1 })
 	// load's own manual run #1 starts report's run of load's #1: not taken
 	// for the one that followed extract's #1.
 	if _, err := r.s.Trigger(ctx, "load"); err != nil {
 		t.Fatal(err)
 	}
-	awaitCond(t, 30*time.Second, "report after load's own manual run", func() bool { return len(j.byJob()["report"]) == 2 })
+	testkit.Eventually(t, 30*time.Second, "report after load's own manual run", func() bool { return len(j.byJob()["report"]) == 2 })
 	r.stop(t)
 	by := j.byJob()
 	load, report := by["load"][0].info, by["report"][0].info
@@ -328,7 +328,7 @@ func TestChainBusyChildElsewhereKeepsItsParentsRuns(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("load did not start")
 	}
-	awaitCond(t, 60*time.Second, "3 runs of extract after the one load follows", func() bool {
+	testkit.Eventually(t, 60*time.Second, "3 runs of extract after the one load follows", func() bool {
 		n := 0
 		for _, x := range j.byJob()["extract"] {
 			if x.info.Tick.After(held.Tick) {
@@ -345,7 +345,7 @@ func TestChainBusyChildElsewhereKeepsItsParentsRuns(t *testing.T) {
 	for _, x := range j.byJob()["extract"] {
 		last = maxTime(last, x.info.Tick)
 	}
-	awaitCond(t, 60*time.Second, "load after each run of extract up to r1's stop", func() bool {
+	testkit.Eventually(t, 60*time.Second, "load after each run of extract up to r1's stop", func() bool {
 		n := 0
 		for _, x := range j.byJob()["load"] {
 			if !x.info.Tick.After(last) && x.err == nil {
@@ -410,7 +410,7 @@ func TestChainUpdateDuringChildRun(t *testing.T) {
 	}
 	close(release)
 	var last time.Time
-	awaitCond(t, 60*time.Second, "3 runs of extract after the update", func() bool {
+	testkit.Eventually(t, 60*time.Second, "3 runs of extract after the update", func() bool {
 		n := 0
 		for _, x := range j.byJob()["extract"] {
 			if x.info.Tick.After(held.Tick) {
@@ -419,7 +419,7 @@ func TestChainUpdateDuringChildRun(t *testing.T) {
 		}
 		return n >= 3
 	})
-	awaitCond(t, 60*time.Second, "load after each run of extract", func() bool {
+	testkit.Eventually(t, 60*time.Second, "load after each run of extract", func() bool {
 		n := 0
 		for _, x := range j.byJob()["load"] {
 			if !x.info.Tick.After(last) {

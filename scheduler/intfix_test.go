@@ -29,7 +29,7 @@ func TestChainChildParamsAfterTheParentsNextRequest(t *testing.T) {
 		scheduler.Job{Name: "load", After: []string{"extract"}, Params: []string{"customer"}, MisfireGrace: time.Hour, Run: j.fn(nil)},
 		scheduler.Job{Name: "report", After: []string{"load"}, Params: []string{"customer"}, MisfireGrace: time.Hour, Run: j.fn(nil)})
 	r.start()
-	awaitCond(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
+	testkit.Eventually(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
 	ctx := testkit.Context(t)
 	if err := r.s.Pause(ctx, "load", true, fleet.PauseInfo{By: "test", Note: "hold the child"}); err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestChainChildParamsAfterTheParentsNextRequest(t *testing.T) {
 	// finished waits for extract's history to hold n runs: the finish that
 	// records one marks its request done in the same step.
 	finished := func(n int) {
-		awaitCond(t, 30*time.Second, "extract's run #"+strconv.Itoa(n)+" recorded", func() bool {
+		testkit.Eventually(t, 30*time.Second, "extract's run #"+strconv.Itoa(n)+" recorded", func() bool {
 			runs, err := r.s.History(ctx, "extract", 0, "")
 			return err == nil && len(runs) == n
 		})
@@ -53,7 +53,7 @@ func TestChainChildParamsAfterTheParentsNextRequest(t *testing.T) {
 	if err := r.s.Pause(ctx, "load", false, fleet.PauseInfo{}); err != nil {
 		t.Fatal(err)
 	}
-	awaitCond(t, 60*time.Second, "load and report after both", func() bool {
+	testkit.Eventually(t, 60*time.Second, "load and report after both", func() bool {
 		by := j.byJob()
 		return len(by["load"]) == 2 && len(by["report"]) == 2
 	})
@@ -95,13 +95,13 @@ func TestChainChildParamsNotFound(t *testing.T) {
 		scheduler.Job{Name: "extract", Schedule: "0 0 1 1 *", Params: []string{"customer"}, Run: j.fn(nil)},
 		scheduler.Job{Name: "load", After: []string{"extract"}, Params: []string{"customer"}, MisfireGrace: time.Hour, Run: j.fn(nil)})
 	r.start()
-	awaitCond(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
+	testkit.Eventually(t, 30*time.Second, "r1 running (its subscriptions confirmed)", r.s.Running)
 	ctx := testkit.Context(t)
 	if err := r.s.Pause(ctx, "load", true, fleet.PauseInfo{By: "test", Note: "hold the child"}); err != nil {
 		t.Fatal(err)
 	}
 	finished := func(n int) {
-		awaitCond(t, 30*time.Second, "extract's run #"+strconv.Itoa(n)+" recorded", func() bool {
+		testkit.Eventually(t, 30*time.Second, "extract's run #"+strconv.Itoa(n)+" recorded", func() bool {
 			runs, err := r.s.History(ctx, "extract", 0, "")
 			return err == nil && len(runs) == n
 		})
@@ -132,7 +132,7 @@ func TestChainChildParamsNotFound(t *testing.T) {
 	}
 	// The run after #1 ends failed, done, not run (not with #2's params);
 	// the run after #2 is not held up behind it.
-	awaitCond(t, 60*time.Second, "load's run after #1 ended failed, and after #2 ran", func() bool {
+	testkit.Eventually(t, 60*time.Second, "load's run after #1 ended failed, and after #2 ran", func() bool {
 		runs, err := r.s.History(ctx, "load", 0, "")
 		lost, ran := 0, 0
 		for _, x := range runs {

@@ -170,7 +170,7 @@ func TestTriggerParamsChainChild(t *testing.T) {
 	if _, err := fl[0].s.TriggerParams(ctx, "extract", map[string]string{"customer": "parent"}); err != nil {
 		t.Fatal(err)
 	}
-	awaitCond(t, 30*time.Second, "extract once, load twice", func() bool {
+	testkit.Eventually(t, 30*time.Second, "extract once, load twice", func() bool {
 		by := j.byJob()
 		return len(by["extract"]) == 1 && len(by["load"]) == 2
 	})
