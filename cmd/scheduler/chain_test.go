@@ -130,6 +130,93 @@ func TestChainOnFleet(t *testing.T) {
 	}
 }
 
+// Fan-in on three replica processes: report follows a and b, which share
+// a schedule (b's ticks at :X0 fail): it runs once for each tick both ran
+// successfully, with that tick, and never for one b failed.
+func TestChainFanInOnFleet(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, header(srv.Addr(), "5s")+
+		execJob("a", "@every 2s", "1s", `echo "ok $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> a.log`)+
+		execJob("b", "@every 2s", "1s", `case "$LOCKCRON_TICK" in
+  *0Z) echo "fail $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> b.log; exit 1;;
+esac
+echo "ok $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT" >> b.log`)+`
+job "report" {
+  after = ["a", "b"]
+  exec {
+    command = ["sh", "-c", "echo \"report $LOCKCRON_TICK $LOCKCRON_REPLICA $LOCKCRON_ATTEMPT $LOCKCRON_PARENT\" >> report.log"]
+    grace = "1s"
+  }
+}
+`)
+	ps := startFleet(t, dir, cfg, 3)
+	last := time.Now().Add(14 * time.Second).Truncate(2 * time.Second)
+	oks := func(name string) map[time.Time]bool {
+		m := make(map[time.Time]bool)
+		for _, r := range parseRecords(t, fileLines(t, filepath.Join(dir, name))) {
+			if r.word == "ok" {
+				m[r.tick] = true
+			}
+		}
+		return m
+	}
+	reports := func() map[time.Time][]record {
+		m := make(map[time.Time][]record)
+		for _, r := range parseRecords(t, fileLines(t, filepath.Join(dir, "report.log"))) {
+			m[r.tick] = append(m[r.tick], r)
+		}
+		return m
+	}
+	waitRecord(t, 40*time.Second, filepath.Join(dir, "b.log"), "b's tick 14s after the start", func(r record) bool { return !r.tick.Before(last) })
+	testkit.Eventually(t, 30*time.Second, "report after every tick both a and b ran", func() bool {
+		a, b, rep := oks("a.log"), oks("b.log"), reports()
+		for tick := range a {
+			if b[tick] && !tick.After(last) && len(rep[tick]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, p := range ps {
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		p.awaitExit(t, 15*time.Second)
+	}
+	a, b, rep := oks("a.log"), oks("b.log"), reports()
+	both, bFailed := 0, 0
+	for _, r := range parseRecords(t, fileLines(t, filepath.Join(dir, "b.log"))) {
+		if r.word == "fail" && !r.tick.After(last) {
+			bFailed++
+		}
+	}
+	for tick, rs := range rep {
+		if !a[tick] || !b[tick] {
+			t.Errorf("report ran for tick %s, which a and b did not both run successfully", tick.Format(time.RFC3339))
+		}
+		want := tick.UTC().Format(time.RFC3339)
+		for _, r := range rs {
+			if len(r.rest) != 1 || (r.rest[0] != "a@"+want && r.rest[0] != "b@"+want) {
+				t.Errorf("report of %s: LOCKCRON_PARENT %q, want a@ or b@ that tick", want, r.rest)
+			}
+		}
+	}
+	for tick := range a {
+		if !b[tick] || tick.After(last) {
+			continue
+		}
+		both++
+		if n := len(rep[tick]); n != 1 {
+			t.Errorf("report ran %d times for tick %s, which a and b both ran, want once", n, tick.Format(time.RFC3339))
+		}
+	}
+	if both < 4 || bFailed == 0 {
+		t.Errorf("%d ticks both ran and %d b failed, want at least 4 and 1: the test shows too little", both, bFailed)
+	}
+}
+
 // The replica that finished extract is SIGKILLed before load could start
 // (load's lock is held meanwhile): another replica, started afterwards,
 // runs load for that tick, once.
