@@ -63,32 +63,14 @@ func TestChainBusyChildKeepsItsParentsRuns(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
-	started := make(chan jobs.Info, 100)
 	release := make(chan struct{})
-	var first atomic.Bool
-	hold := func(ctx context.Context) error {
-		info, _ := jobs.InfoFrom(ctx)
-		started <- info
-		if first.CompareAndSwap(false, true) {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	}
+	started, hold := holdFirst(release)
 	r := newRedisReplica(t, srv, "r1", nil)
 	r.add(t,
 		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
 		scheduler.Job{Name: "load", After: []string{"extract"}, MisfireGrace: time.Second, Run: j.fn(hold)})
 	r.start()
-	var held jobs.Info
-	select {
-	case held = <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("load did not start")
-	}
+	held := awaitStarted(t, started, "load did not start")
 	// Four parent runs finish while load's first run goes on: the first
 	// of them more than the grace before load is free again.
 	var last time.Time
@@ -179,28 +161,13 @@ func TestChainHandedOffChildKeepsItsParent(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
-	started := make(chan jobs.Info, 100)
-	var first atomic.Bool
-	slow := func(ctx context.Context) error {
-		info, _ := jobs.InfoFrom(ctx)
-		started <- info
-		if first.CompareAndSwap(false, true) {
-			<-ctx.Done() // until the stop hands it off
-			return ctx.Err()
-		}
-		return nil
-	}
+	started, slow := holdFirst(nil) // its first run until the stop hands it off
 	js := []scheduler.Job{
 		{Name: "extract", Schedule: "@every 2s", Run: j.fn(nil)},
 		{Name: "load", After: []string{"extract"}, Run: j.fn(slow)},
 	}
 	fleet := chainFleet(t, srv, 2, js...)
-	var held jobs.Info
-	select {
-	case held = <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("no load run")
-	}
+	held := awaitStarted(t, started, "no load run")
 	victim, other := fleet[0], fleet[1]
 	if held.Replica == "r2" {
 		victim, other = fleet[1], fleet[0]
@@ -304,17 +271,7 @@ func TestChainBusyChildElsewhereKeepsItsParentsRuns(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
-	started := make(chan jobs.Info, 100)
-	var first atomic.Bool
-	hold := func(ctx context.Context) error {
-		info, _ := jobs.InfoFrom(ctx)
-		started <- info
-		if first.CompareAndSwap(false, true) {
-			<-ctx.Done() // until r1's stop hands it off
-			return ctx.Err()
-		}
-		return nil
-	}
+	started, hold := holdFirst(nil) // its first run until r1's stop hands it off
 	js := []scheduler.Job{
 		{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
 		{Name: "load", After: []string{"extract"}, MisfireGrace: time.Second, Run: j.fn(hold)},
@@ -322,12 +279,7 @@ func TestChainBusyChildElsewhereKeepsItsParentsRuns(t *testing.T) {
 	r1 := newRedisReplica(t, srv, "r1", nil)
 	r1.add(t, js...)
 	r1.start()
-	var held jobs.Info
-	select {
-	case held = <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("load did not start")
-	}
+	held := awaitStarted(t, started, "load did not start")
 	testkit.Eventually(t, 60*time.Second, "3 runs of extract after the one load follows", func() bool {
 		n := 0
 		for _, x := range j.byJob()["extract"] {
@@ -369,32 +321,14 @@ func TestChainUpdateDuringChildRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	j := newJournal()
-	started := make(chan jobs.Info, 100)
 	release := make(chan struct{})
-	var first atomic.Bool
-	hold := func(ctx context.Context) error {
-		info, _ := jobs.InfoFrom(ctx)
-		started <- info
-		if first.CompareAndSwap(false, true) {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	}
+	started, hold := holdFirst(release)
 	r := newRedisReplica(t, srv, "r1", nil)
 	r.add(t,
 		scheduler.Job{Name: "extract", Schedule: "@every 1s", Run: j.fn(nil)},
 		scheduler.Job{Name: "load", After: []string{"extract"}, Run: j.fn(hold)})
 	r.start()
-	var held jobs.Info
-	select {
-	case held = <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("load did not start")
-	}
+	held := awaitStarted(t, started, "load did not start")
 	updated := make(chan error, 1)
 	go func() {
 		updated <- r.s.Update(scheduler.Job{Name: "load", After: []string{"extract"}, Timeout: time.Hour, Run: j.fn(hold)})
@@ -436,4 +370,37 @@ func TestChainUpdateDuringChildRun(t *testing.T) {
 	})
 	r.stop(t)
 	checkFollowersUpTo(t, j.byJob(), last)
+}
+
+// holdFirst is a job func that sends each run's Info on started and holds
+// its first run until release is closed or the run's ctx ends (a nil
+// release: until its ctx ends).
+func holdFirst(release <-chan struct{}) (started chan jobs.Info, run func(context.Context) error) {
+	started = make(chan jobs.Info, 100)
+	var first atomic.Bool
+	return started, func(ctx context.Context) error {
+		info, _ := jobs.InfoFrom(ctx)
+		started <- info
+		if first.CompareAndSwap(false, true) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+}
+
+// awaitStarted is the next Info on started, or fails the test (what) after
+// a minute.
+func awaitStarted(t *testing.T, started <-chan jobs.Info, what string) jobs.Info {
+	t.Helper()
+	select {
+	case info := <-started:
+		return info
+	case <-time.After(60 * time.Second):
+		t.Fatal(what)
+		return jobs.Info{}
+	}
 }
